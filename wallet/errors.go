@@ -1,0 +1,95 @@
+package wallet
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Typed errors. Every package wraps these with %w and a lowercase action, so callers tell
+// failures apart with errors.Is; errors that carry details (a pid, a charge, a table) are
+// struct types that unwrap to one of these sentinels.
+var (
+	// ErrDiskFull: the disk or the database is full (SQLITE_FULL, ENOSPC). The write did not
+	// happen; it never poses as success.
+	ErrDiskFull = errors.New("disk full")
+	// ErrCorrupt: the file is not a database or its pages are damaged.
+	ErrCorrupt = errors.New("database corrupt")
+	// ErrBusy: another connection holds a lock longer than the bounded busy timeout.
+	ErrBusy = errors.New("database busy")
+	// ErrReadOnly: the file, its folder or the store handle does not allow writing.
+	ErrReadOnly = errors.New("database read-only")
+	// ErrSchemaTooNew: the file carries a walletsync or toolbox schema newer than this
+	// binary knows. The file is left untouched.
+	ErrSchemaTooNew = errors.New("schema newer than this walletsync")
+	// ErrUnknownSchema: the file holds objects in walletsync's namespace that this binary
+	// does not recognise, or is not a wallet-toolbox store at all.
+	ErrUnknownSchema = errors.New("unrecognised schema")
+	// ErrWrongChain: a chain is missing, unknown, or differs between two stores.
+	ErrWrongChain = errors.New("wrong chain")
+	// ErrWriterLocked: another process holds the wallet file's writer lock.
+	ErrWriterLocked = errors.New("wallet locked by another walletsync process")
+	// ErrNotFound: the identity, row or file asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrInvalidArgument: a caller passed an option or value outside its documented range.
+	ErrInvalidArgument = errors.New("invalid argument")
+
+	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
+	ErrSnapshotClosed = errors.New("snapshot closed")
+	// ErrSnapshotExpired: the snapshot view outlived its lifetime on the monotonic or the
+	// wall clock; its late results are discarded.
+	ErrSnapshotExpired = errors.New("snapshot expired")
+	// ErrSnapshotBusy: another snapshot view is open on the same store.
+	ErrSnapshotBusy = errors.New("another snapshot view is open")
+	// ErrConcurrentRead: a read was started on a view while another read was in flight.
+	ErrConcurrentRead = errors.New("concurrent read on one snapshot view")
+	// ErrCursorMismatch: a cursor was given to a view or table other than the one that
+	// issued it.
+	ErrCursorMismatch = errors.New("cursor belongs to another view or table")
+	// ErrRowTooLarge: the first row of a page does not fit the page's byte budget.
+	ErrRowTooLarge = errors.New("row larger than the page budget")
+)
+
+// LockedError reports the holder of a wallet file's writer lock.
+type LockedError struct {
+	Path string // the wallet file
+	PID  int    // the holder's process id, 0 when the lock file names none
+}
+
+func (e *LockedError) Error() string {
+	if e.PID == 0 {
+		return fmt.Sprintf("%s: held by another process", e.Path)
+	}
+	return fmt.Sprintf("%s: held by walletsync process %d", e.Path, e.PID)
+}
+
+// Unwrap makes errors.Is(err, ErrWriterLocked) true.
+func (e *LockedError) Unwrap() error { return ErrWriterLocked }
+
+// RowTooLargeError names the first row of a page that does not fit the page's byte budget.
+// The row was not skipped: the caller reads it alone, in a one-row page with a byte limit of
+// at least Charge (up to MaxFrameBytes), or gives up with this error.
+type RowTooLargeError struct {
+	Table  TableName
+	Key    []any // the row's paging key
+	Charge int64 // the row's byte charge (see Table.Charge)
+	Limit  int64 // the byte limit it was refused under
+}
+
+func (e *RowTooLargeError) Error() string {
+	return fmt.Sprintf("%s row %v: charge %d bytes exceeds the page limit of %d", e.Table, e.Key, e.Charge, e.Limit)
+}
+
+// Unwrap makes errors.Is(err, ErrRowTooLarge) true.
+func (e *RowTooLargeError) Unwrap() error { return ErrRowTooLarge }
+
+// SchemaError reports why a store's schema was refused.
+type SchemaError struct {
+	Path   string
+	Reason string
+	Err    error // ErrSchemaTooNew or ErrUnknownSchema
+}
+
+func (e *SchemaError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Path, e.Reason, e.Err) }
+
+// Unwrap returns the sentinel that classifies the refusal.
+func (e *SchemaError) Unwrap() error { return e.Err }
