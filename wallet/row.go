@@ -43,7 +43,7 @@ func (t *Table) Normalize(r Row) error {
 		return fmt.Errorf("normalize %s row: %d values for %d columns: %w", t.Name, len(r), len(t.Columns), ErrInvalidArgument)
 	}
 	for i, c := range t.Columns {
-		v, err := normalizeValue(c, r[i])
+		v, err := NormalizeValue(c, r[i])
 		if err != nil {
 			return fmt.Errorf("normalize %s.%s: %w", t.Name, c.Name, err)
 		}
@@ -52,7 +52,8 @@ func (t *Table) Normalize(r Row) error {
 	return nil
 }
 
-func normalizeValue(c Column, v any) (any, error) {
+// NormalizeValue converts one raw driver value into the Go type of c's kind (see Row).
+func NormalizeValue(c Column, v any) (any, error) {
 	if v == nil {
 		if !c.Nullable {
 			return nil, fmt.Errorf("null in a NOT NULL column: %w", ErrInvalidArgument)

@@ -1,0 +1,228 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"time"
+
+	"walletsync/localstore"
+	"walletsync/wallet"
+)
+
+// Benchmarks print ratios against a baseline measured in the same run, because the machines
+// they run on are noisy: an absolute time means little, a ratio to the floor means a lot.
+// Each measured phase runs in a fresh child process so that its peak RSS is its own.
+
+// benchWallet returns a wallet file holding fixture f, made once and reused from dir: the
+// large fixture takes minutes to generate.
+func benchWallet(ctx context.Context, dir string, f localstore.Fixture, out io.Writer) (path, identity string, err error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", "", err
+	}
+	path = filepath.Join(dir, fmt.Sprintf("bench-%s-seed1.sqlite", f))
+	identity = localstore.FixtureIdentity(1)
+	if _, err := os.Stat(path); err == nil {
+		return path, identity, nil
+	}
+	fmt.Fprintf(out, "generating the %s fixture at %s (once; later runs reuse it)\n", f, path)
+	tmp := path + ".building"
+	os.Remove(tmp)
+	s, err := localstore.Create(ctx, tmp, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "bench"}, localstore.Options{})
+	if err != nil {
+		return "", "", err
+	}
+	bar := newProgressLine(out)
+	_, err = localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: 1, Progress: func(done, total int) {
+		bar.update(done == total, "seeding %s: %d/%d transactions", f, done, total)
+	}})
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return "", "", err
+	}
+	for _, suffix := range []string{"-wal", "-shm", ".walletsync-lock"} {
+		os.Remove(tmp + suffix) // the store checkpointed its WAL into the file on close
+	}
+	return path, identity, os.Rename(tmp, path)
+}
+
+func defaultBenchDir() string {
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "walletsync", "bench")
+	}
+	return filepath.Join(os.TempDir(), "walletsync-bench")
+}
+
+// phaseResult is what a child process reports for one measured phase.
+type phaseResult struct {
+	Mode    string  `json:"mode"`
+	Rows    int64   `json:"rows"`
+	Bytes   int64   `json:"bytes"`
+	Pages   int64   `json:"pages"`
+	Seconds float64 `json:"seconds"`
+	PeakRSS int64   `json:"peakRSSBytes"`
+}
+
+func (p phaseResult) rowsPerSec() float64 { return float64(p.Rows) / p.Seconds }
+func (p phaseResult) mbPerSec() float64   { return float64(p.Bytes) / 1e6 / p.Seconds }
+
+// runPhase runs `walletsync <args>` in a child process and decodes its JSON result.
+func runPhase(ctx context.Context, args ...string) (phaseResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return phaseResult{}, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return phaseResult{}, fmt.Errorf("bench phase %v: %w: %s", args, err, stderr.String())
+	}
+	var r phaseResult
+	if err := json.Unmarshal(stdout.Bytes(), &r); err != nil {
+		return r, fmt.Errorf("bench phase %v: %w", args, err)
+	}
+	return r, nil
+}
+
+// storeBenchReport is the result of `walletsync bench store`.
+type storeBenchReport struct {
+	Fixture string      `json:"fixture"`
+	Wallet  string      `json:"wallet"`
+	Idle    phaseResult `json:"idle"`
+	Scan    phaseResult `json:"scan"`
+	Keyset  phaseResult `json:"keyset"`
+	// TimeRatio is keyset time / scan time (goal: <= 1.5).
+	TimeRatio float64 `json:"timeRatio"`
+	// RSSGrowth is the keyset phase's peak RSS above an idle process that only opened the
+	// store (goal: small and independent of the wallet's size).
+	RSSGrowth int64 `json:"rssGrowthBytes"`
+}
+
+func runBenchStore(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("bench store", "[--fixture toolbox|large|small] [--dir D] [--json]", out)
+	fixture := fs.String("fixture", string(localstore.FixtureToolbox), "the wallet to page: small, toolbox or large (about 1 GB, generated once)")
+	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
+	maxRows := fs.Int("max-rows", wallet.MaxPageRows, "page row limit")
+	maxBytes := fs.Int64("max-bytes", wallet.DefaultPageBytes, "page byte limit")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	f, err := localstore.ParseFixture(*fixture)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	if err := (wallet.Limits{Rows: *maxRows, Bytes: *maxBytes}).Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	progress := out
+	if *asJSON {
+		progress = io.Discard
+	}
+	path, identity, err := benchWallet(ctx, *dir, f, progress)
+	if err != nil {
+		return err
+	}
+	rep := storeBenchReport{Fixture: string(f), Wallet: path}
+	common := []string{"bench", "store-child", "--db", path, "--identity", identity,
+		"--max-rows", fmt.Sprint(*maxRows), "--max-bytes", fmt.Sprint(*maxBytes), "--mode"}
+	// The scan runs first and warms the page cache for the keyset phase; a second scan after
+	// it would show the same, so the order does not favour paging.
+	for _, p := range []struct {
+		mode string
+		dst  *phaseResult
+	}{{"idle", &rep.Idle}, {"scan", &rep.Scan}, {"keyset", &rep.Keyset}} {
+		if *p.dst, err = runPhase(ctx, append(common, p.mode)...); err != nil {
+			return err
+		}
+	}
+	rep.TimeRatio = rep.Keyset.Seconds / rep.Scan.Seconds
+	rep.RSSGrowth = rep.Keyset.PeakRSS - rep.Idle.PeakRSS
+	return report(out, *asJSON, rep, func(w io.Writer) {
+		fmt.Fprintf(w, "bench store: %s fixture (%s)\n", f, path)
+		for _, p := range []phaseResult{rep.Scan, rep.Keyset} {
+			fmt.Fprintf(w, "  %-7s %9d rows %8.1f MB %7.3f s %10.0f rows/s %7.1f MB/s  peak RSS %s\n",
+				p.Mode, p.Rows, float64(p.Bytes)/1e6, p.Seconds, p.rowsPerSec(), p.mbPerSec(), humanBytes(p.PeakRSS))
+		}
+		fmt.Fprintf(w, "  keyset pages: %d (max %d rows, %d bytes each)\n", rep.Keyset.Pages, *maxRows, *maxBytes)
+		fmt.Fprintf(w, "  ratio keyset/scan time: %.2fx (goal <= 1.5x)\n", rep.TimeRatio)
+		fmt.Fprintf(w, "  keyset RSS above an idle process: %s\n", humanBytes(rep.RSSGrowth))
+	})
+}
+
+// runBenchStoreChild measures one phase in this process and prints its phaseResult.
+func runBenchStoreChild(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("bench store-child", "", out)
+	db := fs.String("db", "", "")
+	identity := fs.String("identity", "", "")
+	mode := fs.String("mode", "", "idle, scan or keyset")
+	maxRows := fs.Int("max-rows", wallet.MaxPageRows, "")
+	maxBytes := fs.Int64("max-bytes", wallet.DefaultPageBytes, "")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	res := phaseResult{Mode: *mode}
+	start := time.Now()
+	switch *mode {
+	case "idle":
+		_, err = s.Settings(ctx)
+	case "scan":
+		res.Rows, res.Bytes, err = s.ScanAll(ctx)
+	case "keyset":
+		res.Rows, res.Bytes, res.Pages, err = pageAll(ctx, s, *identity, wallet.Limits{Rows: *maxRows, Bytes: *maxBytes})
+	default:
+		err = fmt.Errorf("%w: unknown mode %q", errUsage, *mode)
+	}
+	if err != nil {
+		return err
+	}
+	res.Seconds = time.Since(start).Seconds()
+	res.PeakRSS = peakRSS()
+	return json.NewEncoder(out).Encode(res)
+}
+
+// pageAll reads every table of the identity through one snapshot view.
+func pageAll(ctx context.Context, s *localstore.Store, identity string, limits wallet.Limits) (rows, size, pages int64, err error) {
+	v, err := s.OpenSnapshot(ctx, localstore.SnapshotOptions{Lifetime: localstore.MaxSnapshotLifetime})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	defer v.Close()
+	for _, t := range wallet.AllTables {
+		var after wallet.Cursor
+		for {
+			p, err := v.ReadPage(ctx, wallet.PageRequest{Table: t.Name, IdentityKey: identity, After: after, Limits: limits})
+			var big *wallet.RowTooLargeError
+			if errors.As(err, &big) {
+				p, err = v.ReadPage(ctx, wallet.PageRequest{Table: t.Name, IdentityKey: identity, After: after, Limits: wallet.Limits{Rows: 1, Bytes: big.Charge}})
+			}
+			if err != nil {
+				return rows, size, pages, err
+			}
+			pages++
+			rows += int64(len(p.Rows))
+			for _, r := range p.Rows {
+				size += localstore.PayloadBytes(r)
+			}
+			if p.Done {
+				break
+			}
+			after = p.Next
+		}
+	}
+	return rows, size, pages, nil
+}

@@ -1,0 +1,257 @@
+package localstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strings"
+
+	"walletsync/wallet"
+)
+
+// The change journal. Triggers on every synced toolbox table (users and the 12 BRC-40
+// entities) append the table and key of each inserted, updated or deleted row to
+// walletsync_journal, inside the writer's own transaction, so writes made by any program
+// on the file (the toolbox included) are recorded. SQLite has one writer at a time, so the
+// AUTOINCREMENT sequence is commit-ordered: a reader that has seen everything up to seq N
+// has seen every change committed before the first change above N.
+//
+// Entries with an empty table name are markers, not changes (see repairJournal).
+//
+// The journal is only trusted from complete_after on. The toolbox's migrations rebuild
+// tables, and a rebuilt table loses its triggers; when Open finds a trigger missing or
+// altered it reinstalls all of them and raises complete_after to the current sequence, so
+// a destination whose high-water mark is older falls back to a full traversal instead of
+// silently missing changes. Pruning raises pruned_through the same way.
+const (
+	journalTable          = ownPrefix + "journal"
+	journalStateTable     = ownPrefix + "journal_state"
+	journalConsumersTable = ownPrefix + "journal_consumers"
+)
+
+var triggerOps = []struct{ suffix, event string }{{"ins", "INSERT"}, {"upd", "UPDATE"}, {"del", "DELETE"}}
+
+func triggerName(t *wallet.Table, suffix string) string {
+	return fmt.Sprintf("%sj_%s_%s", ownPrefix, t.Name, suffix)
+}
+
+// triggerSQL is the exact CREATE TRIGGER text; SQLite stores it verbatim in sqlite_master,
+// which is how Open tells an intact trigger from a missing or altered one.
+func triggerSQL(t *wallet.Table, suffix, event string) string {
+	keys := func(rec string) string {
+		k2 := "NULL"
+		if len(t.Key) > 1 {
+			k2 = rec + "." + quoteIdent(t.Key[1])
+		}
+		return rec + "." + quoteIdent(t.Key[0]) + ", " + k2
+	}
+	insert := func(rec, op string) string {
+		return fmt.Sprintf("INSERT INTO %s (tbl, k1, k2, op) VALUES ('%s', %s, '%s');", journalTable, t.Name, keys(rec), op)
+	}
+	var body string
+	switch event {
+	case "INSERT":
+		body = insert("NEW", "i")
+	case "DELETE":
+		body = insert("OLD", "d")
+	case "UPDATE":
+		// A key change (rare, but legal SQL) retires the old key as a delete.
+		var changed []string
+		for _, k := range t.Key {
+			changed = append(changed, fmt.Sprintf("OLD.%s IS NOT NEW.%s", quoteIdent(k), quoteIdent(k)))
+		}
+		body = fmt.Sprintf("INSERT INTO %s (tbl, k1, k2, op) SELECT '%s', %s, 'd' WHERE %s; ",
+			journalTable, t.Name, keys("OLD"), strings.Join(changed, " OR ")) + insert("NEW", "u")
+	}
+	return fmt.Sprintf("CREATE TRIGGER %s AFTER %s ON %s BEGIN %s END", triggerName(t, suffix), event, quoteIdent(string(t.Name)), body)
+}
+
+func journalTriggersDDL() string {
+	var b strings.Builder
+	for _, t := range wallet.SyncOrder {
+		for _, op := range triggerOps {
+			b.WriteString(triggerSQL(t, op.suffix, op.event))
+			b.WriteString(";\n")
+		}
+	}
+	return b.String()
+}
+
+func journalTriggerObjects() map[string]string {
+	out := map[string]string{}
+	for _, t := range wallet.SyncOrder {
+		for _, op := range triggerOps {
+			out[triggerName(t, op.suffix)] = "trigger"
+		}
+	}
+	return out
+}
+
+// JournalState describes how far the change journal can be trusted.
+type JournalState struct {
+	// HighWater is the highest sequence number ever assigned (it survives pruning).
+	HighWater int64 `json:"highWater"`
+	// CompleteAfter: every change with a sequence above it is recorded.
+	CompleteAfter int64 `json:"completeAfter"`
+	// PrunedThrough: entries at or below it may have been deleted.
+	PrunedThrough int64 `json:"prunedThrough"`
+	// Entries is the number of entries kept.
+	Entries int64 `json:"entries"`
+}
+
+// CoversSince reports whether a reader that has applied every change up to hwm can catch
+// up from the journal alone; when false it must traverse all rows again.
+func (j JournalState) CoversSince(hwm int64) bool {
+	return hwm >= j.CompleteAfter && hwm >= j.PrunedThrough && hwm <= j.HighWater
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+func readJournalState(ctx context.Context, q queryer) (JournalState, error) {
+	var j JournalState
+	err := q.QueryRowContext(ctx, `SELECT
+		coalesce((SELECT seq FROM sqlite_sequence WHERE name = '`+journalTable+`'), 0),
+		complete_after, pruned_through, (SELECT count(*) FROM `+journalTable+`)
+		FROM `+journalStateTable).Scan(&j.HighWater, &j.CompleteAfter, &j.PrunedThrough, &j.Entries)
+	if err != nil {
+		return j, fmt.Errorf("read journal state: %w", classify(err))
+	}
+	return j, nil
+}
+
+// JournalState returns the journal's current bounds. It fails on a store opened read-only
+// whose file has no walletsync schema.
+func (s *Store) JournalState(ctx context.Context) (JournalState, error) {
+	return readJournalState(ctx, s.readDB)
+}
+
+// repairJournal puts back what a toolbox table rebuild drops: the scope index, and the
+// journal triggers when any is missing or altered, after which the journal is marked
+// complete only from the current sequence on.
+func (s *Store) repairJournal(ctx context.Context) (reinstalled bool, err error) {
+	var hasIndex int
+	if err := s.writeDB.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?", scopeIndex).Scan(&hasIndex); err != nil {
+		return false, fmt.Errorf("read scope index: %w", classify(err))
+	}
+	if hasIndex == 0 {
+		if _, err := s.writeDB.ExecContext(ctx, scopeIndexDDL); err != nil {
+			return false, fmt.Errorf("recreate scope index: %w", classify(err))
+		}
+	}
+	want := journalTriggerObjects()
+	have := map[string]string{}
+	rows, err := s.writeDB.QueryContext(ctx, "SELECT name, sql FROM sqlite_master WHERE type = 'trigger' AND name LIKE '"+ownPrefix+"%'")
+	if err != nil {
+		return false, fmt.Errorf("read journal triggers: %w", classify(err))
+	}
+	for rows.Next() {
+		var name, text string
+		if err := rows.Scan(&name, &text); err != nil {
+			rows.Close()
+			return false, fmt.Errorf("read journal triggers: %w", classify(err))
+		}
+		have[name] = text
+	}
+	rows.Close()
+	intact := len(have) == len(want)
+	for _, t := range wallet.SyncOrder {
+		for _, op := range triggerOps {
+			if have[triggerName(t, op.suffix)] != triggerSQL(t, op.suffix, op.event) {
+				intact = false
+			}
+		}
+	}
+	if intact {
+		return false, nil
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		for name := range have {
+			if _, err := tx.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+quoteIdent(name)); err != nil {
+				return classify(err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, journalTriggersDDL()); err != nil {
+			return classify(err)
+		}
+		// Writes made while the triggers were gone were not recorded, and they may be newer
+		// than a destination's high-water mark. A marker entry takes the next sequence
+		// number, and only what follows it is trusted: every destination at or below the
+		// marker traverses again.
+		res, err := tx.ExecContext(ctx, "INSERT INTO "+journalTable+" (tbl, k1, k2, op) VALUES ('', 0, NULL, 'r')")
+		if err != nil {
+			return classify(err)
+		}
+		marker, err := res.LastInsertId()
+		if err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "UPDATE "+journalStateTable+" SET complete_after = ?", marker)
+		return classify(err)
+	})
+	if err != nil {
+		return false, fmt.Errorf("reinstall journal triggers: %w", err)
+	}
+	s.log.Warn("journal triggers were missing or altered and have been reinstalled; destinations will do one full traversal",
+		"path", s.path, "found", len(have), "want", len(want))
+	return true, nil
+}
+
+// AckJournal records that consumer (a destination) has applied every change up to seq.
+// Acknowledgements only move forward; an older seq is ignored.
+func (s *Store) AckJournal(ctx context.Context, consumer string, seq int64) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO `+journalConsumersTable+` (consumer, acked_seq, updated_at) VALUES (?, ?, ?)
+			ON CONFLICT (consumer) DO UPDATE SET acked_seq = max(acked_seq, excluded.acked_seq), updated_at = excluded.updated_at`,
+			consumer, seq, wallet.FormatTime(wallet.Now()))
+		return classify(err)
+	})
+}
+
+// ForgetJournalConsumer removes a destination from the journal's consumers, so its
+// acknowledgement no longer holds entries back from pruning.
+func (s *Store) ForgetJournalConsumer(ctx context.Context, consumer string) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, "DELETE FROM "+journalConsumersTable+" WHERE consumer = ?", consumer)
+		return classify(err)
+	})
+}
+
+// PruneJournal deletes the entries every registered consumer has acknowledged and returns
+// how many went. With no consumers registered nobody needs the entries: a destination that
+// registers later starts with a full traversal anyway.
+func (s *Store) PruneJournal(ctx context.Context) (int64, error) {
+	var deleted int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var through int64
+		err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT min(acked_seq) FROM `+journalConsumersTable+`),
+			(SELECT seq FROM sqlite_sequence WHERE name = '`+journalTable+`'), 0)`).Scan(&through)
+		if err != nil {
+			return classify(err)
+		}
+		res, err := tx.ExecContext(ctx, "DELETE FROM "+journalTable+" WHERE seq <= ?", through)
+		if err != nil {
+			return classify(err)
+		}
+		deleted, _ = res.RowsAffected()
+		_, err = tx.ExecContext(ctx, "UPDATE "+journalStateTable+" SET pruned_through = max(pruned_through, ?)", through)
+		return classify(err)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("prune journal: %w", err)
+	}
+	return deleted, nil
+}
+
+// quoteIdent quotes an SQL identifier; toolbox columns include keywords such as "index".
+func quoteIdent(name string) string { return `"` + strings.ReplaceAll(name, `"`, `""`) + `"` }
+
+// scopeIndex lets a snapshot view find the user of a proof by index; BRC-40 scopes proofs
+// through transactions.provenTxId, which the toolbox does not index. It is walletsync's
+// object on a toolbox table: it changes no column, and the toolbox never sees it. A toolbox
+// rebuild of transactions drops it with the triggers, and Open puts both back.
+const (
+	scopeIndex    = ownPrefix + "transactions_proven"
+	scopeIndexDDL = "CREATE INDEX " + scopeIndex + " ON transactions (provenTxId, userId)"
+)

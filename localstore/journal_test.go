@@ -1,0 +1,175 @@
+package localstore
+
+import (
+	"context"
+	"testing"
+
+	"walletsync/wallet"
+)
+
+type journalEntry struct {
+	seq    int64
+	table  string
+	k1, k2 any
+	op     string
+}
+
+func journalAfter(tb testing.TB, s *Store, seq int64) []journalEntry {
+	tb.Helper()
+	rows, err := s.readDB.Query("SELECT seq, tbl, k1, k2, op FROM "+journalTable+" WHERE seq > ? ORDER BY seq", seq)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rows.Close()
+	var out []journalEntry
+	for rows.Next() {
+		var e journalEntry
+		if err := rows.Scan(&e.seq, &e.table, &e.k1, &e.k2, &e.op); err != nil {
+			tb.Fatal(err)
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func mustJournalState(tb testing.TB, s *Store) JournalState {
+	tb.Helper()
+	j, err := s.JournalState(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return j
+}
+
+func TestJournal_RecordsWritesOfAnotherConnection(t *testing.T) {
+	s := mustCreate(t, Options{})
+	mustSeed(t, s, FixtureSmall, 1)
+	start := mustJournalState(t, s).HighWater
+	if start == 0 {
+		t.Fatal("seeding recorded nothing")
+	}
+
+	// Another program writes to the file through its own connection, with none of
+	// walletsync's code involved: the triggers in the file record it anyway.
+	db := rawDB(t, s.Path())
+	mustExec(t, db, "UPDATE tx_labels SET isDeleted = 1, updated_at = '2027-01-01T00:00:00.000Z' WHERE txLabelId = 2")
+	var freeLabel int64 // a label transaction 6 does not carry yet
+	if err := db.QueryRow("SELECT min(txLabelId) FROM tx_labels WHERE txLabelId NOT IN (SELECT txLabelId FROM tx_labels_map WHERE transactionId = 6)").Scan(&freeLabel); err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, db, "INSERT INTO tx_labels_map (created_at, updated_at, txLabelId, transactionId, isDeleted) VALUES ('2027-01-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z', ?, 6, 0)", freeLabel)
+	mustExec(t, db, "DELETE FROM certificate_fields WHERE certificateId = 1 AND fieldName = 'Email'")
+	mustExec(t, db, "UPDATE outputs SET outputId = 5000 WHERE outputId = 3 AND outputId NOT IN (SELECT outputId FROM output_tags_map)")
+	mustExec(t, db, "INSERT INTO monitor_events (created_at, updated_at, event) VALUES ('2027-01-01T00:00:00.000Z', '2027-01-01T00:00:00.000Z', 'not synced')")
+
+	got := journalAfter(t, s, start)
+	want := []journalEntry{
+		{table: "tx_labels", k1: int64(2), op: "u"},
+		{table: "tx_labels_map", k1: int64(6), k2: freeLabel, op: "i"},
+		{table: "certificate_fields", k1: int64(1), k2: "Email", op: "d"},
+		{table: "outputs", k1: int64(3), op: "d"},
+		{table: "outputs", k1: int64(5000), op: "u"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("journal after the writes: %+v, want %d entries", got, len(want))
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.table != w.table || g.k1 != w.k1 || g.k2 != w.k2 || g.op != w.op {
+			t.Errorf("entry %d = %+v, want %+v", i, g, w)
+		}
+		if i > 0 && g.seq <= got[i-1].seq {
+			t.Errorf("entry %d: sequence %d does not increase", i, g.seq)
+		}
+	}
+}
+
+func TestJournal_TriggersReinstalledAfterTableRebuild(t *testing.T) {
+	path := closedStorePath(t)
+	s, err := Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := mustJournalState(t, s)
+	if !before.CoversSince(before.HighWater) {
+		t.Fatalf("intact journal does not cover its own high water: %+v", before)
+	}
+	s.Close()
+
+	// Reopening an intact file reinstalls nothing.
+	s, err = Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j := mustJournalState(t, s); j.CompleteAfter != before.CompleteAfter {
+		t.Fatalf("reopen of an intact file moved complete_after from %d to %d", before.CompleteAfter, j.CompleteAfter)
+	}
+	s.Close()
+
+	// A toolbox migration rebuilds a table the way Knex's .alter() does on SQLite; the
+	// rebuilt table has no triggers, and a write after it goes unrecorded.
+	db := rawDB(t, path)
+	mustExec(t, db, `PRAGMA foreign_keys = OFF;
+		CREATE TABLE "_knex_temp_alter" AS SELECT * FROM "tx_labels";
+		DROP TABLE "tx_labels";
+		ALTER TABLE "_knex_temp_alter" RENAME TO "tx_labels";
+		UPDATE tx_labels SET isDeleted = 1 WHERE txLabelId = 1;`)
+	db.Close()
+
+	s, err = Open(context.Background(), path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	after := mustJournalState(t, s)
+	if after.CompleteAfter < before.HighWater || after.CoversSince(before.HighWater) {
+		t.Fatalf("after the rebuild: %+v; a destination at %d must be told to traverse again", after, before.HighWater)
+	}
+	var n int
+	if err := s.readDB.QueryRow("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'tx_labels'").Scan(&n); err != nil || n != 3 {
+		t.Fatalf("triggers on the rebuilt table: %d (%v), want 3", n, err)
+	}
+	id := FixtureIdentity(1)
+	if err := s.SoftDelete(context.Background(), id, wallet.SoftDeleteLabel, labelName(2)); err != nil {
+		t.Fatal(err)
+	}
+	if got := journalAfter(t, s, after.HighWater); len(got) != 1 || got[0].table != "tx_labels" {
+		t.Fatalf("write after the repair: journal %+v", got)
+	}
+}
+
+func TestJournal_PruneKeepsWhatAConsumerLacks(t *testing.T) {
+	s := mustCreate(t, Options{})
+	mustSeed(t, s, FixtureSmall, 1)
+	ctx := context.Background()
+	hw := mustJournalState(t, s).HighWater
+	if err := s.AckJournal(ctx, "backup-a", hw); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AckJournal(ctx, "backup-b", hw/2); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AckJournal(ctx, "backup-b", 1); err != nil { // acknowledgements never go back
+		t.Fatal(err)
+	}
+	deleted, err := s.PruneJournal(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := mustJournalState(t, s)
+	if deleted != hw/2 || j.PrunedThrough != hw/2 || j.Entries != hw-hw/2 {
+		t.Fatalf("pruned %d, state %+v; want everything through %d gone and the rest kept", deleted, j, hw/2)
+	}
+	if !j.CoversSince(hw/2) || j.CoversSince(hw/2-1) {
+		t.Fatalf("coverage after pruning: %+v", j)
+	}
+	if err := s.ForgetJournalConsumer(ctx, "backup-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.PruneJournal(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if j := mustJournalState(t, s); j.Entries != 0 || j.PrunedThrough != hw || j.HighWater != hw {
+		t.Fatalf("after the slow consumer left: %+v", j)
+	}
+}

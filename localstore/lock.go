@@ -1,0 +1,71 @@
+package localstore
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"walletsync/wallet"
+)
+
+// writerLock is the advisory lock that lets one walletsync process at a time write to a
+// wallet file. It is an OS file lock on "<wallet>.walletsync-lock", so the kernel releases it
+// when the holder dies; the file holds the holder's pid so that a refused process can say
+// who holds it. Other programs (the toolbox itself) ignore it: they are serialized by
+// SQLite's own locks, which this lock does not replace.
+type writerLock struct {
+	f *os.File
+}
+
+func lockPath(dbPath string) string { return dbPath + ".walletsync-lock" }
+
+// acquireWriterLock takes the lock without waiting. A lock held elsewhere yields a
+// *wallet.LockedError naming the holder's pid.
+func acquireWriterLock(dbPath string) (*writerLock, error) {
+	path := lockPath(dbPath)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open lock file: %w", classify(err))
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, errLockHeld) {
+			return nil, &wallet.LockedError{Path: dbPath, PID: readHolder(path)}
+		}
+		return nil, fmt.Errorf("lock %s: %w", path, err)
+	}
+	if err := f.Truncate(0); err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+		if err == nil {
+			err = f.Sync()
+		}
+	}
+	return &writerLock{f: f}, nil
+}
+
+// release drops the lock. The lock file stays: removing it would race with a process that
+// has just opened it and is about to lock it.
+func (l *writerLock) release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := unlockFile(l.f)
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	l.f = nil
+	return err
+}
+
+func readHolder(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+var errLockHeld = errors.New("lock held")

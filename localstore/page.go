@@ -1,0 +1,282 @@
+package localstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"walletsync/wallet"
+)
+
+// Keyset pages. Every table is paged by its unique key, the last key column breaking ties,
+// never by OFFSET: a page costs the same wherever it starts, and rows inserted or deleted
+// by writers can neither shift a page nor be skipped (the view is a snapshot anyway).
+//
+// A page is read in two steps inside the view's transaction. The first reads only keys and
+// the byte charge of each row, computed by SQLite from stored lengths (octet_length reads
+// a value's header, not its payload), and decides how many rows fit both limits. The second
+// loads the payloads of exactly that prefix. So a 30 MiB row costs nothing to skip over
+// when it does not fit, and a page never loads more than its budget.
+
+// ReadPage returns the next page of req.Table for the user req.IdentityKey, after
+// req.After, within req.Limits (zero fields take the defaults). A first row whose charge
+// exceeds the byte limit is refused with a *wallet.RowTooLargeError reporting its charge,
+// never skipped: read it alone with Limits{Rows: 1, Bytes: charge} (allowed up to
+// wallet.MaxFrameBytes). A cursor from another view or table is refused with
+// wallet.ErrCursorMismatch; an unknown identity with wallet.ErrNotFound.
+func (v *Snapshot) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Page, error) {
+	limits := req.Limits.WithDefaults()
+	if err := limits.Validate(); err != nil {
+		return wallet.Page{}, fmt.Errorf("read page: %w", err)
+	}
+	t, err := wallet.LookupTable(req.Table)
+	if err != nil {
+		return wallet.Page{}, fmt.Errorf("read page: %w", err)
+	}
+	after, err := v.decodeCursor(req.After, t)
+	if err != nil {
+		return wallet.Page{}, fmt.Errorf("read page %s: %w", t.Name, err)
+	}
+	var page wallet.Page
+	err = v.read(func() error {
+		// Queries run under the view's context too, so a close or an expiry interrupts them.
+		qctx, stop := mergeCancel(ctx, v.ctx)
+		defer stop()
+		userID, err := v.userID(qctx, req.IdentityKey)
+		if err != nil {
+			return err
+		}
+		page, err = v.readPage(qctx, t, userID, after, limits)
+		return err
+	})
+	if err != nil {
+		return wallet.Page{}, fmt.Errorf("read page %s: %w", t.Name, err)
+	}
+	return page, nil
+}
+
+func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, after []any, limits wallet.Limits) (wallet.Page, error) {
+	page := wallet.Page{Table: t.Name}
+	from, where, args := scopeFilter(t, userID)
+	if after != nil {
+		w, a := keyAfter(t.Key, after)
+		where += " AND " + w
+		args = append(args, a...)
+	}
+	order := strings.Join(quoteAllPrefixed("t.", t.Key), ", ")
+
+	// Step 1: keys and charges of up to Rows+1 rows; the extra row tells whether more follow.
+	charge := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		charge[i] = fmt.Sprintf("coalesce(octet_length(t.%s), 0)", quoteIdent(c.Name))
+	}
+	q := fmt.Sprintf("SELECT %s, 2 * (%s) + %d FROM %s WHERE %s ORDER BY %s LIMIT %d",
+		strings.Join(quoteAllPrefixed("t.", t.Key), ", "), strings.Join(charge, " + "),
+		64*len(t.Columns), from, where, order, limits.Rows+1)
+	rows, err := v.tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return page, classify(err)
+	}
+	var last []any
+	n, more := 0, false
+	for rows.Next() {
+		key := make([]any, len(t.Key))
+		dst := make([]any, len(key)+1)
+		for i := range key {
+			dst[i] = &key[i]
+		}
+		var rowCharge int64
+		dst[len(key)] = &rowCharge
+		if err := rows.Scan(dst...); err != nil {
+			rows.Close()
+			return page, classify(err)
+		}
+		if n == limits.Rows || page.Bytes+rowCharge > limits.Bytes {
+			if n == 0 {
+				rows.Close()
+				return page, &wallet.RowTooLargeError{Table: t.Name, Key: key, Charge: rowCharge, Limit: limits.Bytes}
+			}
+			more = true
+			break
+		}
+		page.Bytes += rowCharge
+		last = key
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return page, classify(err)
+	}
+	page.Done = !more
+	if n == 0 {
+		page.Next = v.encodeCursor(t, after)
+		return page, nil
+	}
+
+	// Step 2: the payloads of exactly the rows that fit.
+	w, a := keyAtMost(t.Key, last)
+	q = fmt.Sprintf("SELECT %s FROM %s WHERE %s AND %s ORDER BY %s",
+		strings.Join(quoteAllPrefixed("t.", t.ColumnNames()), ", "), from, where, w, order)
+	rows, err = v.tx.QueryContext(ctx, q, append(args, a...)...)
+	if err != nil {
+		return page, classify(err)
+	}
+	defer rows.Close()
+	page.Rows = make([]wallet.Row, 0, n)
+	for rows.Next() {
+		r := make(wallet.Row, len(t.Columns))
+		dst := make([]any, len(r))
+		for i := range r {
+			dst[i] = &r[i]
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return page, classify(err)
+		}
+		if err := t.Normalize(r); err != nil {
+			return page, err
+		}
+		page.Rows = append(page.Rows, r)
+	}
+	if err := rows.Err(); err != nil {
+		return page, classify(err)
+	}
+	if len(page.Rows) != n {
+		return page, fmt.Errorf("page of %d rows loaded %d: the snapshot changed under the view: %w", n, len(page.Rows), wallet.ErrCorrupt)
+	}
+	page.Next = v.encodeCursor(t, last)
+	return page, nil
+}
+
+// scopeFilter selects the rows of one user as BRC-40 scopes them. It returns the FROM
+// clause (the table as t, with a join where the scope goes through another table) and the
+// WHERE condition. Every form walks the paging key in order and costs one index lookup per
+// row, so a page costs the same wherever it starts: the map tables join their
+// label or tag by primary key (CROSS JOIN keeps the map table as the outer loop, in key
+// order), proof requests find their transaction through the txid index, and proofs through
+// walletsync's own index on transactions.provenTxId, which the toolbox lacks.
+func scopeFilter(t *wallet.Table, userID int64) (from, where string, args []any) {
+	from = quoteIdent(string(t.Name)) + " AS t"
+	switch t.Scope {
+	case wallet.ScopeProvenTx:
+		return from, "EXISTS (SELECT 1 FROM transactions x WHERE x.provenTxId = t.provenTxId AND x.userId = ?)", []any{userID}
+	case wallet.ScopeProvenTxReq:
+		return from, "EXISTS (SELECT 1 FROM transactions x WHERE x.txid = t.txid AND x.userId = ?)", []any{userID}
+	case wallet.ScopeLabelMap:
+		return from + " CROSS JOIN tx_labels AS s ON s.txLabelId = t.txLabelId", "s.userId = ?", []any{userID}
+	case wallet.ScopeTagMap:
+		return from + " CROSS JOIN output_tags AS s ON s.outputTagId = t.outputTagId", "s.userId = ?", []any{userID}
+	case wallet.ScopeUserID:
+		// The unary + keeps SQLite from driving the query through one of the toolbox's
+		// (userId, ...) indexes, which would sort every remaining row of the user on every
+		// page; walking the primary key from the cursor and filtering stops after one page.
+		return from, "+t.userId = ?", []any{userID}
+	default: // ScopeIdentity: the user row itself
+		return from, "t.userId = ?", []any{userID}
+	}
+}
+
+// keyAfter is the keyset condition "key > after", written so that SQLite can use an index
+// range on the first key column: a >= ? AND (a > ? OR b > ?).
+func keyAfter(key []string, after []any) (string, []any) {
+	if len(key) == 1 {
+		return "t." + quoteIdent(key[0]) + " > ?", after
+	}
+	a, b := "t."+quoteIdent(key[0]), "t."+quoteIdent(key[1])
+	return fmt.Sprintf("%s >= ? AND (%s > ? OR %s > ?)", a, a, b), []any{after[0], after[0], after[1]}
+}
+
+// keyAtMost is "key <= last".
+func keyAtMost(key []string, last []any) (string, []any) {
+	if len(key) == 1 {
+		return "t." + quoteIdent(key[0]) + " <= ?", last
+	}
+	a, b := "t."+quoteIdent(key[0]), "t."+quoteIdent(key[1])
+	return fmt.Sprintf("%s <= ? AND (%s < ? OR %s <= ?)", a, a, b), []any{last[0], last[0], last[1]}
+}
+
+// userID resolves the user's id inside the snapshot, once per view.
+func (v *Snapshot) userID(ctx context.Context, identityKey string) (int64, error) {
+	if id, ok := v.users[identityKey]; ok {
+		return id, nil
+	}
+	var id int64
+	err := v.tx.QueryRowContext(ctx, "SELECT userId FROM users WHERE identityKey = ?", identityKey).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, fmt.Errorf("identity %s: %w", wallet.ShortKey(identityKey, 16), wallet.ErrNotFound)
+	}
+	if err != nil {
+		return 0, classify(err)
+	}
+	v.users[identityKey] = id
+	return id, nil
+}
+
+// cursor is what a wallet.Cursor holds: the view and table that issued it and the key of
+// the last row read. It is opaque to callers.
+type cursor struct {
+	View  string `json:"v"`
+	Table string `json:"t"`
+	Key   []any  `json:"k,omitempty"`
+}
+
+func (v *Snapshot) encodeCursor(t *wallet.Table, key []any) wallet.Cursor {
+	b, _ := json.Marshal(cursor{View: v.id, Table: string(t.Name), Key: key})
+	return wallet.Cursor(base64.RawURLEncoding.EncodeToString(b))
+}
+
+// decodeCursor returns the key to resume after (nil for the start of the table) and
+// refuses a cursor of another view or table.
+func (v *Snapshot) decodeCursor(c wallet.Cursor, t *wallet.Table) ([]any, error) {
+	if c == "" {
+		return nil, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(string(c))
+	if err != nil {
+		return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var cur cursor
+	if err := dec.Decode(&cur); err != nil {
+		return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
+	}
+	if cur.View != v.id || cur.Table != string(t.Name) {
+		return nil, wallet.ErrCursorMismatch
+	}
+	if cur.Key == nil {
+		return nil, nil
+	}
+	if len(cur.Key) != len(t.Key) {
+		return nil, fmt.Errorf("cursor key has %d values for %d key columns: %w", len(cur.Key), len(t.Key), wallet.ErrCursorMismatch)
+	}
+	for i, k := range cur.Key {
+		if n, ok := k.(json.Number); ok {
+			x, err := n.Int64()
+			if err != nil {
+				return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
+			}
+			cur.Key[i] = x
+		}
+	}
+	return cur.Key, nil
+}
+
+func quoteAllPrefixed(prefix string, names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = prefix + quoteIdent(n)
+	}
+	return out
+}
+
+// mergeCancel returns a context that is done when either a or b is.
+func mergeCancel(a, b context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(a)
+	stop := context.AfterFunc(b, cancel)
+	return ctx, func() { stop(); cancel() }
+}

@@ -1,0 +1,78 @@
+package localstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// userEpoch is the updated_at the toolbox gives a new user row and its default basket, so
+// that any real update from another store counts as newer.
+var userEpoch = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// EnsureUser returns the id of the user with identityKey, creating it the way the toolbox's
+// findOrInsertUser does when it is missing: activeStorage names this store, updated_at is
+// 1971-01-01, and a "default" basket (144 desired UTXOs of at least 32 satoshis) comes with
+// it. created reports whether the user was new.
+func (s *Store) EnsureUser(ctx context.Context, identityKey string) (userID int64, created bool, err error) {
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		userID, created, err = ensureUser(ctx, tx, identityKey)
+		return err
+	})
+	if err != nil {
+		return 0, false, fmt.Errorf("ensure user: %w", err)
+	}
+	return userID, created, nil
+}
+
+func ensureUser(ctx context.Context, tx *sql.Tx, identityKey string) (int64, bool, error) {
+	if identityKey == "" {
+		return 0, false, fmt.Errorf("empty identity key: %w", wallet.ErrInvalidArgument)
+	}
+	var id int64
+	err := tx.QueryRowContext(ctx, "SELECT userId FROM users WHERE identityKey = ?", identityKey).Scan(&id)
+	if err == nil {
+		return id, false, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, false, classify(err)
+	}
+	var sik string
+	if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
+		return 0, false, classify(err)
+	}
+	now := wallet.Now()
+	w := newRowWriter(tx)
+	defer w.close()
+	id, err = w.insert(ctx, wallet.Users, newRow(wallet.Users, fields{
+		"created_at": now, "updated_at": userEpoch, "identityKey": identityKey, "activeStorage": sik,
+	}), false)
+	if err != nil {
+		return 0, false, err
+	}
+	_, err = w.insert(ctx, wallet.OutputBaskets, newRow(wallet.OutputBaskets, fields{
+		"created_at": now, "updated_at": userEpoch, "userId": id, "name": "default",
+		"numberOfDesiredUTXOs": int64(144), "minimumDesiredUTXOValue": int64(32), "isDeleted": false,
+	}), false)
+	return id, true, err
+}
+
+// fields names a row's values by column, for building rows readably.
+type fields map[string]any
+
+// newRow builds a row of t from named values; columns not named are NULL. A name that is
+// not a column of t panics: that is a programming error.
+func newRow(t *wallet.Table, f fields) wallet.Row {
+	r := make(wallet.Row, len(t.Columns))
+	for name, v := range f {
+		if i, ok := v.(int); ok {
+			v = int64(i)
+		}
+		r[t.Col(name)] = v
+	}
+	return r
+}
