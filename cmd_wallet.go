@@ -162,4 +162,3 @@ func runWalletCheck(ctx context.Context, args []string, out io.Writer) error {
 	}
 	return nil
 }
-
