@@ -1,0 +1,304 @@
+package scheduler
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// Class is a request's priority. The zero value is invalid, so that a caller who forgets to
+// choose never lands in the foreground by accident.
+type Class uint8
+
+// Classes.
+const (
+	// Foreground is work a person is waiting for: it is granted first.
+	Foreground Class = iota + 1
+	// Background is sync, backup and restore work: it waits for foreground work, within
+	// the bounds Options.BypassGrants and Options.MaxBackgroundWait.
+	Background
+)
+
+// String returns the stable wire name: "foreground" or "background".
+func (c Class) String() string {
+	switch c {
+	case Foreground:
+		return "foreground"
+	case Background:
+		return "background"
+	}
+	return fmt.Sprintf("class(%d)", uint8(c))
+}
+
+// MarshalText writes the wire name, so that metrics read as words in the dashboard's JSON.
+// An invalid class is an error.
+func (c Class) MarshalText() ([]byte, error) {
+	if !c.valid() {
+		return nil, fmt.Errorf("marshal %s: %w", c, wallet.ErrInvalidArgument)
+	}
+	return []byte(c.String()), nil
+}
+
+func (c Class) valid() bool { return c == Foreground || c == Background }
+
+// Mode is what a request does to the store. The zero value is invalid.
+type Mode uint8
+
+// Modes.
+const (
+	// Read is shared: up to the queue's reader limit at once, never beside a writer.
+	Read Mode = iota + 1
+	// Write is exclusive: alone, with no reader and no other writer.
+	Write
+)
+
+// String returns the stable wire name: "read" or "write".
+func (m Mode) String() string {
+	switch m {
+	case Read:
+		return "read"
+	case Write:
+		return "write"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// MarshalText writes the wire name; an invalid mode is an error.
+func (m Mode) MarshalText() ([]byte, error) {
+	if !m.valid() {
+		return nil, fmt.Errorf("marshal %s: %w", m, wallet.ErrInvalidArgument)
+	}
+	return []byte(m.String()), nil
+}
+
+func (m Mode) valid() bool { return m == Read || m == Write }
+
+// Capability is what a store advertises about concurrent access. The queue never grants
+// more concurrency than the store promised.
+type Capability struct {
+	// ConcurrentReads is how many readers the store serves safely at once (SQLite in WAL
+	// mode: 8). Zero, a store that advertises nothing, or one makes every grant exclusive:
+	// the serialized fallback.
+	ConcurrentReads int
+}
+
+// Options tune a Queue. Zero fields take the defaults; negative ones are refused by New.
+type Options struct {
+	// MaxReaders caps concurrent read grants below the store's Capability; default 8.
+	MaxReaders int
+	// BypassGrants is how many foreground grants may overtake the oldest waiting background
+	// request before it goes next; default 8.
+	BypassGrants int
+	// MaxBackgroundWait is how long the oldest background request may wait behind
+	// foreground work before it goes next; default 1 s.
+	MaxBackgroundWait time.Duration
+	// RecentSamples is the length of the ring of recent grants in Metrics; default 256.
+	RecentSamples int
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxReaders == 0 {
+		o.MaxReaders = 8
+	}
+	if o.BypassGrants == 0 {
+		o.BypassGrants = 8
+	}
+	if o.MaxBackgroundWait == 0 {
+		o.MaxBackgroundWait = time.Second
+	}
+	if o.RecentSamples == 0 {
+		o.RecentSamples = 256
+	}
+	return o
+}
+
+// Queue is the fair access queue in front of one store. Every access to the store goes
+// through a Session of the queue (see NewSession and Session.Acquire).
+//
+// The rules, in the order the scheduler applies them whenever something changes (a request
+// arrives, is released, is cancelled or fenced, or a background deadline passes):
+//
+//  1. The next request in line is the oldest foreground request, unless the oldest
+//     background request is due, then it is that one. A background request is due once
+//     BypassGrants foreground grants were made while it waited, or it has waited
+//     MaxBackgroundWait; both are counted from the later of its arrival and the previous
+//     background grant. Counting from the previous background grant is deliberate: with
+//     several background requests queued under a steady foreground load, the literal rule
+//     ("waited 1 s") would make all of them due at once and grant them back to back, and a
+//     foreground request would wait for several commits instead of one.
+//  2. The next request is granted if it fits beside the current holders: a writer (or, on a
+//     store without concurrent reads, anyone) only when nobody holds a grant; a reader when
+//     no writer holds one and fewer than the reader limit do.
+//  3. If it does not fit, nobody behind it is granted either. A waiting writer therefore
+//     stops new readers from overtaking it, so writers are never starved by a reader stream.
+//
+// A Queue is safe for concurrent use. It owns a timer for background deadlines and nothing
+// else; there is nothing to close.
+type Queue struct {
+	maxReaders int // 1 means every grant is exclusive
+	bypass     uint64
+	maxBgWait  time.Duration
+
+	mu         sync.Mutex
+	foreground []*Grant // waiting, oldest first
+	background []*Grant // waiting, oldest first
+	holders    int      // grants held right now
+	exclusive  bool     // the (only) holder holds exclusively
+	fgGranted  uint64   // foreground grants ever made: the clock that bypasses are counted on
+	lastBgAt   time.Time
+	lastBgFg   uint64      // fgGranted at the last background grant
+	wake       *time.Timer // re-runs the scheduler when the oldest background request becomes due
+	gens       map[string]uint64
+	active     string
+	switches   []chan struct{} // pending switches in call order; the first one runs
+	metrics    metrics
+}
+
+// New returns an empty queue for a store with the given capability. Options outside their
+// documented range are refused with an error wrapping wallet.ErrInvalidArgument.
+func New(c Capability, opts Options) (*Queue, error) {
+	opts = opts.withDefaults()
+	switch {
+	case c.ConcurrentReads < 0:
+		return nil, fmt.Errorf("new queue: concurrent reads %d below 0: %w", c.ConcurrentReads, wallet.ErrInvalidArgument)
+	case opts.MaxReaders < 0, opts.BypassGrants < 0, opts.MaxBackgroundWait < 0, opts.RecentSamples < 0:
+		return nil, fmt.Errorf("new queue: negative option in %+v: %w", opts, wallet.ErrInvalidArgument)
+	}
+	return &Queue{
+		maxReaders: max(1, min(c.ConcurrentReads, opts.MaxReaders)),
+		bypass:     uint64(opts.BypassGrants),
+		maxBgWait:  opts.MaxBackgroundWait,
+		gens:       make(map[string]uint64),
+		metrics:    newMetrics(opts.RecentSamples),
+	}, nil
+}
+
+// line returns the waiting list of a class.
+func (q *Queue) line(c Class) *[]*Grant {
+	if c == Foreground {
+		return &q.foreground
+	}
+	return &q.background
+}
+
+// isExclusive reports whether g must hold the store alone.
+func (q *Queue) isExclusive(g *Grant) bool { return g.mode == Write || q.maxReaders == 1 }
+
+// scheduleLocked grants waiting requests by the rules on Queue, then arms the background
+// deadline timer. Every change of state ends with a call to it.
+func (q *Queue) scheduleLocked(now time.Time) {
+	for {
+		g := q.nextLocked(now)
+		if g == nil || !q.fitsLocked(g) {
+			break
+		}
+		q.grantLocked(g, now)
+	}
+	q.armLocked(now)
+}
+
+func (q *Queue) nextLocked(now time.Time) *Grant {
+	if len(q.background) > 0 && (len(q.foreground) == 0 || q.dueLocked(q.background[0], now)) {
+		return q.background[0]
+	}
+	if len(q.foreground) > 0 {
+		return q.foreground[0]
+	}
+	return nil
+}
+
+// bgSinceLocked returns when and at which foreground count a background request started
+// waiting, for the purpose of rule 1: its arrival, or the previous background grant if later.
+func (q *Queue) bgSinceLocked(g *Grant) (time.Time, uint64) {
+	since := g.asked
+	if q.lastBgAt.After(since) {
+		since = q.lastBgAt
+	}
+	// Each measure takes its own later value: a clock too coarse to order the arrival and
+	// the previous grant must not undo the count.
+	return since, max(g.fgAtAsk, q.lastBgFg)
+}
+
+func (q *Queue) dueLocked(g *Grant, now time.Time) bool {
+	since, fg := q.bgSinceLocked(g)
+	return q.fgGranted-fg >= q.bypass || now.Sub(since) >= q.maxBgWait
+}
+
+func (q *Queue) fitsLocked(g *Grant) bool {
+	if q.isExclusive(g) {
+		return q.holders == 0
+	}
+	return !q.exclusive && q.holders < q.maxReaders
+}
+
+// grantLocked hands the head of g's line its grant.
+func (q *Queue) grantLocked(g *Grant, now time.Time) {
+	line := q.line(g.class)
+	*line = (*line)[1:]
+	g.state = held
+	g.granted = now
+	q.holders++
+	q.exclusive = q.isExclusive(g)
+	if g.class == Foreground {
+		q.fgGranted++
+	} else {
+		q.lastBgAt, q.lastBgFg = now, q.fgGranted
+	}
+	close(g.decided)
+}
+
+// armLocked makes sure the scheduler runs again when the oldest background request becomes
+// due by time, even if nothing else happens by then: a due background reader may fit beside
+// the current readers at once, ahead of a waiting foreground writer. Only time can make a
+// request due without an event, so the bypass count needs no timer.
+func (q *Queue) armLocked(now time.Time) {
+	if len(q.background) == 0 || len(q.foreground) == 0 || q.dueLocked(q.background[0], now) {
+		if q.wake != nil {
+			q.wake.Stop()
+		}
+		return
+	}
+	since, _ := q.bgSinceLocked(q.background[0])
+	d := since.Add(q.maxBgWait).Sub(now)
+	if q.wake == nil {
+		q.wake = time.AfterFunc(d, q.onWake)
+		return
+	}
+	q.wake.Reset(d)
+}
+
+func (q *Queue) onWake() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.scheduleLocked(time.Now())
+}
+
+// freeLocked gives back g's place among the holders and lets the next requests in.
+func (q *Queue) freeLocked(g *Grant, now time.Time) {
+	g.state = done
+	g.sess.grant = nil
+	q.holders--
+	if q.isExclusive(g) {
+		q.exclusive = false
+	}
+	q.scheduleLocked(now)
+}
+
+// dropLocked removes a waiting request from its line and decides it with err (nil for a
+// cancellation, which the waiter already knows about). The caller reschedules afterwards:
+// the requests behind a dropped writer may fit now.
+func (q *Queue) dropLocked(g *Grant, err error) {
+	line := q.line(g.class)
+	for i, w := range *line {
+		if w == g {
+			*line = append((*line)[:i], (*line)[i+1:]...)
+			break
+		}
+	}
+	g.state = done
+	g.err = err
+	g.sess.grant = nil
+	close(g.decided)
+}
