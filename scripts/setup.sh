@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs everything walletsync's tests need on a fresh machine (Go, gcc, Node and npm are
+# assumed present): the system packages, then the @bsv/wallet-toolbox peer in interop/.
+# Safe to run again; each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+# better-sqlite3 (the toolbox's SQLite driver) compiles its native module with node-gyp,
+# which needs python3, make and a C++ compiler.
+packages=(build-essential python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  $sudo apt-get update -qq
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# The toolbox peer, pinned by interop/package-lock.json. npm ci takes a minute or two
+# (it compiles better-sqlite3), so it only runs when the lock file changed.
+stamp=interop/node_modules/.walletsync-lock-sha256
+want=$(sha256sum interop/package-lock.json | cut -d' ' -f1)
+if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  echo "setup: installing the @bsv/wallet-toolbox peer (npm ci in interop/)"
+  (cd interop && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" > "$stamp"
+fi
