@@ -1,0 +1,99 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"walletsync/localstore"
+)
+
+// walletsync runs the command line in-process and returns its exit code and output.
+func walletsync(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCLI_WalletCreateSeedInfo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.sqlite")
+	identity := localstore.FixtureIdentity(9)
+	if code, _, stderr := walletsync(t, "wallet", "create", "--db", db, "--chain", "test", "--identity", identity, "--json"); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, stderr)
+	}
+	if code, out, stderr := walletsync(t, "wallet", "seed", "--db", db, "--fixture", "toolbox", "--identity", identity, "--json"); code != 0 || !strings.Contains(out, `"tx_labels": 10000`) {
+		t.Fatalf("seed: exit %d: %s %s", code, out, stderr)
+	}
+	code, out, stderr := walletsync(t, "wallet", "info", "--db", db, "--json")
+	if code != 0 {
+		t.Fatalf("info: exit %d: %s", code, stderr)
+	}
+	var info localstore.Info
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Settings.Chain != "test" || len(info.Identities) != 1 || info.Identities[0].IdentityKey != identity ||
+		info.Identities[0].Counts["proven_txs"] != 64 || info.Journal == nil || info.Journal.HighWater == 0 || info.SizeBytes == 0 {
+		t.Fatalf("info = %+v", info)
+	}
+	if code, out, _ := walletsync(t, "wallet", "check", "--db", db); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("check: exit %d: %s", code, out)
+	}
+	if code, _, stderr := walletsync(t, "wallet", "create", "--db", db); code != 1 || !strings.Contains(stderr, "exists") {
+		t.Fatalf("create over an existing wallet: exit %d: %s", code, stderr)
+	}
+}
+
+func TestCLI_Usage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 0, "Commands:"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"wallet", "info", "--help"}, 0, "Usage: walletsync wallet info"},
+		{[]string{"wallet", "info"}, 2, "--db is required"},
+		{[]string{"wallet", "create", "--db", "x", "--chain", "moon"}, 2, "wrong chain"},
+		{[]string{"wallet", "seed", "--db", "x", "--fixture", "huge"}, 2, "unknown fixture"},
+		{[]string{"wallet", "info", "--db", "x", "stray"}, 2, "unexpected argument"},
+	}
+	for _, tt := range tests {
+		code, out, stderr := walletsync(t, tt.args...)
+		if code != tt.code || !strings.Contains(out+stderr, tt.want) {
+			t.Errorf("walletsync %v: exit %d, output %q %q; want exit %d mentioning %q", tt.args, code, out, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+func TestCLI_Demo(t *testing.T) {
+	dir := t.TempDir()
+	for range 2 { // the second run reuses the demo wallet
+		code, out, stderr := walletsync(t, "demo", "--dir", dir, "--fixture", "small", "--json")
+		if code != 0 {
+			t.Fatalf("demo: exit %d: %s", code, stderr)
+		}
+		var info localstore.Info
+		if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Identities) != 1 || info.Identities[0].Counts["transactions"] == 0 {
+			t.Fatalf("demo summary %q: %v", out, err)
+		}
+	}
+}
+
+func TestCLI_BenchStore(t *testing.T) {
+	// The bench re-executes its own binary for each phase: build it first.
+	exe := filepath.Join(t.TempDir(), "walletsync")
+	buildSelf(t, exe)
+	out := runBinary(t, exe, "bench", "store", "--fixture", "small", "--dir", t.TempDir(), "--json")
+	var rep storeBenchReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("bench output %q: %v", out, err)
+	}
+	if rep.Scan.Rows == 0 || rep.Keyset.Rows != rep.Scan.Rows || rep.Keyset.Bytes != rep.Scan.Bytes || rep.TimeRatio <= 0 || rep.Keyset.PeakRSS == 0 {
+		t.Fatalf("bench report %+v: keyset paging must read exactly what the scan reads", rep)
+	}
+}
