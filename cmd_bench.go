@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"walletsync/localstore"
@@ -113,6 +114,7 @@ func runBenchStore(ctx context.Context, args []string, out io.Writer) error {
 	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
 	maxRows := fs.Int("max-rows", wallet.MaxPageRows, "page row limit")
 	maxBytes := fs.Int64("max-bytes", wallet.DefaultPageBytes, "page byte limit")
+	repeat := fs.Int("repeat", 3, "runs of each phase; the median is reported")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -134,7 +136,7 @@ func runBenchStore(ctx context.Context, args []string, out io.Writer) error {
 	}
 	rep := storeBenchReport{Fixture: string(f), Wallet: path}
 	common := []string{"bench", "store-child", "--db", path, "--identity", identity,
-		"--max-rows", fmt.Sprint(*maxRows), "--max-bytes", fmt.Sprint(*maxBytes), "--mode"}
+		"--max-rows", fmt.Sprint(*maxRows), "--max-bytes", fmt.Sprint(*maxBytes), "--repeat", fmt.Sprint(max(1, *repeat)), "--mode"}
 	// The scan runs first and warms the page cache for the keyset phase; a second scan after
 	// it would show the same, so the order does not favour paging.
 	for _, p := range []struct {
@@ -148,7 +150,7 @@ func runBenchStore(ctx context.Context, args []string, out io.Writer) error {
 	rep.TimeRatio = rep.Keyset.Seconds / rep.Scan.Seconds
 	rep.RSSGrowth = rep.Keyset.PeakRSS - rep.Idle.PeakRSS
 	return report(out, *asJSON, rep, func(w io.Writer) {
-		fmt.Fprintf(w, "bench store: %s fixture (%s)\n", f, path)
+		fmt.Fprintf(w, "bench store: %s fixture (%s), median of %d runs\n", f, path, max(1, *repeat))
 		for _, p := range []phaseResult{rep.Scan, rep.Keyset} {
 			fmt.Fprintf(w, "  %-7s %9d rows %8.1f MB %7.3f s %10.0f rows/s %7.1f MB/s  peak RSS %s\n",
 				p.Mode, p.Rows, float64(p.Bytes)/1e6, p.Seconds, p.rowsPerSec(), p.mbPerSec(), humanBytes(p.PeakRSS))
@@ -167,6 +169,7 @@ func runBenchStoreChild(ctx context.Context, args []string, out io.Writer) error
 	mode := fs.String("mode", "", "idle, scan or keyset")
 	maxRows := fs.Int("max-rows", wallet.MaxPageRows, "")
 	maxBytes := fs.Int64("max-bytes", wallet.DefaultPageBytes, "")
+	repeat := fs.Int("repeat", 1, "")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -176,21 +179,25 @@ func runBenchStoreChild(ctx context.Context, args []string, out io.Writer) error
 	}
 	defer s.Close()
 	res := phaseResult{Mode: *mode}
-	start := time.Now()
-	switch *mode {
-	case "idle":
-		_, err = s.Settings(ctx)
-	case "scan":
-		res.Rows, res.Bytes, err = s.ScanAll(ctx)
-	case "keyset":
-		res.Rows, res.Bytes, res.Pages, err = pageAll(ctx, s, *identity, wallet.Limits{Rows: *maxRows, Bytes: *maxBytes})
-	default:
-		err = fmt.Errorf("%w: unknown mode %q", errUsage, *mode)
+	var times []float64
+	for range *repeat {
+		start := time.Now()
+		switch *mode {
+		case "idle":
+			_, err = s.Settings(ctx)
+		case "scan":
+			res.Rows, res.Bytes, err = s.ScanAll(ctx)
+		case "keyset":
+			res.Rows, res.Bytes, res.Pages, err = pageAll(ctx, s, *identity, wallet.Limits{Rows: *maxRows, Bytes: *maxBytes})
+		default:
+			err = fmt.Errorf("%w: unknown mode %q", errUsage, *mode)
+		}
+		if err != nil {
+			return err
+		}
+		times = append(times, time.Since(start).Seconds())
 	}
-	if err != nil {
-		return err
-	}
-	res.Seconds = time.Since(start).Seconds()
+	res.Seconds = median(times)
 	res.PeakRSS = peakRSS()
 	return json.NewEncoder(out).Encode(res)
 }
@@ -225,4 +232,15 @@ func pageAll(ctx context.Context, s *localstore.Store, identity string, limits w
 		}
 	}
 	return rows, size, pages, nil
+}
+
+// median returns the middle value of xs (the mean of the two middle ones for an even count).
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
 }

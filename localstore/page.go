@@ -75,10 +75,10 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	for i, c := range t.Columns {
 		charge[i] = fmt.Sprintf("coalesce(octet_length(t.%s), 0)", quoteIdent(c.Name))
 	}
-	q := fmt.Sprintf("SELECT %s, 2 * (%s) + %d FROM %s WHERE %s ORDER BY %s LIMIT %d",
+	q := fmt.Sprintf("SELECT %s, 2 * (%s) + %d FROM %s WHERE %s ORDER BY %s LIMIT ?",
 		strings.Join(quoteAllPrefixed("t.", t.Key), ", "), strings.Join(charge, " + "),
-		64*len(t.Columns), from, where, order, limits.Rows+1)
-	rows, err := v.tx.QueryContext(ctx, q, args...)
+		64*len(t.Columns), from, where, order)
+	rows, err := v.query(ctx, q, append(args, limits.Rows+1)...)
 	if err != nil {
 		return page, classify(err)
 	}
@@ -122,7 +122,7 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	w, a := keyAtMost(t.Key, last)
 	q = fmt.Sprintf("SELECT %s FROM %s WHERE %s AND %s ORDER BY %s",
 		strings.Join(quoteAllPrefixed("t.", t.ColumnNames()), ", "), from, where, w, order)
-	rows, err = v.tx.QueryContext(ctx, q, append(args, a...)...)
+	rows, err = v.query(ctx, q, append(args, a...)...)
 	if err != nil {
 		return page, classify(err)
 	}
@@ -150,6 +150,21 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	}
 	page.Next = v.encodeCursor(t, last)
 	return page, nil
+}
+
+// query runs q on the view's transaction through a statement prepared once per view: a
+// traversal runs the same few statements thousands of times, and parsing them again for
+// every page costs more than reading a small page.
+func (v *Snapshot) query(ctx context.Context, q string, args ...any) (*sql.Rows, error) {
+	st, ok := v.stmts[q]
+	if !ok {
+		var err error
+		if st, err = v.tx.PrepareContext(ctx, q); err != nil {
+			return nil, err
+		}
+		v.stmts[q] = st
+	}
+	return st.QueryContext(ctx, args...)
 }
 
 // scopeFilter selects the rows of one user as BRC-40 scopes them. It returns the FROM

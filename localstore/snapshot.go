@@ -77,6 +77,7 @@ type Snapshot struct {
 	tx       *sql.Tx
 	ended    error // nil while open, then ErrSnapshotClosed or ErrSnapshotExpired
 	users    map[string]int64
+	stmts    map[string]*sql.Stmt // prepared on tx, used only inside a read
 	journal  *JournalState // nil when the file has no walletsync journal
 	stopTime func() bool
 	stopCtx  func() bool
@@ -98,7 +99,7 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 		return nil, fmt.Errorf("open snapshot: lifetime %v outside %v..%v: %w", opts.Lifetime, MinSnapshotLifetime, MaxSnapshotLifetime, wallet.ErrInvalidArgument)
 	}
 	v := &Snapshot{store: s, clock: opts.Clock, lifetime: opts.Lifetime,
-		monoOpen: opts.Clock.Mono(), wallOpen: opts.Clock.Wall(), users: map[string]int64{}}
+		monoOpen: opts.Clock.Mono(), wallOpen: opts.Clock.Wall(), users: map[string]int64{}, stmts: map[string]*sql.Stmt{}}
 
 	if opts.Wait {
 		select {
@@ -228,6 +229,9 @@ func (v *Snapshot) end(reason error) {
 	defer v.readMu.Unlock()
 	stopTime()
 	stopCtx()
+	for _, st := range v.stmts {
+		st.Close()
+	}
 	v.tx.Rollback()
 	v.conn.Close()
 	<-v.store.viewSlot
