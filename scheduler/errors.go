@@ -2,14 +2,12 @@ package scheduler
 
 import "errors"
 
-// Typed errors of the access queue. Every error the package returns wraps one of these, or
-// wallet.ErrInvalidArgument for a bad option, or the context's error for a cancelled wait;
-// tell them apart with errors.Is.
+// Typed errors of the access queue. Every error the package returns wraps one of these,
+// wallet.ErrStaleSession for a session whose destination was fenced (replaced, closed or
+// switched away from) after the session was made (its queued request was refused and it will
+// never be granted again; make a new session), wallet.ErrInvalidArgument for a bad option,
+// or the context's error for a cancelled wait; tell them apart with errors.Is.
 var (
-	// ErrStaleSession: the session's destination was fenced (replaced, closed or switched
-	// away from) after the session was made. Its queued request was refused and it will
-	// never be granted again; make a new session.
-	ErrStaleSession = errors.New("stale session: destination generation has moved on")
 	// ErrReentrant: the session asked for access while it already holds or waits for a
 	// grant. Refused at once so that a nested acquire can never deadlock on itself.
 	ErrReentrant = errors.New("session already holds or waits for a grant")

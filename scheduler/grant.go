@@ -54,8 +54,8 @@ func (g *Grant) Wait() time.Duration { return g.granted.Sub(g.asked) }
 //
 // Acquire refuses at once, without queueing: an invalid class or mode
 // (wallet.ErrInvalidArgument), a session that already holds or waits for a grant
-// (ErrReentrant), a stale session (ErrStaleSession), an already ended context. A queued
-// request is refused with ErrStaleSession when its destination is fenced. When ctx ends
+// (ErrReentrant), a stale session (wallet.ErrStaleSession), an already ended context. A queued
+// request is refused with wallet.ErrStaleSession when its destination is fenced. When ctx ends
 // first the request leaves the queue at once and Acquire returns an error wrapping
 // ctx.Err(); it never returns a grant for an ended context, even one granted in the same
 // instant (that grant is released on the caller's behalf).

@@ -14,7 +14,7 @@ type Sample struct {
 type ClassMetrics struct {
 	Grants    uint64        `json:"grants"`    // grants released
 	Cancelled uint64        `json:"cancelled"` // requests whose context ended before they got a grant
-	Stale     uint64        `json:"stale"`     // requests refused with ErrStaleSession
+	Stale     uint64        `json:"stale"`     // requests refused with wallet.ErrStaleSession
 	TotalWait time.Duration `json:"totalWait"` // summed over released grants
 	MaxWait   time.Duration `json:"maxWait"`
 	TotalHold time.Duration `json:"totalHold"`

@@ -433,13 +433,13 @@ func TestQueue_Fence_RejectsQueuedStaleRequests(t *testing.T) {
 
 		q.Fence("dest")
 		synctest.Wait()
-		if !stale.finished() || !errors.Is(stale.err, ErrStaleSession) {
-			t.Fatalf("queued request of a fenced destination: finished %v, err %v; want ErrStaleSession", stale.finished(), stale.err)
+		if !stale.finished() || !errors.Is(stale.err, wallet.ErrStaleSession) {
+			t.Fatalf("queued request of a fenced destination: finished %v, err %v; want wallet.ErrStaleSession", stale.finished(), stale.err)
 		}
 		wantGranted(t, false, bystander)
 		// The old session stays stale: asking again fails at once.
-		if _, err := oldSess.Acquire(t.Context(), Foreground, Read); !errors.Is(err, ErrStaleSession) {
-			t.Fatalf("Acquire on a fenced session = %v, want ErrStaleSession", err)
+		if _, err := oldSess.Acquire(t.Context(), Foreground, Read); !errors.Is(err, wallet.ErrStaleSession) {
+			t.Fatalf("Acquire on a fenced session = %v, want wallet.ErrStaleSession", err)
 		}
 		// A session made after the fence is current.
 		fresh := startSession(t, q.NewSession("wallet", "dest"), nil, "fresh on dest", Foreground, Write)

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"pgregory.net/rapid"
+
+	"walletsync/wallet"
 )
 
 // minSchedules is how many random schedules TestQueue_RandomSchedules must run: the issue
@@ -289,9 +291,9 @@ func (s *schedule) checkOutcome(rt *rapid.T, r *simRequest) {
 		return // a grant; release frees the session
 	case errors.Is(r.err, context.Canceled) && !r.cancelled:
 		rt.Fatalf("step %d: a request nobody cancelled failed with %v", s.step, r.err)
-	case errors.Is(r.err, ErrStaleSession) && !s.stale(r.sess, s.step):
+	case errors.Is(r.err, wallet.ErrStaleSession) && !s.stale(r.sess, s.step):
 		rt.Fatalf("step %d: a current session was refused: %v", s.step, r.err)
-	case !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, ErrStaleSession):
+	case !errors.Is(r.err, context.Canceled) && !errors.Is(r.err, wallet.ErrStaleSession):
 		rt.Fatalf("step %d: unexpected error %v", s.step, r.err)
 	case errors.Is(r.err, context.Canceled):
 		s.stats.cancelled.Add(1)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // Session is one line of work against the store (a page session, a foreground call): it
@@ -53,11 +55,11 @@ func (s *Session) Valid() bool {
 func (s *Session) validLocked() bool { return s.q.gens[s.destination] == s.generation }
 
 func (s *Session) staleError(class Class, mode Mode) error {
-	return fmt.Errorf("acquire %s %s for %s generation %d: %w", class, mode, s.destination, s.generation, ErrStaleSession)
+	return fmt.Errorf("acquire %s %s for %s generation %d: %w", class, mode, s.destination, s.generation, wallet.ErrStaleSession)
 }
 
 // Fence bumps destination's generation, for when the destination is replaced or closed. Every
-// request of an older session of it that is still queued is refused with ErrStaleSession; a
+// request of an older session of it that is still queued is refused with wallet.ErrStaleSession; a
 // grant such a session holds stays held until released, but its Valid turns false; its later
 // Acquire calls fail at once. Sessions made after Fence are unaffected.
 func (q *Queue) Fence(destination string) {

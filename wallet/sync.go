@@ -1,0 +1,173 @@
+package wallet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The sync contract. A session moves one user's rows from a Source to a Destination one
+// bounded page at a time. The destination commits each page together with the session's
+// checkpoint in one transaction and acknowledges it; the durable checkpoint lives at the
+// destination, so a session that lost its process, its view or an acknowledgement asks the
+// destination where it stands and resumes from there, never from its own counters.
+//
+// Every value here is plain data that serializes to JSON, because sources and destinations
+// sit on the far side of a network as often as in this process.
+
+// SessionKey names a session: one user's data from one source store. A destination keeps
+// one checkpoint per key.
+type SessionKey struct {
+	SourceStorage string `json:"sourceStorage"` // the source's storageIdentityKey
+	IdentityKey   string `json:"identityKey"`   // the user whose rows move
+}
+
+func (k SessionKey) String() string {
+	return ShortKey(k.IdentityKey, 12) + " from " + ShortKey(k.SourceStorage, 12)
+}
+
+// SyncMode says what a session traverses.
+type SyncMode string
+
+const (
+	// ModeFull traverses every row of the user, table by table in SyncOrder.
+	ModeFull SyncMode = "full"
+	// ModeIncremental traverses only rows the source's change journal records above Since.
+	ModeIncremental SyncMode = "incremental"
+)
+
+// Checkpoint is a session's durable position at the destination. The zero Checkpoint (Seq
+// 0) means the destination has seen nothing of this session.
+type Checkpoint struct {
+	Session SessionKey `json:"session"`
+	// Seq counts the pages committed by this session; each commit moves it by one.
+	Seq  int64    `json:"seq"`
+	Mode SyncMode `json:"mode"`
+	// Since is, in ModeIncremental, the journal sequence the run reads changes above.
+	Since int64 `json:"since"`
+	// HighWater is the source journal sequence the run reaches when Done: every change at
+	// or below it is at the destination then.
+	HighWater int64 `json:"highWater"`
+	// Table is the position in SyncOrder of the last committed page.
+	Table int `json:"table"`
+	// Cursor resumes after the last committed row of Table; it is valid only in View.
+	Cursor Cursor `json:"cursor"`
+	View   string `json:"view"`
+	// Done is true when the run finished: the destination holds everything up to HighWater.
+	Done      bool      `json:"done"`
+	UpdatedAt time.Time `json:"updatedAt"`
+}
+
+// ActivePolicy says whose users.activeStorage survives a sync. A sync never switches the
+// active store on its own: a push keeps the source's value (the backup learns which store is
+// active), a pull keeps the destination's (the local wallet stays active).
+type ActivePolicy string
+
+const (
+	KeepSourceActive      ActivePolicy = "source"
+	KeepDestinationActive ActivePolicy = "destination"
+)
+
+// Batch is one page on its way to a destination, with the checkpoint that must commit with
+// it. The destination commits only if its durable checkpoint for Page's session still has
+// sequence Expect (compare-and-set), so a stale retry or a second session can never
+// overwrite newer state.
+type Batch struct {
+	Expect     int64        `json:"expect"`
+	Checkpoint Checkpoint   `json:"checkpoint"` // Seq must be Expect+1
+	Active     ActivePolicy `json:"active"`
+	// Page holds rows of one table with the source's ids; it may be empty (a run's final
+	// checkpoint).
+	Page Page `json:"page"`
+}
+
+// Ack is a destination's acknowledgement of a committed batch.
+type Ack struct {
+	Checkpoint Checkpoint `json:"checkpoint"` // what is now durable
+	Inserts    int64      `json:"inserts"`
+	Updates    int64      `json:"updates"`
+	// Duplicate is true when the destination had already committed this batch (a retry
+	// after a lost acknowledgement): nothing was applied twice.
+	Duplicate bool `json:"duplicate"`
+}
+
+// Match checks that ack acknowledges exactly b: the same session, the next sequence, the
+// same table position and done flag. A mismatch wraps ErrAckMismatch; the session must
+// stop before reading another page.
+func (ack Ack) Match(b Batch) error {
+	got, want := ack.Checkpoint, b.Checkpoint
+	switch {
+	case got.Session != want.Session:
+		return fmt.Errorf("ack for session %s, sent %s: %w", got.Session, want.Session, ErrAckMismatch)
+	case got.Seq != want.Seq:
+		return fmt.Errorf("ack for sequence %d, sent %d: %w", got.Seq, want.Seq, ErrAckMismatch)
+	case got.Table != want.Table || got.Done != want.Done:
+		return fmt.Errorf("ack for table %d done=%v, sent table %d done=%v: %w", got.Table, got.Done, want.Table, want.Done, ErrAckMismatch)
+	}
+	return nil
+}
+
+// Capabilities is what a provider advertises; sessions negotiate from it.
+type Capabilities struct {
+	// Snapshots: the source serves consistent views. Without them a session falls back to
+	// one exclusive grant for the whole copy.
+	Snapshots bool `json:"snapshots"`
+	// Journal: the source keeps a change journal, so runs after the first are incremental.
+	Journal bool `json:"journal"`
+	// ConcurrentReads is how many reads the store serves at once (0: exclusive access only).
+	ConcurrentReads int `json:"concurrentReads"`
+}
+
+// Source serves one user's rows as pages of consistent views.
+//
+// OpenView pins a consistent view; the caller owns Close. Views may end on their own
+// (lifetime, process loss); reads then fail with ErrSnapshotExpired or ErrSnapshotClosed and
+// the session opens a new one.
+type Source interface {
+	Describe(ctx context.Context) (Settings, Capabilities, error)
+	OpenView(ctx context.Context, lifetime time.Duration) (View, error)
+	// AckJournal tells the source that consumer holds every change up to seq, so that its
+	// journal may be pruned up to there. Sources without a journal ignore it.
+	AckJournal(ctx context.Context, consumer string, seq int64) error
+}
+
+// View is a consistent read-only view of a source.
+type View interface {
+	PageReader
+	// ID identifies the view; cursors and checkpoints carry it.
+	ID() string
+	// Journal reports the view's journal high-water mark and whether changes above since
+	// are all recorded (false without a journal).
+	Journal(since int64) (highWater int64, covered bool)
+	Close() error
+}
+
+// Destination commits pages and keeps the durable checkpoint of every session it serves.
+//
+// Commit applies b.Page with the merge rules of BRC-40 and writes b.Checkpoint, both in one
+// transaction, or nothing. It refuses a batch whose Expect is not its durable sequence with
+// ErrCheckpointConflict, except the batch it committed last, which it acknowledges again
+// with Duplicate set (a retry after a lost acknowledgement applies nothing twice). It must
+// check the chain before writing anything: a session only sends batches after Describe.
+//
+// Checkpoint returns the durable checkpoint for a session, the zero Checkpoint when none.
+type Destination interface {
+	Describe(ctx context.Context) (Settings, Capabilities, error)
+	Checkpoint(ctx context.Context, session SessionKey) (Checkpoint, error)
+	Commit(ctx context.Context, b Batch) (Ack, error)
+}
+
+// Sync errors.
+var (
+	// ErrCheckpointConflict: the destination's durable checkpoint moved (another session,
+	// a stale retry); nothing was written.
+	ErrCheckpointConflict = errors.New("checkpoint conflict")
+	// ErrAckMismatch: an acknowledgement does not match the batch it answers.
+	ErrAckMismatch = errors.New("acknowledgement does not match the batch")
+	// ErrNoProgress: a page that is not the last moved no checkpoint forward.
+	ErrNoProgress = errors.New("page made no checkpoint progress")
+	// ErrStaleSession: the session was fenced (its destination replaced or closed); its
+	// work is discarded before it mutates anything.
+	ErrStaleSession = errors.New("stale session")
+)
