@@ -27,6 +27,9 @@ const (
 	journalTable          = ownPrefix + "journal"
 	journalStateTable     = ownPrefix + "journal_state"
 	journalConsumersTable = ownPrefix + "journal_consumers"
+	// journalTableIndex serves incremental pages, which read one table's changes above a
+	// sequence.
+	journalTableIndex = ownPrefix + "journal_tbl"
 )
 
 var triggerOps = []struct{ suffix, event string }{{"ins", "INSERT"}, {"upd", "UPDATE"}, {"del", "DELETE"}}

@@ -62,6 +62,34 @@ CREATE TABLE ` + journalConsumersTable + ` (
 			scopeIndex:            "index",
 		}, journalTriggerObjects()),
 	},
+	{
+		name: "sync checkpoints and id maps",
+		ddl: `
+CREATE TABLE ` + checkpointTable + ` (
+	source_storage TEXT NOT NULL,
+	identity_key TEXT NOT NULL,
+	seq INTEGER NOT NULL,
+	mode TEXT NOT NULL,
+	since INTEGER NOT NULL,
+	high_water INTEGER NOT NULL,
+	table_pos INTEGER NOT NULL,
+	cursor TEXT NOT NULL,
+	view TEXT NOT NULL,
+	done INTEGER NOT NULL,
+	updated_at TEXT NOT NULL,
+	PRIMARY KEY (source_storage, identity_key)
+) WITHOUT ROWID;
+CREATE TABLE ` + idMapTable + ` (
+	source_storage TEXT NOT NULL,
+	tbl TEXT NOT NULL,
+	source_id INTEGER NOT NULL,
+	local_id INTEGER NOT NULL,
+	PRIMARY KEY (source_storage, tbl, source_id)
+) WITHOUT ROWID;
+CREATE INDEX ` + journalTableIndex + ` ON ` + journalTable + ` (tbl, seq);
+`,
+		objects: map[string]string{checkpointTable: "table", idMapTable: "table", journalTableIndex: "index"},
+	},
 }
 
 // expectedObjects lists the walletsync objects a file at the given version may hold.

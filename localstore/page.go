@@ -42,6 +42,9 @@ func (v *Snapshot) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet
 	if err != nil {
 		return wallet.Page{}, fmt.Errorf("read page %s: %w", t.Name, err)
 	}
+	if req.Incremental && v.journal == nil {
+		return wallet.Page{}, fmt.Errorf("read page %s: incremental read without a change journal: %w", t.Name, wallet.ErrInvalidArgument)
+	}
 	var page wallet.Page
 	err = v.read(func() error {
 		// Queries run under the view's context too, so a close or an expiry interrupts them.
@@ -51,7 +54,7 @@ func (v *Snapshot) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet
 		if err != nil {
 			return err
 		}
-		page, err = v.readPage(qctx, t, userID, after, limits)
+		page, err = v.readPage(qctx, t, userID, after, limits, req)
 		return err
 	})
 	if err != nil {
@@ -60,9 +63,20 @@ func (v *Snapshot) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet
 	return page, nil
 }
 
-func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, after []any, limits wallet.Limits) (wallet.Page, error) {
+func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, after []any, limits wallet.Limits, req wallet.PageRequest) (wallet.Page, error) {
 	page := wallet.Page{Table: t.Name}
 	from, where, args := scopeFilter(t, userID)
+	if req.Incremental {
+		// Only rows the journal records as changed above Since: the distinct keys of those
+		// entries drive the query, so an incremental page costs what changed, not the table.
+		join := "t." + quoteIdent(t.Key[0]) + " = j.k1"
+		if len(t.Key) > 1 {
+			join += " AND t." + quoteIdent(t.Key[1]) + " = j.k2"
+		}
+		from = "(SELECT DISTINCT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?) AS j CROSS JOIN " + from
+		where = join + " AND " + where
+		args = append([]any{string(t.Name), req.Since}, args...)
+	}
 	if after != nil {
 		w, a := keyAfter(t.Key, after)
 		where += " AND " + w

@@ -174,13 +174,14 @@ func (v *Snapshot) pin(ctx context.Context) error {
 // ID identifies the view; cursors carry it.
 func (v *Snapshot) ID() string { return v.id }
 
-// Journal returns the change journal's bounds as of the snapshot, and false when the file
-// has no walletsync journal (a store opened read-only that walletsync never wrote to).
-func (v *Snapshot) Journal() (JournalState, bool) {
+// Journal returns the change journal's high-water mark as of the snapshot, and whether the
+// journal holds every change above since. Without a walletsync journal (a file opened
+// read-only that walletsync never wrote to) it returns 0, false.
+func (v *Snapshot) Journal(since int64) (highWater int64, covered bool) {
 	if v.journal == nil {
-		return JournalState{}, false
+		return 0, false
 	}
-	return *v.journal, true
+	return v.journal.HighWater, v.journal.CoversSince(since)
 }
 
 // remaining is the lifetime left on the stricter of the two clocks.

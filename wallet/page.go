@@ -76,6 +76,10 @@ type PageRequest struct {
 	IdentityKey string
 	After       Cursor
 	Limits      Limits
+	// Incremental restricts the page to rows the view's change journal records as changed
+	// above journal sequence Since.
+	Incremental bool
+	Since       int64
 }
 
 // PageReader is a consistent, read-only view of a store that hands out bounded pages.

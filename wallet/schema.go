@@ -83,6 +83,9 @@ type Table struct {
 	Natural []string
 	// Refs are the foreign keys that are remapped through id maps when rows move.
 	Refs []Ref
+	// Merge are the columns BRC-40 copies onto the matching row when the incoming row is
+	// strictly newer (updated_at); users and proof requests have their own rules.
+	Merge []string
 	// Scope says which rows belong to one user.
 	Scope Scope
 
@@ -159,6 +162,7 @@ var (
 		Columns: cols(colInt("basketId"), colInt("userId"), colText("name"),
 			colInt("numberOfDesiredUTXOs"), colInt("minimumDesiredUTXOValue"), colBool("isDeleted")),
 		ID: "basketId", Key: []string{"basketId"}, Natural: []string{"name", "userId"},
+		Merge: []string{"numberOfDesiredUTXOs", "minimumDesiredUTXOValue", "isDeleted"},
 		Scope: ScopeUserID,
 	})
 	Transactions = newTable(Table{
@@ -169,6 +173,7 @@ var (
 			null(colText("txid")), null(colBlob("inputBEEF")), null(colBlob("rawTx"))),
 		ID: "transactionId", Key: []string{"transactionId"}, Natural: []string{"txid", "userId"},
 		Refs:  []Ref{{"provenTxId", TableProvenTxs}},
+		Merge: []string{"version", "lockTime", "isOutgoing", "status", "provenTxId", "satoshis", "txid", "description", "rawTx", "inputBEEF"},
 		Scope: ScopeUserID,
 	})
 	Commissions = newTable(Table{
@@ -177,6 +182,7 @@ var (
 			colInt("satoshis"), colText("keyOffset"), colBool("isRedeemed"), colBlob("lockingScript")),
 		ID: "commissionId", Key: []string{"commissionId"}, Natural: []string{"transactionId", "userId"},
 		Refs:  []Ref{{"transactionId", TableTransactions}},
+		Merge: []string{"isRedeemed"},
 		Scope: ScopeUserID,
 	})
 	Outputs = newTable(Table{
@@ -192,12 +198,14 @@ var (
 		ID: "outputId", Key: []string{"outputId"}, Natural: []string{"userId", "transactionId", "vout"},
 		Refs: []Ref{{"transactionId", TableTransactions}, {"basketId", TableOutputBaskets},
 			{"spentBy", TableTransactions}},
+		Merge: []string{"spentBy", "spendable", "change", "type", "providedBy", "purpose", "outputDescription", "spendingDescription", "senderIdentityKey", "customInstructions", "scriptLength", "scriptOffset", "lockingScript"},
 		Scope: ScopeUserID,
 	})
 	OutputTags = newTable(Table{
 		Name: TableOutputTags, Entity: "outputTag", Plural: "outputTags",
 		Columns: cols(colInt("outputTagId"), colInt("userId"), colText("tag"), colBool("isDeleted")),
 		ID:      "outputTagId", Key: []string{"outputTagId"}, Natural: []string{"tag", "userId"},
+		Merge: []string{"isDeleted"},
 		Scope: ScopeUserID,
 	})
 	OutputTagsMap = newTable(Table{
@@ -205,12 +213,14 @@ var (
 		Columns: cols(colInt("outputTagId"), colInt("outputId"), colBool("isDeleted")),
 		Key:     []string{"outputId", "outputTagId"}, Natural: []string{"outputId", "outputTagId"},
 		Refs:  []Ref{{"outputTagId", TableOutputTags}, {"outputId", TableOutputs}},
+		Merge: []string{"isDeleted"},
 		Scope: ScopeTagMap,
 	})
 	TxLabels = newTable(Table{
 		Name: TableTxLabels, Entity: "txLabel", Plural: "txLabels",
 		Columns: cols(colInt("txLabelId"), colInt("userId"), colText("label"), colBool("isDeleted")),
 		ID:      "txLabelId", Key: []string{"txLabelId"}, Natural: []string{"label", "userId"},
+		Merge: []string{"isDeleted"},
 		Scope: ScopeUserID,
 	})
 	TxLabelsMap = newTable(Table{
@@ -218,6 +228,7 @@ var (
 		Columns: cols(colInt("txLabelId"), colInt("transactionId"), colBool("isDeleted")),
 		Key:     []string{"transactionId", "txLabelId"}, Natural: []string{"transactionId", "txLabelId"},
 		Refs:  []Ref{{"txLabelId", TableTxLabels}, {"transactionId", TableTransactions}},
+		Merge: []string{"isDeleted"},
 		Scope: ScopeLabelMap,
 	})
 	Certificates = newTable(Table{
@@ -227,6 +238,7 @@ var (
 			colText("revocationOutpoint"), colText("signature"), colBool("isDeleted")),
 		ID: "certificateId", Key: []string{"certificateId"},
 		Natural: []string{"serialNumber", "certifier", "userId"},
+		Merge:   []string{"type", "subject", "serialNumber", "revocationOutpoint", "signature", "verifier", "isDeleted"},
 		Scope:   ScopeUserID,
 	})
 	CertificateFields = newTable(Table{
@@ -235,6 +247,7 @@ var (
 			colText("fieldValue"), colText("masterKey")),
 		Key: []string{"certificateId", "fieldName"}, Natural: []string{"certificateId", "userId", "fieldName"},
 		Refs:  []Ref{{"certificateId", TableCertificates}},
+		Merge: []string{"fieldValue", "masterKey"},
 		Scope: ScopeUserID,
 	})
 	SyncStates = newTable(Table{
@@ -279,7 +292,7 @@ func newTable(t Table) *Table {
 	for i, c := range t.Columns {
 		t.index[c.Name] = i
 	}
-	for _, k := range append(append(append([]string{}, t.Key...), t.Natural...), t.ID) {
+	for _, k := range append(append(append(append([]string{}, t.Key...), t.Natural...), t.Merge...), t.ID) {
 		if k != "" {
 			t.Col(k) // every key names a real column
 		}

@@ -62,6 +62,9 @@ type Checkpoint struct {
 // ActivePolicy says whose users.activeStorage survives a sync. A sync never switches the
 // active store on its own: a push keeps the source's value (the backup learns which store is
 // active), a pull keeps the destination's (the local wallet stays active).
+//
+// The zero ActivePolicy is BRC-40's own rule, which processSyncChunk applies: the incoming
+// value wins only when the incoming user row is strictly newer.
 type ActivePolicy string
 
 const (
@@ -74,6 +77,9 @@ const (
 // sequence Expect (compare-and-set), so a stale retry or a second session can never
 // overwrite newer state.
 type Batch struct {
+	// Chain is the source's chain; a destination on another chain refuses the batch before
+	// writing anything.
+	Chain      Chain        `json:"chain"`
 	Expect     int64        `json:"expect"`
 	Checkpoint Checkpoint   `json:"checkpoint"` // Seq must be Expect+1
 	Active     ActivePolicy `json:"active"`
@@ -90,14 +96,19 @@ type Ack struct {
 	// Duplicate is true when the destination had already committed this batch (a retry
 	// after a lost acknowledgement): nothing was applied twice.
 	Duplicate bool `json:"duplicate"`
+	// Error, when set, says the batch failed even though the call returned; a session
+	// treats it exactly like a returned error (nothing advances).
+	Error string `json:"error,omitempty"`
 }
 
-// Match checks that ack acknowledges exactly b: the same session, the next sequence, the
-// same table position and done flag. A mismatch wraps ErrAckMismatch; the session must
-// stop before reading another page.
+// Match checks that ack acknowledges exactly b: no error inside it (ErrDestinationFailed),
+// the same session, the next sequence, the same table position and done flag (else
+// ErrAckMismatch). Either way the session must stop before reading another page.
 func (ack Ack) Match(b Batch) error {
 	got, want := ack.Checkpoint, b.Checkpoint
 	switch {
+	case ack.Error != "":
+		return fmt.Errorf("%s: %w", ack.Error, ErrDestinationFailed)
 	case got.Session != want.Session:
 		return fmt.Errorf("ack for session %s, sent %s: %w", got.Session, want.Session, ErrAckMismatch)
 	case got.Seq != want.Seq:
@@ -145,17 +156,28 @@ type View interface {
 
 // Destination commits pages and keeps the durable checkpoint of every session it serves.
 //
+// Begin describes the destination and returns the session's durable checkpoint in one
+// request, writing nothing: a session checks the chains before anything is written, and an
+// unchanged wallet syncs in this one request.
+//
 // Commit applies b.Page with the merge rules of BRC-40 and writes b.Checkpoint, both in one
-// transaction, or nothing. It refuses a batch whose Expect is not its durable sequence with
-// ErrCheckpointConflict, except the batch it committed last, which it acknowledges again
-// with Duplicate set (a retry after a lost acknowledgement applies nothing twice). It must
-// check the chain before writing anything: a session only sends batches after Describe.
+// transaction, or nothing. It refuses a batch of another chain (ErrWrongChain) and a batch
+// whose Expect is not its durable sequence (ErrCheckpointConflict), except the batch it
+// committed last, which it acknowledges again with Duplicate set (a retry after a lost
+// acknowledgement applies nothing twice).
 //
 // Checkpoint returns the durable checkpoint for a session, the zero Checkpoint when none.
 type Destination interface {
-	Describe(ctx context.Context) (Settings, Capabilities, error)
+	Begin(ctx context.Context, session SessionKey) (DestinationState, error)
 	Checkpoint(ctx context.Context, session SessionKey) (Checkpoint, error)
 	Commit(ctx context.Context, b Batch) (Ack, error)
+}
+
+// DestinationState is what Begin returns.
+type DestinationState struct {
+	Settings     Settings     `json:"settings"`
+	Capabilities Capabilities `json:"capabilities"`
+	Checkpoint   Checkpoint   `json:"checkpoint"`
 }
 
 // Sync errors.
@@ -165,9 +187,14 @@ var (
 	ErrCheckpointConflict = errors.New("checkpoint conflict")
 	// ErrAckMismatch: an acknowledgement does not match the batch it answers.
 	ErrAckMismatch = errors.New("acknowledgement does not match the batch")
+	// ErrDestinationFailed: the destination answered with an error inside its result.
+	ErrDestinationFailed = errors.New("destination reported a failure")
 	// ErrNoProgress: a page that is not the last moved no checkpoint forward.
 	ErrNoProgress = errors.New("page made no checkpoint progress")
 	// ErrStaleSession: the session was fenced (its destination replaced or closed); its
 	// work is discarded before it mutates anything.
 	ErrStaleSession = errors.New("stale session")
+	// ErrDanglingReference: a row refers to a parent row (by a NOT NULL foreign key) that
+	// the destination never received; the source's data is inconsistent.
+	ErrDanglingReference = errors.New("row refers to a row the destination does not have")
 )

@@ -1,0 +1,195 @@
+package localstore
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// Store is both ends of a sync: a wallet.Source (its snapshot views) and a
+// wallet.Destination (page commits with their checkpoints).
+var (
+	_ wallet.Source      = (*Store)(nil)
+	_ wallet.Destination = (*Store)(nil)
+	_ wallet.View        = (*Snapshot)(nil)
+)
+
+// Commit boundaries reported to Options.CommitHook.
+const (
+	// HookRowsWritten: the page's rows are written inside the transaction, not committed.
+	HookRowsWritten = "rows-written"
+	// HookCommitted: the transaction is durable; the acknowledgement is not yet returned.
+	HookCommitted = "committed"
+)
+
+// Describe returns the store's settings and what it offers as a sync peer.
+func (s *Store) Describe(ctx context.Context) (wallet.Settings, wallet.Capabilities, error) {
+	settings, err := s.Settings(ctx)
+	if err != nil {
+		return settings, wallet.Capabilities{}, err
+	}
+	_, journalErr := s.JournalState(ctx)
+	return settings, wallet.Capabilities{Snapshots: true, Journal: journalErr == nil, ConcurrentReads: MaxReaders}, nil
+}
+
+// Begin describes the store as a destination and returns the session's durable checkpoint.
+func (s *Store) Begin(ctx context.Context, session wallet.SessionKey) (wallet.DestinationState, error) {
+	var st wallet.DestinationState
+	var err error
+	if st.Settings, st.Capabilities, err = s.Describe(ctx); err != nil {
+		return st, err
+	}
+	st.Checkpoint, err = s.Checkpoint(ctx, session)
+	return st, err
+}
+
+// OpenView opens a snapshot view for a sync session, waiting for the store's view slot.
+func (s *Store) OpenView(ctx context.Context, lifetime time.Duration) (wallet.View, error) {
+	v, err := s.OpenSnapshot(ctx, SnapshotOptions{Lifetime: lifetime, Wait: true})
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+// Commit applies one batch and its checkpoint in one transaction (see wallet.Destination).
+// The merge follows BRC-40; id maps are kept per source storage in walletsync's own table.
+// The user is created the way the toolbox's findOrInsertUser does when the store has never
+// seen it, so a fresh destination file can receive a first page of any table.
+func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) {
+	if err := checkBatch(b); err != nil {
+		return wallet.Ack{}, fmt.Errorf("commit: %w", err)
+	}
+	var ack wallet.Ack
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var chain string
+		if err := tx.QueryRowContext(ctx, "SELECT chain FROM settings LIMIT 1").Scan(&chain); err != nil {
+			return classify(err)
+		}
+		if err := wallet.CheckSameChain(b.Chain, wallet.Chain(chain)); err != nil {
+			return err
+		}
+		cur, err := readCheckpoint(ctx, tx, b.Checkpoint.Session)
+		if err != nil {
+			return err
+		}
+		if cur.Seq == b.Checkpoint.Seq && samePosition(cur, b.Checkpoint) {
+			ack = wallet.Ack{Checkpoint: cur, Duplicate: true}
+			return nil
+		}
+		if cur.Seq != b.Expect {
+			return fmt.Errorf("session %s: expected sequence %d, the destination holds %d: %w", b.Checkpoint.Session, b.Expect, cur.Seq, wallet.ErrCheckpointConflict)
+		}
+		userID, _, err := ensureUser(ctx, tx, b.Checkpoint.Session.IdentityKey)
+		if err != nil {
+			return err
+		}
+		ids := newTableIDs(b.Checkpoint.Session.SourceStorage)
+		m := newMerger(ctx, tx, userID, ids, b.Active)
+		defer m.close()
+		t, _ := wallet.LookupTable(b.Page.Table)
+		if err := ids.load(ctx, tx, referencedIDs(t, b.Page.Rows)); err != nil {
+			return err
+		}
+		for _, r := range b.Page.Rows {
+			if err := m.merge(t, r); err != nil {
+				return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
+			}
+		}
+		if err := ids.flush(ctx, tx); err != nil {
+			return err
+		}
+		s.hook(HookRowsWritten)
+		cp := b.Checkpoint
+		cp.UpdatedAt = wallet.Now()
+		if err := writeCheckpoint(ctx, tx, cp); err != nil {
+			return err
+		}
+		ack = wallet.Ack{Checkpoint: cp, Inserts: m.inserts, Updates: m.updates}
+		return nil
+	})
+	if err != nil {
+		return wallet.Ack{}, fmt.Errorf("commit %s page %d: %w", b.Page.Table, b.Checkpoint.Seq, err)
+	}
+	if !ack.Duplicate {
+		s.hook(HookCommitted)
+	}
+	return ack, nil
+}
+
+func (s *Store) hook(point string) {
+	if s.opts.CommitHook != nil {
+		s.opts.CommitHook(point)
+	}
+}
+
+// checkBatch refuses a malformed batch before any work.
+func checkBatch(b wallet.Batch) error {
+	cp := b.Checkpoint
+	switch {
+	case cp.Session.SourceStorage == "" || cp.Session.IdentityKey == "":
+		return fmt.Errorf("batch without a session: %w", wallet.ErrInvalidArgument)
+	case cp.Seq != b.Expect+1:
+		return fmt.Errorf("batch sequence %d does not follow %d: %w", cp.Seq, b.Expect, wallet.ErrInvalidArgument)
+	case cp.Table < 0 || cp.Table >= len(wallet.SyncOrder):
+		return fmt.Errorf("batch table position %d: %w", cp.Table, wallet.ErrInvalidArgument)
+	}
+	t, err := wallet.LookupTable(b.Page.Table)
+	if err != nil {
+		return err
+	}
+	if len(b.Page.Rows) > 0 && t != wallet.SyncOrder[cp.Table] {
+		return fmt.Errorf("batch of %s rows at table position %d: %w", t.Name, cp.Table, wallet.ErrInvalidArgument)
+	}
+	for _, r := range b.Page.Rows {
+		if len(r) != len(t.Columns) {
+			return fmt.Errorf("%s row of %d values: %w", t.Name, len(r), wallet.ErrInvalidArgument)
+		}
+	}
+	return nil
+}
+
+// referencedIDs collects the source ids a page of t refers to, by the table they belong to:
+// its own ids, its foreign keys, and a proof request's notify ids.
+func referencedIDs(t *wallet.Table, rows []wallet.Row) map[wallet.TableName][]int64 {
+	seen := map[wallet.TableName]map[int64]bool{}
+	add := func(table wallet.TableName, v any) {
+		id, ok := v.(int64)
+		if !ok {
+			return
+		}
+		if seen[table] == nil {
+			seen[table] = map[int64]bool{}
+		}
+		seen[table][id] = true
+	}
+	for _, r := range rows {
+		if t.ID != "" {
+			add(t.Name, r[t.Col(t.ID)])
+		}
+		for _, ref := range t.Refs {
+			add(ref.Target, r[t.Col(ref.Column)])
+		}
+		if t == wallet.ProvenTxReqs {
+			if obj, err := decodeObject(r[t.Col("notify")].(string)); err == nil {
+				for _, v := range asList(obj["transactionIds"]) {
+					if n, ok := v.(interface{ Int64() (int64, error) }); ok {
+						if id, err := n.Int64(); err == nil {
+							add(wallet.TableTransactions, id)
+						}
+					}
+				}
+			}
+		}
+	}
+	out := map[wallet.TableName][]int64{}
+	for table, ids := range seen {
+		for id := range ids {
+			out[table] = append(out[table], id)
+		}
+	}
+	return out
+}

@@ -1,0 +1,430 @@
+package localstore
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// merger applies incoming rows from one source to this store inside one write transaction,
+// with the merge rules of BRC-40 exactly as @bsv/wallet-toolbox 2.1.26 implements them
+// (EntityX.mergeFind / mergeNew / mergeExisting):
+//
+//   - a row is matched by its natural key (wallet.Table.Natural), its foreign keys first
+//     mapped to local ids; a transaction is matched by (txid, user), else (reference, user);
+//   - an unmatched row is inserted with a new local id, keeping its timestamps;
+//   - a matched row takes the table's Merge columns only when the incoming updated_at is
+//     strictly newer, and then updated_at becomes the newer one;
+//   - proven transactions never change once stored; proof requests always merge their
+//     batch, history notes and notify ids (see mergeProofRequest);
+//   - users are never created by a merge, and users.activeStorage follows the batch's
+//     ActivePolicy.
+//
+// Both walletsync's own page commits and the BRC-40 consumer use it; they differ only in
+// where the id maps live.
+type merger struct {
+	ctx     context.Context
+	tx      *sql.Tx
+	w       *rowWriter
+	userID  int64
+	ids     idMapper
+	active  wallet.ActivePolicy
+	stmts   map[string]*sql.Stmt
+	inserts int64
+	updates int64
+}
+
+func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids idMapper, active wallet.ActivePolicy) *merger {
+	return &merger{ctx: ctx, tx: tx, w: newRowWriter(tx), userID: userID, ids: ids, active: active, stmts: map[string]*sql.Stmt{}}
+}
+
+func (m *merger) close() {
+	m.w.close()
+	for _, st := range m.stmts {
+		st.Close()
+	}
+}
+
+func (m *merger) stmt(q string) (*sql.Stmt, error) {
+	if st, ok := m.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := m.tx.PrepareContext(m.ctx, q)
+	if err != nil {
+		return nil, classify(err)
+	}
+	m.stmts[q] = st
+	return st, nil
+}
+
+// merge applies one incoming row of table t (with the source's ids).
+func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
+	local, err := m.localize(t, in)
+	if err != nil {
+		return err
+	}
+	found, ok, err := m.find(t, local)
+	if err != nil {
+		return err
+	}
+	if t == wallet.Users {
+		if !ok {
+			return fmt.Errorf("merge user %s: a sync never creates a user: %w", wallet.ShortKey(in[t.Col("identityKey")].(string), 16), wallet.ErrNotFound)
+		}
+		return m.mergeUser(in, found)
+	}
+	if !ok {
+		return m.insert(t, in, local)
+	}
+	if t.ID != "" {
+		if err := m.ids.record(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
+			return err
+		}
+	}
+	switch t {
+	case wallet.ProvenTxs:
+		return nil // a proof, once stored, never changes
+	case wallet.ProvenTxReqs:
+		return m.mergeProofRequest(in, found)
+	}
+	if !newer(t, in, found) {
+		return nil
+	}
+	for _, c := range t.Merge {
+		found[t.Col(c)] = local[t.Col(c)]
+	}
+	found[t.Col("updated_at")] = in[t.Col("updated_at")]
+	m.updates++
+	return m.update(t, found, append(slices.Clone(t.Merge), "updated_at"))
+}
+
+// localize returns a copy of in as this store would hold it: its user, and every foreign
+// key mapped to a local id. A missing mapping makes a nullable key NULL (as the toolbox
+// leaves it undefined) and fails for a NOT NULL one.
+func (m *merger) localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
+	local := slices.Clone(in)
+	if t.HasCol("userId") {
+		local[t.Col("userId")] = m.userID
+	}
+	for _, ref := range t.Refs {
+		i := t.Col(ref.Column)
+		if in[i] == nil {
+			continue
+		}
+		target, _ := wallet.LookupTable(ref.Target)
+		id, ok := m.ids.local(target, in[i].(int64))
+		switch {
+		case ok:
+			local[i] = id
+		case t.Columns[i].Nullable:
+			local[i] = nil
+		default:
+			return nil, fmt.Errorf("%s.%s = %d: %w", t.Name, ref.Column, in[i], wallet.ErrDanglingReference)
+		}
+	}
+	if t == wallet.ProvenTxReqs {
+		notify, notified, err := m.mapNotify(in[t.Col("notify")].(string), "", in[t.Col("notified")].(bool))
+		if err != nil {
+			return nil, err
+		}
+		local[t.Col("notify")], local[t.Col("notified")] = notify, notified
+	}
+	return local, nil
+}
+
+// find returns this store's row matching local by natural key.
+func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, bool, error) {
+	if t == wallet.Transactions {
+		// The toolbox matches a transaction by txid when it has one, else by reference.
+		if txid := local[t.Col("txid")]; txid != nil {
+			if r, ok, err := m.findBy(t, []string{"txid", "userId"}, local); ok || err != nil {
+				return r, ok, err
+			}
+		}
+		return m.findBy(t, []string{"reference", "userId"}, local)
+	}
+	return m.findBy(t, t.Natural, local)
+}
+
+func (m *merger) findBy(t *wallet.Table, cols []string, local wallet.Row) (wallet.Row, bool, error) {
+	conds := make([]string, len(cols))
+	args := make([]any, len(cols))
+	for i, c := range cols {
+		conds[i] = quoteIdent(c) + " = ?"
+		args[i] = wallet.SQLValue(local[t.Col(c)])
+	}
+	st, err := m.stmt(fmt.Sprintf("SELECT %s FROM %s WHERE %s LIMIT 2", strings.Join(quoteAllPrefixed("", t.ColumnNames()), ", "),
+		quoteIdent(string(t.Name)), strings.Join(conds, " AND ")))
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := st.QueryContext(m.ctx, args...)
+	if err != nil {
+		return nil, false, classify(err)
+	}
+	defer rows.Close()
+	var found wallet.Row
+	for rows.Next() {
+		if found != nil {
+			return nil, false, fmt.Errorf("%s: two rows match natural key %v: %w", t.Name, cols, wallet.ErrCorrupt)
+		}
+		found = make(wallet.Row, len(t.Columns))
+		dst := make([]any, len(found))
+		for i := range found {
+			dst[i] = &found[i]
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, false, classify(err)
+		}
+		if err := t.Normalize(found); err != nil {
+			return nil, false, err
+		}
+	}
+	return found, found != nil, classify(rows.Err())
+}
+
+func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
+	if t == wallet.OutputBaskets && local[t.Col("name")] == "" {
+		local[t.Col("name")] = "default"
+	}
+	id, err := m.w.insert(m.ctx, t, local, false)
+	if err != nil {
+		return err
+	}
+	m.inserts++
+	if t.ID == "" {
+		return nil
+	}
+	return m.ids.record(t, in[t.Col(t.ID)].(int64), id)
+}
+
+// update writes the named columns of r back to its row.
+func (m *merger) update(t *wallet.Table, r wallet.Row, cols []string) error {
+	sets := make([]string, len(cols))
+	args := make([]any, 0, len(cols)+3)
+	for i, c := range cols {
+		sets[i] = quoteIdent(c) + " = ?"
+		args = append(args, wallet.SQLValue(r[t.Col(c)]))
+	}
+	where := t.Natural
+	if t.ID != "" {
+		where = []string{t.ID}
+	}
+	conds := make([]string, len(where))
+	for i, c := range where {
+		conds[i] = quoteIdent(c) + " = ?"
+		args = append(args, wallet.SQLValue(r[t.Col(c)]))
+	}
+	st, err := m.stmt(fmt.Sprintf("UPDATE %s SET %s WHERE %s", quoteIdent(string(t.Name)), strings.Join(sets, ", "), strings.Join(conds, " AND ")))
+	if err != nil {
+		return err
+	}
+	_, err = st.ExecContext(m.ctx, args...)
+	return classify(err)
+}
+
+// newer reports whether in is strictly newer than local (BRC-40's "newer wins").
+func newer(t *wallet.Table, in, local wallet.Row) bool {
+	i := t.Col("updated_at")
+	return in[i].(time.Time).After(local[i].(time.Time))
+}
+
+func laterTime(a, b any) time.Time {
+	if b.(time.Time).After(a.(time.Time)) {
+		return b.(time.Time)
+	}
+	return a.(time.Time)
+}
+
+// mergeUser applies the user row. The toolbox copies activeStorage only from a newer row; a
+// push keeps the source's active store at the destination and a pull keeps the
+// destination's, so that no sync ever switches which store is active.
+func (m *merger) mergeUser(in, found wallet.Row) error {
+	t := wallet.Users
+	if err := m.ids.record(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
+		return err
+	}
+	ai, ui := t.Col("activeStorage"), t.Col("updated_at")
+	isNewer := newer(t, in, found)
+	changed := false
+	switch m.active {
+	case wallet.KeepSourceActive:
+		if isNewer || in[ai] != found[ai] {
+			found[ai], found[ui], changed = in[ai], laterTime(found[ui], in[ui]), true
+		}
+	case wallet.KeepDestinationActive:
+		if isNewer {
+			found[ui], changed = in[ui], true
+		}
+	default:
+		if isNewer {
+			found[ai], found[ui], changed = in[ai], in[ui], true
+		}
+	}
+	if !changed {
+		return nil
+	}
+	m.updates++
+	return m.update(t, found, []string{"activeStorage", "updated_at"})
+}
+
+// mergeProofRequest is the toolbox's EntityProvenTxReq.mergeExisting: it always runs,
+// whatever the timestamps, and does not count as an update. The batch is taken when the
+// local one is empty (two different batches are an error), history notes are united,
+// notify ids are mapped and united (which marks the request not notified), updated_at
+// becomes the later one. Status, attempts, provenTxId and rawTx are never overwritten.
+func (m *merger) mergeProofRequest(in, found wallet.Row) error {
+	t := wallet.ProvenTxReqs
+	bi := t.Col("batch")
+	switch {
+	case found[bi] == nil && in[bi] != nil:
+		found[bi] = in[bi]
+	case found[bi] != nil && in[bi] != nil && found[bi] != in[bi]:
+		return fmt.Errorf("proof request %s: batch %q differs from %q: %w", in[t.Col("txid")], found[bi], in[bi], wallet.ErrCorrupt)
+	}
+	history, err := mergeHistory(found[t.Col("history")].(string), in[t.Col("history")].(string))
+	if err != nil {
+		return fmt.Errorf("proof request %s: %w", in[t.Col("txid")], err)
+	}
+	found[t.Col("history")] = history
+	notify, notified, err := m.mapNotify(in[t.Col("notify")].(string), found[t.Col("notify")].(string), found[t.Col("notified")].(bool))
+	if err != nil {
+		return fmt.Errorf("proof request %s: %w", in[t.Col("txid")], err)
+	}
+	found[t.Col("notify")], found[t.Col("notified")] = notify, notified
+	found[t.Col("updated_at")] = laterTime(found[t.Col("updated_at")], in[t.Col("updated_at")])
+	return m.update(t, found, []string{"batch", "history", "notify", "notified", "updated_at"})
+}
+
+// mapNotify maps the transaction ids of an incoming notify object to local ids (dropping
+// those without a mapping) and adds them to the local request's list, sorted and unique. For
+// a new request (local == "") the result is the incoming object with only the mapped ids.
+// Like the toolbox's addNotifyTransactionId, every id added marks the request not notified.
+func (m *merger) mapNotify(incoming, local string, notified bool) (string, bool, error) {
+	in, err := decodeObject(incoming)
+	if err != nil {
+		return "", false, fmt.Errorf("notify: %w", err)
+	}
+	out, ids := in, []int64{}
+	if local != "" {
+		if out, err = decodeObject(local); err != nil {
+			return "", false, fmt.Errorf("notify: %w", err)
+		}
+		for _, v := range asList(out["transactionIds"]) {
+			if n, err := v.(json.Number).Int64(); err == nil {
+				ids = append(ids, n)
+			}
+		}
+		if _, present := in["transactionIds"]; !present {
+			return local, notified, nil
+		}
+	}
+	for _, v := range asList(in["transactionIds"]) {
+		n, ok := v.(json.Number)
+		if !ok {
+			continue
+		}
+		src, err := n.Int64()
+		if err != nil {
+			continue
+		}
+		if id, ok := m.ids.local(wallet.Transactions, src); ok && id != 0 {
+			ids = append(ids, id)
+			notified = false
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	list := make([]any, len(ids))
+	for i, id := range ids {
+		list[i] = json.Number(fmt.Sprint(id))
+	}
+	out["transactionIds"] = list
+	text, err := json.Marshal(out)
+	return string(text), notified, err
+}
+
+// mergeHistory unites two history objects' notes the way addHistoryNote does: an incoming
+// note is added unless an existing note has all of its own fields equal to it, and the
+// notes are kept sorted by "when what".
+func mergeHistory(local, incoming string) (string, error) {
+	out, err := decodeObject(local)
+	if err != nil {
+		return "", fmt.Errorf("history: %w", err)
+	}
+	in, err := decodeObject(incoming)
+	if err != nil {
+		return "", fmt.Errorf("history: %w", err)
+	}
+	notes := asList(out["notes"])
+	for _, n := range asList(in["notes"]) {
+		note, ok := n.(map[string]any)
+		if !ok {
+			continue
+		}
+		if _, ok := note["when"]; !ok {
+			note["when"] = wallet.FormatTime(wallet.Now())
+		}
+		if !slices.ContainsFunc(notes, func(e any) bool { return noteCovers(e, note) }) {
+			notes = append(notes, note)
+			slices.SortStableFunc(notes, func(a, b any) int { return strings.Compare(noteKey(a), noteKey(b)) })
+		}
+	}
+	if notes != nil || out["notes"] != nil {
+		out["notes"] = notes
+	}
+	text, err := json.Marshal(out)
+	return string(text), err
+}
+
+// noteCovers is the toolbox's equality test: every field of the existing note equals the
+// note's field of the same name (objects never compare equal, as in JavaScript).
+func noteCovers(existing any, note map[string]any) bool {
+	e, ok := existing.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range e {
+		switch v.(type) {
+		case map[string]any, []any:
+			return false
+		}
+		if w, ok := note[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
+
+func noteKey(n any) string {
+	m, _ := n.(map[string]any)
+	str := func(v any) string {
+		if v == nil {
+			return "undefined"
+		}
+		return fmt.Sprint(v)
+	}
+	return str(m["when"]) + " " + str(m["what"])
+}
+
+func decodeObject(text string) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.UseNumber() // ids and counters keep their exact digits
+	out := map[string]any{}
+	if err := dec.Decode(&out); err != nil {
+		return nil, fmt.Errorf("decode %q: %v: %w", text, err, wallet.ErrCorrupt)
+	}
+	return out, nil
+}
+
+func asList(v any) []any {
+	l, _ := v.([]any)
+	return l
+}

@@ -1,0 +1,94 @@
+// Package syncer runs page sessions: it moves one user's rows from a wallet.Source to a
+// wallet.Destination in bounded, resumable, cancellable pages, each committed atomically
+// with its checkpoint at the destination.
+//
+// It knows providers only through the wallet.Source and wallet.Destination interfaces, so
+// the same loop pushes a local wallet to a backup file or a remote server and pulls a
+// backup into the local wallet.
+package syncer
+
+import (
+	"fmt"
+	"time"
+
+	"walletsync/scheduler"
+	"walletsync/wallet"
+)
+
+// Session limits and defaults.
+const (
+	DefaultMaxRows  = 1000
+	MaxRows         = 1000
+	DefaultMaxBytes = 262_144
+	MaxBytes        = 10_000_000
+	// DefaultRetries bounds how often a commit whose outcome is unknown is tried again.
+	DefaultRetries = 3
+	// DefaultBackoff is the first retry's delay; each retry doubles it.
+	DefaultBackoff = 100 * time.Millisecond
+	// maxViewRestarts bounds how often a session reopens an ended view before giving up.
+	maxViewRestarts = 3
+)
+
+// Options tune a session. The zero value is the defaults; anything out of range is refused
+// before any work.
+type Options struct {
+	// MaxRows bounds a page's rows: 1..MaxRows (default DefaultMaxRows).
+	MaxRows int
+	// MaxBytes bounds a page's rough size (wallet.Table.Charge): 1..MaxBytes (default
+	// DefaultMaxBytes). A single row larger than this travels alone in a one-row page, up to
+	// wallet.MaxFrameBytes.
+	MaxBytes int64
+	// SnapshotLifetime is the source view's lifetime (default five minutes).
+	SnapshotLifetime time.Duration
+	// Active says whose users.activeStorage survives: wallet.KeepSourceActive for a push,
+	// wallet.KeepDestinationActive for a pull.
+	Active wallet.ActivePolicy
+	// Progress, when set, is called at every state change, outside every lock. Returning an
+	// error stops the session; what was acknowledged stays.
+	Progress func(Progress) error
+	// Budget, when set, sizes pages adaptively within MaxRows and MaxBytes.
+	Budget *scheduler.Budget
+	// Grants, when set, is the access-queue session that every commit takes a background
+	// write grant from: set it when the destination is the local wallet.
+	Grants *scheduler.Session
+	// Retries and Backoff bound the retries of a commit whose acknowledgement was lost.
+	Retries int
+	Backoff time.Duration
+	// JournalConsumer names the destination in the source's change journal, so that the
+	// journal is pruned only of what the destination holds (default: its storage identity).
+	JournalConsumer string
+
+	// hook, in tests, runs at each state change before the progress callback.
+	hook func(Progress)
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.MaxRows == 0 {
+		o.MaxRows = DefaultMaxRows
+	}
+	if o.MaxBytes == 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Retries == 0 {
+		o.Retries = DefaultRetries
+	}
+	if o.Backoff == 0 {
+		o.Backoff = DefaultBackoff
+	}
+	switch {
+	case o.MaxRows < 1 || o.MaxRows > MaxRows:
+		return o, fmt.Errorf("max rows %d outside 1..%d: %w", o.MaxRows, MaxRows, wallet.ErrInvalidArgument)
+	case o.MaxBytes < 1 || o.MaxBytes > MaxBytes:
+		return o, fmt.Errorf("max bytes %d outside 1..%d: %w", o.MaxBytes, MaxBytes, wallet.ErrInvalidArgument)
+	case o.SnapshotLifetime < 0 || o.SnapshotLifetime > time.Hour:
+		return o, fmt.Errorf("snapshot lifetime %v outside 0..1h: %w", o.SnapshotLifetime, wallet.ErrInvalidArgument)
+	case o.Retries < 0 || o.Backoff < 0:
+		return o, fmt.Errorf("negative retries or backoff: %w", wallet.ErrInvalidArgument)
+	}
+	switch o.Active {
+	case wallet.KeepSourceActive, wallet.KeepDestinationActive:
+	default:
+		return o, fmt.Errorf("active storage policy %q: %w", o.Active, wallet.ErrInvalidArgument)
+	}
+	return o, nil
+}

@@ -1,0 +1,100 @@
+package syncer
+
+import (
+	"time"
+
+	"walletsync/wallet"
+)
+
+// State is where a session is. The wire strings are stable: the agent's events and the
+// dashboard use them.
+type State string
+
+// A page goes reading -> preparing -> committing -> committed; a session ends in exactly one
+// terminal state.
+const (
+	StateReading    State = "reading"
+	StatePreparing  State = "preparing"
+	StateCommitting State = "committing"
+	StateCommitted  State = "committed"
+	StateCompleted  State = "completed"
+	StateCancelled  State = "cancelled"
+	StateFailed     State = "failed"
+)
+
+// Terminal reports whether s ends a session.
+func (s State) Terminal() bool {
+	return s == StateCompleted || s == StateCancelled || s == StateFailed
+}
+
+// Kind says what a session had to do.
+type Kind string
+
+const (
+	// KindFull: every row of the user was traversed.
+	KindFull Kind = "full"
+	// KindIncremental: only rows the source's journal recorded as changed.
+	KindIncremental Kind = "incremental"
+	// KindUnchanged: the destination already held everything; no page was sent.
+	KindUnchanged Kind = "unchanged"
+)
+
+// Access says how the session shared the store with foreground work.
+type Access string
+
+const (
+	// AccessPaged: consistent views, one short grant per commit.
+	AccessPaged Access = "paged"
+	// AccessExclusive: the source offers no consistent views, so the session held one
+	// exclusive grant for the whole copy.
+	AccessExclusive Access = "exclusive"
+)
+
+// Timings of one page.
+type Timings struct {
+	Read      time.Duration `json:"read"`
+	Prepare   time.Duration `json:"prepare"`
+	QueueWait time.Duration `json:"queueWait"`
+	Commit    time.Duration `json:"commit"`
+}
+
+// Counters are what a session has moved so far; only acknowledged pages count.
+type Counters struct {
+	Pages   int64 `json:"pages"`
+	Rows    int64 `json:"rows"`
+	Inserts int64 `json:"inserts"`
+	Updates int64 `json:"updates"`
+	Bytes   int64 `json:"bytes"`
+	// Requests counts calls to the destination (descriptions, checkpoints, commits).
+	Requests int64 `json:"requests"`
+}
+
+// Progress is one state change of a session.
+type Progress struct {
+	State State            `json:"state"`
+	Kind  Kind             `json:"kind"`
+	Table wallet.TableName `json:"table,omitempty"`
+	// PageRows and PageBytes describe the page in flight.
+	PageRows  int     `json:"pageRows"`
+	PageBytes int64   `json:"pageBytes"`
+	Timings   Timings `json:"timings"`
+	Counters
+	// Checkpoint is the last durable checkpoint.
+	Checkpoint wallet.Checkpoint `json:"checkpoint"`
+	// Err is set in the failed state.
+	Err string `json:"error,omitempty"`
+}
+
+// Result is how a session ended.
+type Result struct {
+	State  State  `json:"state"`
+	Kind   Kind   `json:"kind"`
+	Access Access `json:"access"`
+	Counters
+	// Checkpoint is the last durable checkpoint at the destination.
+	Checkpoint wallet.Checkpoint `json:"checkpoint"`
+	Elapsed    time.Duration     `json:"elapsed"`
+	// Warnings are problems that did not fail the session (a journal acknowledgement the
+	// source refused).
+	Warnings []string `json:"warnings,omitempty"`
+}

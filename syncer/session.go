@@ -1,0 +1,368 @@
+package syncer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"walletsync/scheduler"
+	"walletsync/wallet"
+)
+
+// Run moves the rows of the user identityKey from src to dst and returns how it ended.
+//
+// It checks both chains before anything is written, asks dst for the session's durable
+// checkpoint and plans from it: nothing when dst already holds the source's journal
+// high-water mark, only the journal's changes when it can, else a full traversal. It then
+// reads one page at a time from a consistent view of src, outside every lock, and commits
+// it with the next checkpoint; only the commit takes a grant (Options.Grants).
+//
+// Cancelling ctx stops at the next safe point: a read in flight drains, an uncommitted page
+// is discarded, a commit already started is waited for, and nothing acknowledged is undone.
+// The result is then StateCancelled and the error wraps ctx.Err(). Every other failure is
+// StateFailed with the error; the durable checkpoint is always in the result.
+func Run(ctx context.Context, src wallet.Source, dst wallet.Destination, identityKey string, opts Options) (Result, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return Result{State: StateFailed}, fmt.Errorf("sync: %w", err)
+	}
+	if identityKey == "" {
+		return Result{State: StateFailed}, fmt.Errorf("sync: empty identity key: %w", wallet.ErrInvalidArgument)
+	}
+	s := &session{src: src, dst: dst, opts: opts, start: time.Now(), res: Result{Access: AccessPaged}}
+	err = s.run(ctx, identityKey)
+	s.res.Elapsed = time.Since(s.start)
+	s.res.Checkpoint = s.cp
+	switch {
+	case err == nil:
+		s.res.State = StateCompleted
+	case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+		s.res.State = StateCancelled
+	default:
+		s.res.State = StateFailed
+	}
+	p := s.progress(s.res.State, "")
+	if err != nil && s.res.State == StateFailed {
+		p.Err = err.Error()
+	}
+	s.emit(p) // a terminal report; a callback error cannot change the outcome any more
+	if err != nil {
+		return s.res, fmt.Errorf("sync %s: %w", s.key, err)
+	}
+	return s.res, nil
+}
+
+// session is one run of Run. It is not concurrent: one page is in flight at a time.
+type session struct {
+	src   wallet.Source
+	dst   wallet.Destination
+	opts  Options
+	start time.Time
+	key   wallet.SessionKey
+	chain wallet.Chain
+	res   Result
+	cp    wallet.Checkpoint // the last durable checkpoint
+	view  wallet.View
+	held  *scheduler.Grant // the whole-run grant of exclusive access, if any
+}
+
+// plan is what a traversal covers.
+type plan struct {
+	mode      wallet.SyncMode
+	since     int64 // incremental: changes above this journal sequence
+	highWater int64 // the journal sequence the run reaches
+	table     int   // where to start
+	cursor    wallet.Cursor
+}
+
+func (s *session) run(ctx context.Context, identityKey string) error {
+	srcSettings, srcCaps, err := s.src.Describe(ctx)
+	if err != nil {
+		return fmt.Errorf("describe source: %w", err)
+	}
+	s.key = wallet.SessionKey{SourceStorage: srcSettings.StorageIdentityKey, IdentityKey: identityKey}
+	dst, err := s.dst.Begin(ctx, s.key)
+	s.res.Requests++
+	if err != nil {
+		return fmt.Errorf("begin at destination: %w", err)
+	}
+	if err := wallet.CheckSameChain(srcSettings.Chain, dst.Settings.Chain); err != nil {
+		return err
+	}
+	s.chain, s.cp = srcSettings.Chain, dst.Checkpoint
+	if s.opts.JournalConsumer == "" {
+		s.opts.JournalConsumer = dst.Settings.StorageIdentityKey
+	}
+
+	if !srcCaps.Snapshots {
+		// Without consistent views a copy is only safe under one grant for its whole length.
+		s.res.Access = AccessExclusive
+		if s.opts.Grants != nil {
+			if s.held, err = s.opts.Grants.Acquire(ctx, scheduler.Background, scheduler.Write); err != nil {
+				return fmt.Errorf("acquire exclusive access: %w", err)
+			}
+			defer s.opts.Grants.Release(s.held)
+		}
+	}
+	defer func() {
+		if s.view != nil {
+			s.view.Close()
+		}
+	}()
+
+	for restarts := 0; ; restarts++ {
+		if s.view, err = s.src.OpenView(ctx, s.opts.SnapshotLifetime); err != nil {
+			return fmt.Errorf("open source view: %w", err)
+		}
+		p := s.plan(srcCaps)
+		if p.mode == "" {
+			s.res.Kind = KindUnchanged
+			s.ackJournal(ctx)
+			return nil
+		}
+		s.res.Kind = KindFull
+		if p.mode == wallet.ModeIncremental {
+			s.res.Kind = KindIncremental
+		}
+		err = s.traverse(ctx, p)
+		if !errors.Is(err, wallet.ErrSnapshotExpired) && !errors.Is(err, wallet.ErrSnapshotClosed) || ctx.Err() != nil || restarts == maxViewRestarts {
+			if err == nil {
+				s.ackJournal(ctx)
+			}
+			return err
+		}
+		// The view ended under the session: its cursors are worthless. A new view and a
+		// traversal from the first table; id maps and merge rules make the replay idempotent.
+		s.view.Close()
+		s.view = nil
+	}
+}
+
+// plan decides what the traversal covers from the durable checkpoint and the new view. It
+// returns a plan with an empty mode when there is nothing to do.
+func (s *session) plan(caps wallet.Capabilities) plan {
+	cp := s.cp
+	highWater, covered := s.view.Journal(cp.HighWater)
+	full := plan{mode: wallet.ModeFull, highWater: highWater}
+	switch {
+	case cp.Seq == 0 || !caps.Journal:
+		return full
+	case cp.Done && covered && highWater == cp.HighWater:
+		return plan{} // unchanged since the last run
+	case cp.Done && covered:
+		return plan{mode: wallet.ModeIncremental, since: cp.HighWater, highWater: highWater}
+	case !cp.Done && cp.View == s.view.ID():
+		return plan{mode: cp.Mode, since: cp.Since, highWater: cp.HighWater, table: cp.Table, cursor: cp.Cursor}
+	case !cp.Done && cp.Mode == wallet.ModeIncremental:
+		if _, ok := s.view.Journal(cp.Since); ok {
+			return plan{mode: wallet.ModeIncremental, since: cp.Since, highWater: highWater}
+		}
+	}
+	return full
+}
+
+// traverse reads and commits pages from p's position to the end of the last table.
+func (s *session) traverse(ctx context.Context, p plan) error {
+	last := len(wallet.SyncOrder) - 1
+	for pos, cursor := p.table, p.cursor; pos <= last; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		t := wallet.SyncOrder[pos]
+		var tm Timings
+		if err := s.emit(s.progress(StateReading, t.Name)); err != nil {
+			return err
+		}
+		began := time.Now()
+		page, err := s.readPage(ctx, t, cursor, p)
+		tm.Read = time.Since(began)
+		if err != nil {
+			return err
+		}
+		done := pos == last && page.Done
+		if len(page.Rows) == 0 && !done {
+			if !page.Done {
+				return fmt.Errorf("%s: empty page that is not the table's last: %w", t.Name, wallet.ErrNoProgress)
+			}
+			pos, cursor = pos+1, "" // nothing to commit for this table
+			continue
+		}
+
+		began = time.Now()
+		pr := s.progress(StatePreparing, t.Name)
+		pr.PageRows, pr.PageBytes = len(page.Rows), page.Bytes
+		if err := s.emit(pr); err != nil {
+			return err
+		}
+		b := wallet.Batch{Chain: s.chain, Expect: s.cp.Seq, Active: s.opts.Active, Page: page, Checkpoint: wallet.Checkpoint{
+			Session: s.key, Seq: s.cp.Seq + 1, Mode: p.mode, Since: p.since, HighWater: p.highWater,
+			Table: pos, Cursor: page.Next, View: s.view.ID(), Done: done,
+		}}
+		tm.Prepare = time.Since(began)
+
+		pr.State = StateCommitting
+		if err := s.emit(pr); err != nil {
+			return err
+		}
+		ack, wait, took, err := s.commit(ctx, b)
+		tm.QueueWait, tm.Commit = wait, took
+		if err != nil {
+			return err
+		}
+		s.cp = ack.Checkpoint
+		s.res.Pages++
+		s.res.Rows += int64(len(page.Rows))
+		s.res.Bytes += page.Bytes
+		s.res.Inserts += ack.Inserts
+		s.res.Updates += ack.Updates
+		if s.opts.Budget != nil {
+			s.opts.Budget.Observe(t.Name, len(page.Rows), page.Bytes, took)
+		}
+		pr = s.progress(StateCommitted, t.Name)
+		pr.PageRows, pr.PageBytes, pr.Timings = len(page.Rows), page.Bytes, tm
+		if err := s.emit(pr); err != nil {
+			return err
+		}
+		if page.Done {
+			pos, cursor = pos+1, ""
+		} else {
+			cursor = page.Next
+		}
+	}
+	return nil
+}
+
+// readPage reads the next page of t; a first row too large for the page's budget is read
+// alone, up to the frame ceiling, and a row above it fails the session without advancing.
+func (s *session) readPage(ctx context.Context, t *wallet.Table, cursor wallet.Cursor, p plan) (wallet.Page, error) {
+	limits := wallet.Limits{Rows: s.opts.MaxRows, Bytes: s.opts.MaxBytes}
+	if s.opts.Budget != nil {
+		limits = s.opts.Budget.Next(t.Name, limits)
+	}
+	req := wallet.PageRequest{Table: t.Name, IdentityKey: s.key.IdentityKey, After: cursor, Limits: limits,
+		Incremental: p.mode == wallet.ModeIncremental, Since: p.since}
+	page, err := s.view.ReadPage(ctx, req)
+	var big *wallet.RowTooLargeError
+	if errors.As(err, &big) && big.Charge <= wallet.MaxFrameBytes {
+		req.Limits = wallet.Limits{Rows: 1, Bytes: big.Charge}
+		page, err = s.view.ReadPage(ctx, req)
+	}
+	if errors.As(err, &big) {
+		return page, fmt.Errorf("a %s row is larger than the %d-byte frame ceiling: %w", t.Name, wallet.MaxFrameBytes, err)
+	}
+	return page, err
+}
+
+// commit sends one batch and returns its acknowledgement, the time spent waiting for a
+// grant and the time the commit took. The commit runs under a context that ignores
+// cancellation: once started it is waited for. When its outcome is unknown (an error that
+// may have lost the acknowledgement) the destination's durable checkpoint decides: the batch
+// landed, or it is sent again, a bounded number of times with backoff.
+func (s *session) commit(ctx context.Context, b wallet.Batch) (wallet.Ack, time.Duration, time.Duration, error) {
+	var wait, took time.Duration
+	backoff := s.opts.Backoff
+	for attempt := 0; ; attempt++ {
+		grant, w, err := s.grant(ctx)
+		wait += w
+		if err != nil {
+			return wallet.Ack{}, wait, took, err
+		}
+		began := time.Now()
+		ack, err := s.dst.Commit(context.WithoutCancel(ctx), b)
+		took += time.Since(began)
+		s.res.Requests++
+		if grant != nil {
+			s.opts.Grants.Release(grant)
+		}
+		if err == nil {
+			if err := ack.Match(b); err != nil {
+				return ack, wait, took, err
+			}
+			return ack, wait, took, nil
+		}
+		if permanent(err) {
+			return ack, wait, took, err
+		}
+		durable, cerr := s.dst.Checkpoint(context.WithoutCancel(ctx), s.key)
+		s.res.Requests++
+		if cerr == nil {
+			switch {
+			case durable.Seq == b.Checkpoint.Seq && durable.View == b.Checkpoint.View && durable.Cursor == b.Checkpoint.Cursor && durable.Table == b.Checkpoint.Table:
+				return wallet.Ack{Checkpoint: durable, Duplicate: true}, wait, took, nil // it landed; its acknowledgement was lost
+			case durable.Seq != b.Expect:
+				return wallet.Ack{}, wait, took, fmt.Errorf("after a failed commit the destination holds sequence %d, not %d: %w", durable.Seq, b.Expect, wallet.ErrCheckpointConflict)
+			}
+		}
+		if attempt >= s.opts.Retries || ctx.Err() != nil {
+			return wallet.Ack{}, wait, took, fmt.Errorf("commit %s page %d: %w", b.Page.Table, b.Checkpoint.Seq, errors.Join(err, ctx.Err()))
+		}
+		select {
+		case <-time.After(backoff):
+		case <-ctx.Done():
+			return wallet.Ack{}, wait, took, ctx.Err()
+		}
+		backoff *= 2
+	}
+}
+
+// grant takes a background write grant for one commit, when the session has an access
+// queue and does not already hold the whole store.
+func (s *session) grant(ctx context.Context) (*scheduler.Grant, time.Duration, error) {
+	if s.opts.Grants == nil || s.held != nil {
+		return nil, 0, nil
+	}
+	began := time.Now()
+	g, err := s.opts.Grants.Acquire(ctx, scheduler.Background, scheduler.Write)
+	wait := time.Since(began)
+	if err != nil {
+		return nil, wait, fmt.Errorf("wait for the write grant: %w", err)
+	}
+	if !s.opts.Grants.Valid() {
+		s.opts.Grants.Release(g)
+		return nil, wait, wallet.ErrStaleSession
+	}
+	return g, wait, nil
+}
+
+// permanent reports errors that a retry cannot fix.
+func permanent(err error) bool {
+	for _, e := range []error{wallet.ErrInvalidArgument, wallet.ErrWrongChain, wallet.ErrCheckpointConflict,
+		wallet.ErrDanglingReference, wallet.ErrCorrupt, wallet.ErrReadOnly, wallet.ErrDiskFull, wallet.ErrNotFound,
+		wallet.ErrStaleSession, wallet.ErrUnknownSchema, wallet.ErrSchemaTooNew} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// ackJournal tells the source the destination holds everything up to the run's high-water
+// mark. A refusal does not fail the session (it only holds back pruning); it is reported.
+func (s *session) ackJournal(ctx context.Context) {
+	if !s.cp.Done || s.cp.HighWater == 0 {
+		return
+	}
+	if err := s.src.AckJournal(ctx, s.opts.JournalConsumer, s.cp.HighWater); err != nil {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("acknowledge journal up to %d: %v", s.cp.HighWater, err))
+	}
+}
+
+func (s *session) progress(state State, table wallet.TableName) Progress {
+	return Progress{State: state, Kind: s.res.Kind, Table: table, Counters: s.res.Counters, Checkpoint: s.cp}
+}
+
+// emit reports a state change. Sessions hold no lock here, so a callback may block or call
+// back into the agent freely.
+func (s *session) emit(p Progress) error {
+	if s.opts.hook != nil {
+		s.opts.hook(p)
+	}
+	if s.opts.Progress == nil {
+		return nil
+	}
+	if err := s.opts.Progress(p); err != nil {
+		return fmt.Errorf("progress callback: %w", err)
+	}
+	return nil
+}
