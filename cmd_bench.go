@@ -64,12 +64,14 @@ func defaultBenchDir() string {
 
 // phaseResult is what a child process reports for one measured phase.
 type phaseResult struct {
-	Mode    string  `json:"mode"`
-	Rows    int64   `json:"rows"`
-	Bytes   int64   `json:"bytes"`
-	Pages   int64   `json:"pages"`
-	Seconds float64 `json:"seconds"`
-	PeakRSS int64   `json:"peakRSSBytes"`
+	Mode     string  `json:"mode"`
+	Rows     int64   `json:"rows"`
+	Bytes    int64   `json:"bytes"`
+	Pages    int64   `json:"pages"`
+	Requests int64   `json:"requests,omitempty"`
+	Kind     string  `json:"kind,omitempty"`
+	Seconds  float64 `json:"seconds"`
+	PeakRSS  int64   `json:"peakRSSBytes"`
 }
 
 func (p phaseResult) rowsPerSec() float64 { return float64(p.Rows) / p.Seconds }

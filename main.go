@@ -36,8 +36,11 @@ func commands() []command {
 		{name: "wallet seed", summary: "fill a wallet with a deterministic fixture (small, toolbox, large)", run: runWalletSeed},
 		{name: "wallet info", summary: "show a wallet's identity, chain, counts, size and journal", run: runWalletInfo},
 		{name: "wallet check", summary: "run SQLite's integrity and foreign key checks on a wallet", run: runWalletCheck},
+		{name: "sync", summary: "copy a wallet to a SQLite backup wallet, page by page, resumable", run: runSync},
 		{name: "bench store", summary: "measure keyset paging through a snapshot view against a plain scan", run: runBenchStore},
 		{name: "bench store-child", hidden: true, run: runBenchStoreChild},
+		{name: "bench sync", summary: "measure a full, an unchanged and an incremental sync against the raw SQLite floor", run: runBenchSync},
+		{name: "bench sync-child", hidden: true, run: runBenchSyncChild},
 	}
 }
 
@@ -79,6 +82,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(stderr, "walletsync %s: %v\n", match.name, err)
 		return 2
+	case errors.Is(err, errCancelled):
+		fmt.Fprintf(stderr, "walletsync %s: cancelled\n", match.name)
+		return 130
 	}
 	fmt.Fprintf(stderr, "walletsync %s: %v\n", match.name, err)
 	return 1
@@ -98,6 +104,10 @@ func usage(w io.Writer, cmds []command) {
 
 // errUsage marks errors in how a command was called (exit code 2).
 var errUsage = errors.New("usage")
+
+// errCancelled marks a command stopped by the person (Ctrl-C) at a safe point (exit code
+// 130, the shell's convention for SIGINT).
+var errCancelled = errors.New("cancelled")
 
 // newFlags returns a flag set for a command that prints its usage to out on --help and
 // returns errors instead of exiting.

@@ -2,7 +2,9 @@ package localstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"walletsync/wallet"
@@ -53,4 +55,72 @@ func PayloadBytes(r wallet.Row) int64 {
 		}
 	}
 	return n
+}
+
+// CopyRawFrom copies every synced table of the wallet file at srcPath into this store with
+// ATTACH and one INSERT ... SELECT per table, in one transaction: the raw SQLite floor that
+// `walletsync bench sync` measures a sync against. It keeps the source's ids, so the store
+// must hold no rows of those tables yet; nothing else uses it.
+func (s *Store) CopyRawFrom(ctx context.Context, srcPath string) (rows int64, err error) {
+	conn, err := s.writeDB.Conn(ctx)
+	if err != nil {
+		return 0, classify(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS src", "file:"+srcPath+"?mode=ro"); err != nil {
+		return 0, fmt.Errorf("attach %s: %w", srcPath, classify(err))
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DETACH DATABASE src")
+	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
+		return 0, classify(err)
+	}
+	// A fresh store may hold its own user and default basket already.
+	if _, err := conn.ExecContext(ctx, "DELETE FROM output_baskets; DELETE FROM users"); err != nil {
+		conn.ExecContext(ctx, "ROLLBACK")
+		return 0, classify(err)
+	}
+	for _, t := range wallet.SyncOrder {
+		cols := strings.Join(quoteAllPrefixed("", t.ColumnNames()), ", ")
+		res, err := conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO main.%s (%s) SELECT %s FROM src.%s", quoteIdent(string(t.Name)), cols, cols, quoteIdent(string(t.Name))))
+		if err != nil {
+			conn.ExecContext(ctx, "ROLLBACK")
+			return 0, fmt.Errorf("copy %s: %w", t.Name, classify(err))
+		}
+		n, _ := res.RowsAffected()
+		rows += n
+	}
+	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+		return 0, classify(err)
+	}
+	return rows, nil
+}
+
+// TouchFraction marks about fraction of the user's rows in every synced table as changed
+// (a later updated_at), in one transaction, and returns how many rows it touched: the
+// workload `walletsync bench sync` measures incremental sync with; nothing else uses it.
+func (s *Store) TouchFraction(ctx context.Context, identityKey string, fraction float64) (int64, error) {
+	if fraction <= 0 || fraction > 1 {
+		return 0, fmt.Errorf("touch fraction %v outside (0, 1]: %w", fraction, wallet.ErrInvalidArgument)
+	}
+	every := int64(1 / fraction)
+	var touched int64
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		userID, err := lookupUser(ctx, tx, identityKey)
+		if err != nil {
+			return err
+		}
+		stamp := wallet.FormatTime(wallet.Now())
+		for _, t := range wallet.Entities {
+			from, where, args := scopeFilter(t, userID)
+			res, err := tx.ExecContext(ctx, fmt.Sprintf("UPDATE %s SET updated_at = ? WHERE rowid IN (SELECT t.rowid FROM %s WHERE %s AND t.rowid %% %d = 0)",
+				quoteIdent(string(t.Name)), from, where, every), append([]any{stamp}, args...)...)
+			if err != nil {
+				return classify(err)
+			}
+			n, _ := res.RowsAffected()
+			touched += n
+		}
+		return nil
+	})
+	return touched, err
 }

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"walletsync/localstore"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// syncBenchReport is the result of `walletsync bench sync`.
+type syncBenchReport struct {
+	Fixture     string      `json:"fixture"`
+	Wallet      string      `json:"wallet"`
+	Idle        phaseResult `json:"idle"`
+	Floor       phaseResult `json:"floor"`
+	Full        phaseResult `json:"full"`
+	Unchanged   phaseResult `json:"unchanged"`
+	Incremental phaseResult `json:"incremental"`
+	// FullRatio is the full copy's time over the raw SQLite floor (goal <= 1.3).
+	FullRatio float64 `json:"fullRatio"`
+	// IncrementalRatio is the 1%-changed incremental sync's time over the full copy's.
+	IncrementalRatio float64 `json:"incrementalRatio"`
+	// RSSGrowth is the full copy's peak RSS above an idle process (goal <= 64 MiB).
+	RSSGrowth int64 `json:"rssGrowthBytes"`
+}
+
+func runBenchSync(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("bench sync", "[--fixture toolbox|large] [--dir D] [--json]", out)
+	fixture := fs.String("fixture", string(localstore.FixtureToolbox), "the wallet to sync: toolbox, large (about 1 GB, generated once) or small")
+	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	f, err := localstore.ParseFixture(*fixture)
+	if err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	progress := out
+	if *asJSON {
+		progress = io.Discard
+	}
+	path, _, err := benchWallet(ctx, *dir, f, progress)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "walletsync-bench-sync-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	rep := syncBenchReport{Fixture: string(f), Wallet: path}
+	for _, p := range []struct {
+		mode string
+		dst  *phaseResult
+	}{{"idle", &rep.Idle}, {"floor", &rep.Floor}, {"full", &rep.Full}, {"unchanged", &rep.Unchanged}, {"incremental", &rep.Incremental}} {
+		fmt.Fprintf(progress, "measuring %s...\n", p.mode)
+		if *p.dst, err = runPhase(ctx, "bench", "sync-child", "--src", path, "--work", filepath.Join(work, p.mode), "--mode", p.mode); err != nil {
+			return err
+		}
+	}
+	rep.FullRatio = rep.Full.Seconds / rep.Floor.Seconds
+	rep.IncrementalRatio = rep.Incremental.Seconds / rep.Full.Seconds
+	rep.RSSGrowth = rep.Full.PeakRSS - rep.Idle.PeakRSS
+	return report(out, *asJSON, rep, func(w io.Writer) {
+		fmt.Fprintf(w, "bench sync: %s fixture (%s)\n", f, path)
+		for _, p := range []phaseResult{rep.Floor, rep.Full, rep.Unchanged, rep.Incremental} {
+			fmt.Fprintf(w, "  %-12s %8d rows %6d pages %6d requests %8.3f s %9.0f rows/s  peak RSS %s\n",
+				p.Mode, p.Rows, p.Pages, p.Requests, p.Seconds, float64(p.Rows)/max(p.Seconds, 1e-9), humanBytes(p.PeakRSS))
+		}
+		fmt.Fprintf(w, "  full copy / raw SQLite floor: %.2fx (goal <= 1.3x)\n", rep.FullRatio)
+		fmt.Fprintf(w, "  unchanged re-sync: %d request(s), %d pages, %.3f s (goal: 1 request, 0 pages)\n", rep.Unchanged.Requests, rep.Unchanged.Pages, rep.Unchanged.Seconds)
+		fmt.Fprintf(w, "  incremental (1%% of rows changed) / full copy: %.3fx\n", rep.IncrementalRatio)
+		fmt.Fprintf(w, "  full copy RSS above an idle process: %s (goal <= 64 MiB)\n", humanBytes(rep.RSSGrowth))
+	})
+}
+
+// runBenchSyncChild measures one phase of `bench sync` in this process. Each phase works on
+// fresh files in --work; only the measured step is timed.
+func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error {
+	fs := newFlags("bench sync-child", "", out)
+	srcPath := fs.String("src", "", "")
+	work := fs.String("work", "", "")
+	mode := fs.String("mode", "", "idle, floor, full, unchanged or incremental")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(*work, 0o700); err != nil {
+		return err
+	}
+	if *mode == "incremental" {
+		// The incremental phase changes its source: work on a copy of the bench wallet.
+		cp := filepath.Join(*work, "source.sqlite")
+		if err := copyFile(*srcPath, cp); err != nil {
+			return err
+		}
+		*srcPath = cp
+	}
+	src, err := localstore.Open(ctx, *srcPath, localstore.Options{ReadOnly: *mode != "incremental"})
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	identity := localstore.FixtureIdentity(1)
+	settings, err := src.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	res := phaseResult{Mode: *mode}
+	if *mode == "idle" {
+		res.PeakRSS = peakRSS()
+		return json.NewEncoder(out).Encode(res)
+	}
+	dst, err := localstore.Create(ctx, filepath.Join(*work, "destination.sqlite"), localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+	opts := syncer.Options{Active: wallet.KeepSourceActive}
+	sync := func() (syncer.Result, error) { return syncer.Run(ctx, src, dst, identity, opts) }
+	measure := func(step func() error) error {
+		start := time.Now()
+		err := step()
+		res.Seconds = time.Since(start).Seconds()
+		return err
+	}
+	record := func(r syncer.Result) {
+		res.Rows, res.Bytes, res.Pages, res.Requests, res.Kind = r.Rows, r.Bytes, r.Pages, r.Requests, string(r.Kind)
+	}
+	switch *mode {
+	case "floor":
+		err = measure(func() error { res.Rows, err = dst.CopyRawFrom(ctx, *srcPath); return err })
+	case "full":
+		err = measure(func() error { r, err := sync(); record(r); return err })
+	case "unchanged", "incremental":
+		if _, err = sync(); err != nil {
+			return err
+		}
+		if *mode == "incremental" {
+			if _, err = src.TouchFraction(ctx, identity, 0.01); err != nil {
+				return err
+			}
+		}
+		err = measure(func() error { r, err := sync(); record(r); return err })
+	default:
+		err = fmt.Errorf("%w: unknown mode %q", errUsage, *mode)
+	}
+	if err != nil {
+		return err
+	}
+	res.PeakRSS = peakRSS()
+	return json.NewEncoder(out).Encode(res)
+}
+
+func copyFile(from, to string) error {
+	b, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, b, 0o600)
+}
