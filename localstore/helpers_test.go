@@ -11,7 +11,18 @@ import (
 // mustCreate makes a fresh store on the test chain in a temp dir; the test closes it.
 func mustCreate(tb testing.TB, opts Options) *Store {
 	tb.Helper()
-	s, err := Create(context.Background(), filepath.Join(tb.TempDir(), "wallet.sqlite"), CreateOptions{Chain: wallet.ChainTest, StorageName: "test"}, opts)
+	return mustCreateWith(tb, wallet.ChainTest, opts)
+}
+
+// mustCreateOn makes a fresh store on chain.
+func mustCreateOn(tb testing.TB, chain wallet.Chain) *Store {
+	tb.Helper()
+	return mustCreateWith(tb, chain, Options{})
+}
+
+func mustCreateWith(tb testing.TB, chain wallet.Chain, opts Options) *Store {
+	tb.Helper()
+	s, err := Create(context.Background(), filepath.Join(tb.TempDir(), "wallet.sqlite"), CreateOptions{Chain: chain, StorageName: "test"}, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
