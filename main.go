@@ -39,6 +39,7 @@ func commands() []command {
 		{name: "sync", summary: "copy a wallet to a SQLite backup wallet, page by page, resumable", run: runSync},
 		{name: "bench store", summary: "measure keyset paging through a snapshot view against a plain scan", run: runBenchStore},
 		{name: "bench store-child", hidden: true, run: runBenchStoreChild},
+		{name: "bench scheduler", summary: "measure foreground latency while a background copy runs: idle, exclusive, paged", run: runBenchScheduler},
 		{name: "bench sync", summary: "measure a full, an unchanged and an incremental sync against the raw SQLite floor", run: runBenchSync},
 		{name: "bench sync-child", hidden: true, run: runBenchSyncChild},
 	}

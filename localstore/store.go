@@ -61,6 +61,7 @@ type Store struct {
 	readDB  *sql.DB
 	writeDB *sql.DB // nil when ReadOnly
 	lock    *writerLock
+	walCP   *walCheckpointer // nil when ReadOnly
 	// viewSlot admits one snapshot view at a time: a pinned read transaction holds back
 	// WAL checkpoints, so more than one would only multiply that cost.
 	viewSlot chan struct{}
@@ -178,7 +179,8 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 			s.Close()
 		}
 	}()
-	s.writeDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)", "_txlock=immediate"))
+	s.writeDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)",
+		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", autoCheckpointPages), "_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -197,6 +199,9 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if _, err := s.repairJournal(ctx); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if s.walCP, err = startWALCheckpointer(path, opts.BusyTimeout); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	ok = true
@@ -232,6 +237,7 @@ func (s *Store) ReadOnly() bool { return s.writeDB == nil }
 // closed first; its connection is otherwise closed under it.
 func (s *Store) Close() error {
 	var errs []error
+	errs = append(errs, s.walCP.stop())
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}
