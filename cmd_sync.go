@@ -161,4 +161,3 @@ func (m *rateMeter) observe(rows int64) float64 {
 	}
 	return 0
 }
-

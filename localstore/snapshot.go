@@ -78,7 +78,7 @@ type Snapshot struct {
 	ended    error // nil while open, then ErrSnapshotClosed or ErrSnapshotExpired
 	users    map[string]int64
 	stmts    map[string]*sql.Stmt // prepared on tx, used only inside a read
-	journal  *JournalState // nil when the file has no walletsync journal
+	journal  *JournalState        // nil when the file has no walletsync journal
 	stopTime func() bool
 	stopCtx  func() bool
 
