@@ -94,10 +94,8 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		if err := ids.load(ctx, tx, referencedIDs(t, b.Page.Rows)); err != nil {
 			return err
 		}
-		for _, r := range b.Page.Rows {
-			if err := m.merge(t, r); err != nil {
-				return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
-			}
+		if err := m.mergePage(t, b.Page.Rows); err != nil {
+			return err
 		}
 		if err := ids.flush(ctx, tx); err != nil {
 			return err

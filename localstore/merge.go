@@ -83,6 +83,11 @@ func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
 	if !ok {
 		return m.insert(t, in, local)
 	}
+	return m.mergeFound(t, in, local, found)
+}
+
+// mergeFound merges an incoming row into the stored row that matches it.
+func (m *merger) mergeFound(t *wallet.Table, in, local, found wallet.Row) error {
 	if t.ID != "" {
 		if err := m.ids.record(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
 			return err
@@ -103,6 +108,219 @@ func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
 	found[t.Col("updated_at")] = in[t.Col("updated_at")]
 	m.updates++
 	return m.update(t, found, append(slices.Clone(t.Merge), "updated_at"))
+}
+
+// mergePage applies the rows of one page of t with the same rules as merge, batched: the
+// matching local rows of the whole page are found with one query per batch of rows, and the
+// unmatched rows are inserted with multi-row statements. A page in which two rows share a
+// natural key (or a user page) goes one row at a time, so that the second row finds the first.
+func (m *merger) mergePage(t *wallet.Table, rows []wallet.Row) error {
+	if t == wallet.Users || len(rows) < 2 {
+		return m.mergeEach(t, rows)
+	}
+	locals := make([]wallet.Row, len(rows))
+	for i, r := range rows {
+		var err error
+		if locals[i], err = m.localize(t, r); err != nil {
+			return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
+		}
+	}
+	found, unique, err := m.findPage(t, locals)
+	if err != nil {
+		return err
+	}
+	if !unique {
+		return m.mergeEach(t, rows)
+	}
+	var fresh []int
+	for i, r := range rows {
+		if found[i] == nil {
+			fresh = append(fresh, i)
+			continue
+		}
+		if err := m.mergeFound(t, r, locals[i], found[i]); err != nil {
+			return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
+		}
+	}
+	return m.insertMany(t, rows, locals, fresh)
+}
+
+func (m *merger) mergeEach(t *wallet.Table, rows []wallet.Row) error {
+	for _, r := range rows {
+		if err := m.merge(t, r); err != nil {
+			return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
+		}
+	}
+	return nil
+}
+
+// findPage returns, for each local row, the stored row matching it by natural key (nil when
+// none), and whether the page's natural keys are distinct. Transactions match by txid
+// first and by reference for those still unmatched, as find does.
+func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, bool, error) {
+	found := make([]wallet.Row, len(locals))
+	steps := [][]string{t.Natural}
+	if t == wallet.Transactions {
+		steps = [][]string{{"txid", "userId"}, {"reference", "userId"}}
+	}
+	for _, cols := range steps {
+		want := map[string]int{}
+		var keys [][]any
+		for i, r := range locals {
+			if found[i] != nil || (t == wallet.Transactions && cols[0] == "txid" && r[t.Col("txid")] == nil) {
+				continue
+			}
+			k, vals := naturalKey(t, cols, r)
+			if _, dup := want[k]; dup {
+				return nil, false, nil
+			}
+			want[k] = i
+			keys = append(keys, vals)
+		}
+		for start := 0; start < len(keys); start += idBatchSize {
+			rows, err := m.findMany(t, cols, keys[start:min(start+idBatchSize, len(keys))])
+			if err != nil {
+				return nil, false, err
+			}
+			for _, r := range rows {
+				k, _ := naturalKey(t, cols, r)
+				i, ok := want[k]
+				if !ok {
+					continue
+				}
+				if found[i] != nil {
+					return nil, false, fmt.Errorf("%s: two rows match natural key %v: %w", t.Name, cols, wallet.ErrCorrupt)
+				}
+				found[i] = r
+			}
+		}
+	}
+	return found, true, nil
+}
+
+// naturalKey returns the values of cols in r and a string that identifies them.
+func naturalKey(t *wallet.Table, cols []string, r wallet.Row) (string, []any) {
+	vals := make([]any, len(cols))
+	var b strings.Builder
+	for i, c := range cols {
+		vals[i] = wallet.SQLValue(r[t.Col(c)])
+		fmt.Fprintf(&b, "%T:%v\x00", vals[i], vals[i])
+	}
+	return b.String(), vals
+}
+
+// findMany returns the stored rows whose cols equal one of the tuples in keys.
+func (m *merger) findMany(t *wallet.Table, cols []string, keys [][]any) ([]wallet.Row, error) {
+	tuple := "(" + placeholders(len(cols)) + ")"
+	var args []any
+	for _, k := range keys {
+		args = append(args, k...)
+	}
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE (%s) IN (VALUES %s)", strings.Join(quoteAllPrefixed("", t.ColumnNames()), ", "),
+		quoteIdent(string(t.Name)), strings.Join(quoteAllPrefixed("", cols), ", "), strings.TrimSuffix(strings.Repeat(tuple+", ", len(keys)), ", "))
+	st, err := m.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	rs, err := st.QueryContext(m.ctx, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rs.Close()
+	var out []wallet.Row
+	for rs.Next() {
+		r := make(wallet.Row, len(t.Columns))
+		dst := make([]any, len(r))
+		for i := range r {
+			dst[i] = &r[i]
+		}
+		if err := rs.Scan(dst...); err != nil {
+			return nil, classify(err)
+		}
+		if err := t.Normalize(r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, classify(rs.Err())
+}
+
+// insertMany inserts the rows at positions idx with multi-row statements and records the
+// ids SQLite gave them. AUTOINCREMENT hands out increasing ids in the order a statement
+// inserts its VALUES, so the returned ids, sorted, belong to the rows in order.
+func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []int) error {
+	if len(idx) == 0 {
+		return nil
+	}
+	var cols []string
+	for _, c := range t.Columns {
+		if c.Name != t.ID {
+			cols = append(cols, c.Name)
+		}
+	}
+	per := max(1, min(100, 30000/len(cols))) // rows per statement, within SQLite's parameter limit
+	for start := 0; start < len(idx); start += per {
+		batch := idx[start:min(start+per, len(idx))]
+		var args []any
+		for _, i := range batch {
+			r := locals[i]
+			if t == wallet.OutputBaskets && r[t.Col("name")] == "" {
+				r[t.Col("name")] = "default"
+			}
+			for _, c := range cols {
+				args = append(args, wallet.SQLValue(r[t.Col(c)]))
+			}
+		}
+		q := fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quoteIdent(string(t.Name)), strings.Join(quoteAllPrefixed("", cols), ", "),
+			strings.TrimSuffix(strings.Repeat("("+placeholders(len(cols))+"), ", len(batch)), ", "))
+		if t.ID == "" {
+			st, err := m.stmt(q)
+			if err != nil {
+				return err
+			}
+			if _, err := st.ExecContext(m.ctx, args...); err != nil {
+				return fmt.Errorf("insert into %s: %w", t.Name, classify(err))
+			}
+			m.inserts += int64(len(batch))
+			continue
+		}
+		st, err := m.stmt(q + " RETURNING " + quoteIdent(t.ID))
+		if err != nil {
+			return err
+		}
+		ids, err := queryIDs(m.ctx, st, args)
+		if err != nil {
+			return fmt.Errorf("insert into %s: %w", t.Name, err)
+		}
+		if len(ids) != len(batch) {
+			return fmt.Errorf("insert into %s: %d ids for %d rows: %w", t.Name, len(ids), len(batch), wallet.ErrCorrupt)
+		}
+		slices.Sort(ids)
+		for k, i := range batch {
+			if err := m.ids.record(t, rows[i][t.Col(t.ID)].(int64), ids[k]); err != nil {
+				return err
+			}
+		}
+		m.inserts += int64(len(batch))
+	}
+	return nil
+}
+
+func queryIDs(ctx context.Context, st *sql.Stmt, args []any) ([]int64, error) {
+	rs, err := st.QueryContext(ctx, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rs.Close()
+	var ids []int64
+	for rs.Next() {
+		var id int64
+		if err := rs.Scan(&id); err != nil {
+			return nil, classify(err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, classify(rs.Err())
 }
 
 // localize returns a copy of in as this store would hold it: its user, and every foreign
