@@ -1,0 +1,91 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"walletsync/localstore"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+func seededWallet(t *testing.T, f localstore.Fixture) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "source.sqlite")
+	s, err := localstore.Create(context.Background(), path, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := localstore.Seed(context.Background(), s, f, localstore.SeedOptions{Seed: 1}); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCLI_SyncThenUnchanged(t *testing.T) {
+	src := seededWallet(t, localstore.FixtureSmall)
+	dst := filepath.Join(t.TempDir(), "backup.sqlite")
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", dst, "--max-items", "3")
+	if code != 0 || !strings.Contains(out, "completed: full sync") || !strings.Contains(out, "done true") {
+		t.Fatalf("first sync: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = walletsync(t, "sync", "--from", src, "--to", dst, "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res syncer.Result
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); code != 0 || err != nil || res.Kind != syncer.KindUnchanged || res.Requests != 1 {
+		t.Fatalf("second sync: exit %d, result %+v (%v)", code, res, err)
+	}
+}
+
+func TestCLI_SyncInterruptStopsAtASafePoint(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "walletsync")
+	buildSelf(t, exe)
+	src := seededWallet(t, localstore.FixtureToolbox)
+	dst := filepath.Join(t.TempDir(), "backup.sqlite")
+	cmd := exec.Command(exe, "sync", "--from", src, "--to", dst, "--max-items", "5", "--json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	committed, last := 0, ""
+	for sc.Scan() {
+		last = sc.Text()
+		var p syncer.Progress
+		if json.Unmarshal([]byte(last), &p) == nil && p.State == syncer.StateCommitted {
+			if committed++; committed == 10 {
+				cmd.Process.Signal(syscall.SIGINT) // what Ctrl-C sends
+			}
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted sync: %v, want exit code 130", err)
+	}
+	var res syncer.Result
+	if err := json.Unmarshal([]byte(last), &res); err != nil || res.State != syncer.StateCancelled {
+		t.Fatalf("last line %q: want the cancelled result", last)
+	}
+	b, err := localstore.Open(context.Background(), dst, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cp, err := b.Checkpoint(context.Background(), res.Checkpoint.Session)
+	if err != nil || cp.Seq != res.Checkpoint.Seq || cp.Seq < 10 || cp.Done {
+		t.Fatalf("durable checkpoint %+v (%v), reported %+v", cp, err, res.Checkpoint)
+	}
+}
