@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -62,6 +63,54 @@ func defaultBenchDir() string {
 	return filepath.Join(os.TempDir(), "walletsync-bench")
 }
 
+// benchSetup is what every bench command starts with: the fixture to measure on, the folder
+// of generated wallets, and --json.
+type benchSetup struct {
+	fixture, dir *string
+	asJSON       *bool
+}
+
+func benchFlags(fs *flag.FlagSet, fixtureUsage string) benchSetup {
+	return benchSetup{
+		fixture: fs.String("fixture", string(localstore.FixtureToolbox), fixtureUsage),
+		dir:     fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept"),
+		asJSON:  fs.Bool("json", false, "print the result as JSON"),
+	}
+}
+
+// prepare parses the fixture and returns it with its generated wallet, the wallet's user and
+// where progress notes go (nowhere with --json, which prints only the result).
+func (b benchSetup) prepare(ctx context.Context, out io.Writer) (f localstore.Fixture, path, identity string, progress io.Writer, err error) {
+	if f, err = localstore.ParseFixture(*b.fixture); err != nil {
+		return f, "", "", nil, fmt.Errorf("%w: %v", errUsage, err)
+	}
+	progress = out
+	if *b.asJSON {
+		progress = io.Discard
+	}
+	path, identity, err = benchWallet(ctx, *b.dir, f, progress)
+	return f, path, identity, progress, err
+}
+
+// phase names one measured phase and where its result goes.
+type phase struct {
+	mode string
+	dst  *phaseResult
+}
+
+// runPhases measures each phase in its own child process, `walletsync <args(mode)>`, in order.
+func runPhases(ctx context.Context, progress io.Writer, args func(mode string) []string, phases ...phase) error {
+	for _, p := range phases {
+		fmt.Fprintf(progress, "measuring %s...\n", p.mode)
+		r, err := runPhase(ctx, args(p.mode)...)
+		if err != nil {
+			return err
+		}
+		*p.dst = r
+	}
+	return nil
+}
+
 // phaseResult is what a child process reports for one measured phase.
 type phaseResult struct {
 	Mode     string  `json:"mode"`
@@ -112,46 +161,33 @@ type storeBenchReport struct {
 
 func runBenchStore(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("bench store", "[--fixture toolbox|large|small] [--dir D] [--json]", out)
-	fixture := fs.String("fixture", string(localstore.FixtureToolbox), "the wallet to page: small, toolbox or large (about 1 GB, generated once)")
-	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
+	setup := benchFlags(fs, "the wallet to page: small, toolbox or large (about 1 GB, generated once)")
 	maxRows := fs.Int("max-rows", wallet.MaxPageRows, "page row limit")
 	maxBytes := fs.Int64("max-bytes", wallet.DefaultPageBytes, "page byte limit")
 	repeat := fs.Int("repeat", 3, "runs of each phase; the median is reported")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err
-	}
-	f, err := localstore.ParseFixture(*fixture)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	if err := (wallet.Limits{Rows: *maxRows, Bytes: *maxBytes}).Validate(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
-	progress := out
-	if *asJSON {
-		progress = io.Discard
-	}
-	path, identity, err := benchWallet(ctx, *dir, f, progress)
+	f, path, identity, progress, err := setup.prepare(ctx, out)
 	if err != nil {
 		return err
 	}
 	rep := storeBenchReport{Fixture: string(f), Wallet: path}
-	common := []string{"bench", "store-child", "--db", path, "--identity", identity,
-		"--max-rows", fmt.Sprint(*maxRows), "--max-bytes", fmt.Sprint(*maxBytes), "--repeat", fmt.Sprint(max(1, *repeat)), "--mode"}
-	// The scan runs first and warms the page cache for the keyset phase; a second scan after
-	// it would show the same, so the order does not favour paging.
-	for _, p := range []struct {
-		mode string
-		dst  *phaseResult
-	}{{"idle", &rep.Idle}, {"scan", &rep.Scan}, {"keyset", &rep.Keyset}} {
-		if *p.dst, err = runPhase(ctx, append(common, p.mode)...); err != nil {
-			return err
-		}
+	// The scan runs first and warms the page cache for the keyset phase, so the order does
+	// not favour paging.
+	err = runPhases(ctx, progress, func(mode string) []string {
+		return []string{"bench", "store-child", "--db", path, "--identity", identity, "--max-rows", fmt.Sprint(*maxRows),
+			"--max-bytes", fmt.Sprint(*maxBytes), "--repeat", fmt.Sprint(max(1, *repeat)), "--mode", mode}
+	}, phase{"idle", &rep.Idle}, phase{"scan", &rep.Scan}, phase{"keyset", &rep.Keyset})
+	if err != nil {
+		return err
 	}
 	rep.TimeRatio = rep.Keyset.Seconds / rep.Scan.Seconds
 	rep.RSSGrowth = rep.Keyset.PeakRSS - rep.Idle.PeakRSS
-	return report(out, *asJSON, rep, func(w io.Writer) {
+	return report(out, *setup.asJSON, rep, func(w io.Writer) {
 		fmt.Fprintf(w, "bench store: %s fixture (%s), median of %d runs\n", f, path, max(1, *repeat))
 		for _, p := range []phaseResult{rep.Scan, rep.Keyset} {
 			fmt.Fprintf(w, "  %-7s %9d rows %8.1f MB %7.3f s %10.0f rows/s %7.1f MB/s  peak RSS %s\n",

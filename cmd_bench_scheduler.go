@@ -57,23 +57,13 @@ type schedulerBenchReport struct {
 
 func runBenchScheduler(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("bench scheduler", "[--fixture toolbox] [--dir D] [--interval 5ms] [--json]", out)
-	fixture := fs.String("fixture", string(localstore.FixtureToolbox), "the wallets to use: toolbox, small or large")
-	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
+	setup := benchFlags(fs, "the wallets to use: toolbox, small or large")
 	interval := fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations")
 	target := fs.Duration("target", 20*time.Millisecond, "the adaptive page budget's target commit time")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	f, err := localstore.ParseFixture(*fixture)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	progress := out
-	if *asJSON {
-		progress = io.Discard
-	}
-	walletPath, identity, err := benchWallet(ctx, *dir, f, progress)
+	f, walletPath, identity, progress, err := setup.prepare(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -122,7 +112,7 @@ func runBenchScheduler(ctx context.Context, args []string, out io.Writer) error 
 	rep.PagedOverIdleP95 = rep.Paged.P95ms / rep.Idle.P95ms
 	rep.ExclusiveOverPagedP95 = rep.Exclusive.P95ms / rep.Paged.P95ms
 	rep.PagedOverExclusiveBackground = rep.Paged.BackgroundSeconds / rep.Exclusive.BackgroundSeconds
-	return report(out, *asJSON, rep, func(w io.Writer) {
+	return report(out, *setup.asJSON, rep, func(w io.Writer) {
 		fmt.Fprintf(w, "bench scheduler: %s fixture, one foreground operation every %s\n", f, *interval)
 		fmt.Fprintf(w, "  %-10s %6s %9s %9s %9s %12s %14s\n", "mode", "ops", "p50 ms", "p95 ms", "p99 ms", "max wait ms", "background s")
 		for _, p := range []schedulerPhase{rep.Idle, rep.Exclusive, rep.Paged} {

@@ -33,21 +33,11 @@ type syncBenchReport struct {
 
 func runBenchSync(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("bench sync", "[--fixture toolbox|large] [--dir D] [--json]", out)
-	fixture := fs.String("fixture", string(localstore.FixtureToolbox), "the wallet to sync: toolbox, large (about 1 GB, generated once) or small")
-	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
+	setup := benchFlags(fs, "the wallet to sync: toolbox, large (about 1 GB, generated once) or small")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	f, err := localstore.ParseFixture(*fixture)
-	if err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	progress := out
-	if *asJSON {
-		progress = io.Discard
-	}
-	path, _, err := benchWallet(ctx, *dir, f, progress)
+	f, path, _, progress, err := setup.prepare(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -57,19 +47,16 @@ func runBenchSync(ctx context.Context, args []string, out io.Writer) error {
 	}
 	defer os.RemoveAll(work)
 	rep := syncBenchReport{Fixture: string(f), Wallet: path}
-	for _, p := range []struct {
-		mode string
-		dst  *phaseResult
-	}{{"idle", &rep.Idle}, {"floor", &rep.Floor}, {"full", &rep.Full}, {"unchanged", &rep.Unchanged}, {"incremental", &rep.Incremental}} {
-		fmt.Fprintf(progress, "measuring %s...\n", p.mode)
-		if *p.dst, err = runPhase(ctx, "bench", "sync-child", "--src", path, "--work", filepath.Join(work, p.mode), "--mode", p.mode); err != nil {
-			return err
-		}
+	err = runPhases(ctx, progress, func(mode string) []string {
+		return []string{"bench", "sync-child", "--src", path, "--work", filepath.Join(work, mode), "--mode", mode}
+	}, phase{"idle", &rep.Idle}, phase{"floor", &rep.Floor}, phase{"full", &rep.Full}, phase{"unchanged", &rep.Unchanged}, phase{"incremental", &rep.Incremental})
+	if err != nil {
+		return err
 	}
 	rep.FullRatio = rep.Full.Seconds / rep.Floor.Seconds
 	rep.IncrementalRatio = rep.Incremental.Seconds / rep.Full.Seconds
 	rep.RSSGrowth = rep.Full.PeakRSS - rep.Idle.PeakRSS
-	return report(out, *asJSON, rep, func(w io.Writer) {
+	return report(out, *setup.asJSON, rep, func(w io.Writer) {
 		fmt.Fprintf(w, "bench sync: %s fixture (%s)\n", f, path)
 		for _, p := range []phaseResult{rep.Floor, rep.Full, rep.Unchanged, rep.Incremental} {
 			fmt.Fprintf(w, "  %-12s %8d rows %6d pages %6d requests %8.3f s %9.0f rows/s  peak RSS %s\n",

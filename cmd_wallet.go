@@ -78,21 +78,28 @@ func runWalletSeed(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runWalletInfo(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("wallet info", "--db FILE [--json]", out)
-	db := fs.String("db", "", "the wallet file")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required("db", *db); err != nil {
-		return err
-	}
-	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
+	s, asJSON, err := openReadOnlyWallet(ctx, "wallet info", args, out)
 	if err != nil {
 		return err
 	}
 	defer s.Close()
-	return printInfo(ctx, s, out, *asJSON)
+	return printInfo(ctx, s, out, asJSON)
+}
+
+// openReadOnlyWallet parses the --db and --json flags of a command that only reads a wallet,
+// and opens the wallet read-only. The caller closes it.
+func openReadOnlyWallet(ctx context.Context, name string, args []string, out io.Writer) (*localstore.Store, bool, error) {
+	fs := newFlags(name, "--db FILE [--json]", out)
+	db := fs.String("db", "", "the wallet file")
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := parse(fs, args); err != nil {
+		return nil, false, err
+	}
+	if err := required("db", *db); err != nil {
+		return nil, false, err
+	}
+	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
+	return s, *asJSON, err
 }
 
 func printInfo(ctx context.Context, s *localstore.Store, out io.Writer, asJSON bool) error {
@@ -125,16 +132,7 @@ func printInfo(ctx context.Context, s *localstore.Store, out io.Writer, asJSON b
 }
 
 func runWalletCheck(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("wallet check", "--db FILE [--json]", out)
-	db := fs.String("db", "", "the wallet file")
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if err := required("db", *db); err != nil {
-		return err
-	}
-	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
+	s, asJSON, err := openReadOnlyWallet(ctx, "wallet check", args, out)
 	if err != nil {
 		return err
 	}
@@ -143,7 +141,7 @@ func runWalletCheck(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := report(out, *asJSON, rep, func(w io.Writer) {
+	if err := report(out, asJSON, rep, func(w io.Writer) {
 		if rep.OK {
 			fmt.Fprintln(w, "ok: integrity and foreign keys are clean")
 			return
@@ -158,7 +156,7 @@ func runWalletCheck(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if !rep.OK {
-		return fmt.Errorf("%s: %d integrity problems, %d foreign key problems", *db, len(rep.Problems), len(rep.ForeignKeys))
+		return fmt.Errorf("%s: %d integrity problems, %d foreign key problems", s.Path(), len(rep.Problems), len(rep.ForeignKeys))
 	}
 	return nil
 }
