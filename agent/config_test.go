@@ -1,0 +1,222 @@
+package agent
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"walletsync/wallet"
+)
+
+const identity = "0269f6b35e38c9dbeeca889c4fbeb7ed95e69a7340600eec94e85d1251c074a395"
+
+// validConfig is a config that passes Validate, for cases to break one field of.
+func validConfig() Config {
+	c := DefaultConfig()
+	c.Wallets = []WalletRef{{Path: "/w/wallet.sqlite", Identities: []string{identity}}}
+	c.Destinations = []Destination{
+		{ID: "usb-copy", Name: "USB copy", Kind: DestinationSQLite, Path: "/media/usb/backup.sqlite",
+			Schedule: Schedule{Kind: ScheduleChange, Debounce: Duration(DefaultDebounce)}},
+		{ID: "cloud", Name: "Cloud folder", Kind: DestinationFolder, Path: "/home/a/Cloud/walletsync",
+			Schedule: Schedule{Kind: ScheduleDaily, At: "02:30"}, Pause: &Pause{Until: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}},
+	}
+	return c
+}
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "config.json")
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestLoadConfig_MissingFileGivesDefaults(t *testing.T) {
+	c, err := LoadConfig(filepath.Join(t.TempDir(), "none.json"))
+	if err != nil || !reflect.DeepEqual(c, DefaultConfig()) {
+		t.Fatalf("LoadConfig = %+v, %v; want the defaults", c, err)
+	}
+	if d := DefaultConfig(); d.Retention != (Retention{10, 7, 8}) || time.Duration(d.Drill.Every) != 7*24*time.Hour {
+		t.Fatalf("defaults: %+v", d)
+	}
+}
+
+// An unversioned (version 0) file is migrated to version 1; what it leaves out takes the
+// defaults; saving writes version 1 and reads back the same.
+func TestLoadConfig_MigratesUnversioned(t *testing.T) {
+	path := writeConfig(t, `{
+		"wallets": [{"path": "/w/wallet.sqlite"}],
+		"destinations": [
+			{"id": "usb", "name": "USB", "kind": "sqlite", "path": "/media/usb/b.sqlite"},
+			{"id": "nas", "name": "NAS", "kind": "folder", "path": "/nas", "schedule": {"kind": "change"}}
+		],
+		"retention": {"last": 5},
+		"drill": {"kind": "daily", "at": "04:00"}
+	}`)
+	c, err := LoadConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	onChange := Schedule{Kind: ScheduleChange, Debounce: Duration(30 * time.Second)}
+	if c.Version != ConfigVersion || c.Destinations[0].Schedule != onChange || c.Destinations[1].Schedule != onChange ||
+		c.Retention != (Retention{5, 7, 8}) || c.Drill != (Schedule{Kind: ScheduleDaily, At: "04:00"}) || c.LogLevel != "info" {
+		t.Fatalf("migrated config: %+v", c)
+	}
+	if err := SaveConfig(path, c); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(path)
+	if !strings.Contains(string(b), `"version": 1`) || !strings.Contains(string(b), `"debounce": "30s"`) {
+		t.Fatalf("saved file:\n%s", b)
+	}
+	if back, err := LoadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("round trip: %+v, %v", back, err)
+	}
+}
+
+// migrateConfig runs every step from the file's version on, in order, numbering each.
+func TestMigrateConfig_RunsStepsInOrder(t *testing.T) {
+	steps := []configMigration{
+		func(doc map[string]any) error { doc["trace"] = "0"; return nil },
+		func(doc map[string]any) error { // 1 -> 2 renames a field
+			doc["keep"], doc["retention"] = doc["retention"], nil
+			doc["trace"] = doc["trace"].(string) + "1"
+			return nil
+		},
+		func(doc map[string]any) error { doc["trace"] = doc["trace"].(string) + "2"; return nil },
+	}
+	doc := map[string]any{"retention": 5.0}
+	if err := migrateConfig(doc, 0, steps); err != nil {
+		t.Fatal(err)
+	}
+	if doc["version"] != 3 || doc["trace"] != "012" || doc["keep"] != 5.0 {
+		t.Fatalf("migrated: %v", doc)
+	}
+	doc = map[string]any{"version": 2.0, "trace": "x"}
+	if err := migrateConfig(doc, 2, steps); err != nil || doc["trace"] != "x2" || doc["version"] != 3 {
+		t.Fatalf("from version 2: %v, %v", doc, err)
+	}
+	failing := []configMigration{func(map[string]any) error { return errors.New("boom") }}
+	if err := migrateConfig(map[string]any{}, 0, failing); err == nil || !strings.Contains(err.Error(), "from version 0: boom") {
+		t.Fatalf("failing step: %v", err)
+	}
+}
+
+func TestLoadConfig_Refuses(t *testing.T) {
+	for _, tc := range []struct {
+		name, text string
+		want       error
+	}{
+		{"a newer version", `{"version": 2}`, wallet.ErrSchemaTooNew},
+		{"a version that is not a count", `{"version": "1"}`, wallet.ErrInvalidArgument},
+		{"an unknown field", `{"version": 1, "retension": {"last": 3}}`, wallet.ErrInvalidArgument},
+		{"not JSON", `{"version": 1`, wallet.ErrInvalidArgument},
+		{"an invalid value", `{"version": 1, "logLevel": "loud"}`, wallet.ErrInvalidArgument},
+		{"a bad duration", `{"version": 1, "drill": {"kind": "interval", "every": "weekly"}}`, wallet.ErrInvalidArgument},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := LoadConfig(writeConfig(t, tc.text)); !errors.Is(err, tc.want) {
+				t.Fatalf("LoadConfig = %v, want %v", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestConfig_ValidateRefusals(t *testing.T) {
+	if err := validConfig().Validate(); err != nil {
+		t.Fatalf("valid config refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name  string
+		spoil func(c *Config)
+	}{
+		{"version", func(c *Config) { c.Version = 0 }},
+		{"repeated wallet", func(c *Config) { c.Wallets = append(c.Wallets, c.Wallets[0]) }},
+		{"short identity", func(c *Config) { c.Wallets[0].Identities = []string{"02ab"} }},
+		{"repeated destination id", func(c *Config) { c.Destinations[1].ID = c.Destinations[0].ID }},
+		{"id with a slash", func(c *Config) { c.Destinations[0].ID = "a/b" }},
+		{"no name", func(c *Config) { c.Destinations[0].Name = "" }},
+		{"unknown kind", func(c *Config) { c.Destinations[0].Kind = "s3" }},
+		{"no path", func(c *Config) { c.Destinations[0].Path = "" }},
+		{"unknown wallet", func(c *Config) { c.Destinations[0].Wallet = "/other.sqlite" }},
+		{"wallet unnamed among two", func(c *Config) { c.Wallets = append(c.Wallets, WalletRef{Path: "/w2.sqlite"}) }},
+		{"interval under a minute", func(c *Config) {
+			c.Destinations[0].Schedule = Schedule{Kind: ScheduleInterval, Every: Duration(time.Second)}
+		}},
+		{"daily at 24:00", func(c *Config) { c.Destinations[1].Schedule.At = "24:00" }},
+		{"daily at 2:30", func(c *Config) { c.Destinations[1].Schedule.At = "2:30" }},
+		{"debounce under a second", func(c *Config) { c.Destinations[0].Schedule.Debounce = Duration(time.Millisecond) }},
+		{"no schedule kind", func(c *Config) { c.Destinations[0].Schedule = Schedule{} }},
+		{"keep no last file", func(c *Config) { c.Retention.Last = 0 }},
+		{"negative weekly", func(c *Config) { c.Retention.Weekly = -1 }},
+		{"drill on change", func(c *Config) { c.Drill = Schedule{Kind: ScheduleChange, Debounce: Duration(time.Minute)} }},
+		{"log level", func(c *Config) { c.LogLevel = "chatty" }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := validConfig()
+			tc.spoil(&c)
+			if err := c.Validate(); !errors.Is(err, wallet.ErrInvalidArgument) {
+				t.Fatalf("Validate = %v, want ErrInvalidArgument", err)
+			}
+		})
+	}
+}
+
+func TestSaveConfig_Atomic(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "walletsync")
+	path := filepath.Join(dir, "config.json")
+	c := validConfig()
+	if err := SaveConfig(path, c); err != nil {
+		t.Fatal(err)
+	}
+	c.LogLevel = "debug"
+	if err := SaveConfig(path, c); err != nil { // replaces the file
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(path)
+	bad := c
+	bad.Retention.Last = 0
+	if err := SaveConfig(path, bad); !errors.Is(err, wallet.ErrInvalidArgument) {
+		t.Fatalf("SaveConfig(invalid) = %v", err)
+	}
+	if after, _ := os.ReadFile(path); string(after) != string(before) {
+		t.Fatal("an invalid config was written")
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 1 {
+		t.Fatalf("folder holds %d entries, want only config.json (no temp files)", len(entries))
+	}
+	if runtime.GOOS != "windows" {
+		fi, _ := os.Stat(path)
+		di, _ := os.Stat(dir)
+		if fi.Mode().Perm() != 0o600 || di.Mode().Perm() != 0o700 {
+			t.Fatalf("modes: file %v, folder %v", fi.Mode(), di.Mode())
+		}
+	}
+	if back, err := LoadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
+		t.Fatalf("LoadConfig = %+v, %v; want %+v", back, err, c)
+	}
+}
+
+func TestDestination_Paused(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		pause *Pause
+		want  bool
+	}{
+		{nil, false},
+		{&Pause{}, true}, // until resumed
+		{&Pause{Until: now.Add(time.Hour)}, true},
+		{&Pause{Until: now}, false}, // resumes by itself
+	} {
+		if got := (Destination{Pause: tc.pause}).Paused(now); got != tc.want {
+			t.Errorf("Paused with %+v = %v, want %v", tc.pause, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,238 @@
+package agent
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+
+	"walletsync/wallet"
+)
+
+// DataDir is the agent's data folder. It holds, all private (0600 in a 0700 folder):
+//
+//	agent.lock    one agent per folder; names the holder's pid
+//	agent.token   the per-install API token, created once
+//	agent.addr    the running agent's API address, for the command line
+//	state.db      the state database (task history, event log)
+//	secrets.json  the unattended backup password(s)
+type DataDir string
+
+// DefaultDataDir returns the platform's per-user data folder for walletsync:
+// $XDG_DATA_HOME/walletsync (default ~/.local/share/walletsync) on Linux and other Unix
+// systems, ~/Library/Application Support/walletsync on macOS and
+// %LocalAppData%\walletsync on Windows.
+func DefaultDataDir() (DataDir, error) {
+	var base string
+	var err error
+	switch runtime.GOOS {
+	case "windows":
+		base, err = os.UserCacheDir() // %LocalAppData%
+	case "darwin", "ios":
+		base, err = os.UserConfigDir() // ~/Library/Application Support
+	default:
+		if base = os.Getenv("XDG_DATA_HOME"); base == "" || !filepath.IsAbs(base) {
+			var home string
+			home, err = os.UserHomeDir()
+			base = filepath.Join(home, ".local", "share")
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("find the data folder: %w", err)
+	}
+	return DataDir(filepath.Join(base, "walletsync")), nil
+}
+
+// StatePath returns the state database's path.
+func (d DataDir) StatePath() string { return filepath.Join(string(d), "state.db") }
+
+// SecretsPath returns the secrets file's path.
+func (d DataDir) SecretsPath() string { return filepath.Join(string(d), "secrets.json") }
+
+func (d DataDir) lockPath() string  { return filepath.Join(string(d), "agent.lock") }
+func (d DataDir) tokenPath() string { return filepath.Join(string(d), "agent.token") }
+func (d DataDir) addrPath() string  { return filepath.Join(string(d), "agent.addr") }
+
+// Ensure creates the folder (0700) if it is missing.
+func (d DataDir) Ensure() error {
+	if err := os.MkdirAll(string(d), 0o700); err != nil {
+		return fmt.Errorf("create data folder: %w", err)
+	}
+	return nil
+}
+
+// DirLock is one agent's hold on a data folder: an OS file lock, so the kernel releases it
+// when the holder dies. The holder calls Release.
+type DirLock struct {
+	f *os.File
+}
+
+// Lock creates the folder if needed and takes its lock without waiting. A folder locked
+// by another agent, in this process or another, yields an *AgentRunningError naming the
+// holder's pid.
+func (d DataDir) Lock() (*DirLock, error) {
+	if err := d.Ensure(); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(d.lockPath(), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open agent lock: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		if errors.Is(err, errLockHeld) {
+			return nil, &AgentRunningError{Dir: string(d), PID: readPID(d.lockPath())}
+		}
+		return nil, fmt.Errorf("lock data folder %s: %w", d, err)
+	}
+	err = f.Truncate(0)
+	if err == nil {
+		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
+	}
+	if err != nil {
+		unlockFile(f)
+		f.Close()
+		return nil, fmt.Errorf("write agent lock: %w", err)
+	}
+	return &DirLock{f: f}, nil
+}
+
+// Release drops the lock. The lock file stays: removing it would race with an agent that
+// has just opened it and is about to lock it. Release is idempotent.
+func (l *DirLock) Release() error {
+	if l == nil || l.f == nil {
+		return nil
+	}
+	err := errors.Join(unlockFile(l.f), l.f.Close())
+	l.f = nil
+	return err
+}
+
+// errLockHeld is what lockFile returns when another open file holds the lock.
+var errLockHeld = errors.New("lock held")
+
+func readPID(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
+}
+
+// tokenBytes is the size of the API token before hex encoding.
+const tokenBytes = 32
+
+// Token returns the per-install API token, creating it (32 random bytes, hex) on first
+// use. The agent calls it while holding the folder's lock; a token file that is not 64 hex
+// digits is refused rather than replaced, since the command line and the window may hold
+// the old one.
+func (d DataDir) Token() (string, error) {
+	tok, err := d.readToken()
+	if !errors.Is(err, fs.ErrNotExist) {
+		return tok, err
+	}
+	var b [tokenBytes]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	tok = hex.EncodeToString(b[:])
+	if err := d.Ensure(); err != nil {
+		return "", err
+	}
+	if err := writeFileAtomic(d.tokenPath(), []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("create API token: %w", err)
+	}
+	return tok, nil
+}
+
+func (d DataDir) readToken() (string, error) {
+	b, err := os.ReadFile(d.tokenPath())
+	if err != nil {
+		return "", fmt.Errorf("read API token: %w", err)
+	}
+	tok := strings.TrimSpace(string(b))
+	if raw, err := hex.DecodeString(tok); err != nil || len(raw) != tokenBytes {
+		return "", fmt.Errorf("read API token %s: not %d hex digits: %w", d.tokenPath(), 2*tokenBytes, wallet.ErrCorrupt)
+	}
+	return tok, nil
+}
+
+// PublishAddr records the running agent's API address (host:port) for the command line.
+func (d DataDir) PublishAddr(addr string) error {
+	if err := writeFileAtomic(d.addrPath(), []byte(addr+"\n"), 0o600); err != nil {
+		return fmt.Errorf("publish API address: %w", err)
+	}
+	return nil
+}
+
+// RemoveAddr withdraws the published address; the agent calls it as it stops. A missing
+// file is not an error.
+func (d DataDir) RemoveAddr() error {
+	if err := os.Remove(d.addrPath()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("withdraw API address: %w", err)
+	}
+	return nil
+}
+
+// Endpoint is where the command line reaches a running agent.
+type Endpoint struct {
+	Addr  string // host:port on loopback
+	Token string
+}
+
+// Endpoint returns the running agent's endpoint, or ErrAgentNotRunning when none has
+// published its address. An agent that died leaves its address behind: connecting to it
+// then fails, and that error is the caller's to report.
+func (d DataDir) Endpoint() (Endpoint, error) {
+	b, err := os.ReadFile(d.addrPath())
+	if errors.Is(err, fs.ErrNotExist) {
+		return Endpoint{}, fmt.Errorf("%s: %w", d, ErrAgentNotRunning)
+	}
+	if err != nil {
+		return Endpoint{}, fmt.Errorf("read API address: %w", err)
+	}
+	tok, err := d.readToken()
+	if err != nil {
+		return Endpoint{}, err
+	}
+	return Endpoint{Addr: strings.TrimSpace(string(b)), Token: tok}, nil
+}
+
+// writeFileAtomic replaces path with data so that a reader sees the old file or the new
+// one, never a part, even across a power cut: a private temp file in the same folder,
+// written, fsynced, given perm, renamed over path, then the folder fsynced so the rename
+// itself is durable.
+func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(perm); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(f.Name(), path); err != nil {
+		return err
+	}
+	return syncDir(dir)
+}

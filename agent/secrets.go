@@ -1,0 +1,251 @@
+package agent
+
+import (
+	"cmp"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"walletsync/wallet"
+)
+
+const redacted = "[redacted]"
+
+// Secret holds a value that must never be shown, such as the unattended backup password.
+// It prints, marshals and logs as "[redacted]" under every fmt verb, encoding/json,
+// encoding.TextMarshaler and log/slog; only Reveal returns the value, and the only code
+// that should call it hands the value to a key derivation function.
+//
+// The value sits behind a pointer, so that even a Secret in an unexported struct field,
+// which fmt prints without calling its methods, shows as an address.
+type Secret struct {
+	v *string
+}
+
+// NewSecret wraps s.
+func NewSecret(s string) Secret { return Secret{v: &s} }
+
+// Reveal returns the secret value; "" for the zero Secret.
+func (s Secret) Reveal() string {
+	if s.v == nil {
+		return ""
+	}
+	return *s.v
+}
+
+// IsZero reports whether s holds nothing.
+func (s Secret) IsZero() bool { return s.v == nil }
+
+// String returns "[redacted]".
+func (s Secret) String() string { return redacted }
+
+// GoString returns "[redacted]", for %#v.
+func (s Secret) GoString() string { return redacted }
+
+// Format writes "[redacted]" whatever the verb and flags.
+func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, redacted) }
+
+// MarshalJSON returns "[redacted]" as a JSON string.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
+
+// MarshalText returns "[redacted]".
+func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
+
+// LogValue makes slog log "[redacted]".
+func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// UnmarshalJSON reads a JSON string into s, so that a request body can carry a secret.
+func (s *Secret) UnmarshalJSON(b []byte) error {
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("secret: not a JSON string: %w", wallet.ErrInvalidArgument)
+	}
+	*s = NewSecret(v)
+	return nil
+}
+
+// MinSecretLength is the shortest secret Secrets accepts, in bytes. Besides being a floor
+// for a password, it keeps redaction meaningful: scrubbing a 2-letter value would mangle
+// every text it passes.
+const MinSecretLength = 8
+
+// LostPasswordWarning is what a person is told when they set an unattended backup
+// password.
+const LostPasswordWarning = "walletsync keeps this password only to write scheduled backups; it cannot " +
+	"recover it. If the password is lost, the backups it encrypts cannot be restored: write it down " +
+	"and keep it somewhere safe."
+
+// Secrets is the secrets file in the data folder: named secrets (such as a destination's
+// backup password), stored 0600, never in the config. Get is the only way anything reads
+// a secret back. A file that others can read is refused rather than used.
+//
+// Secrets is also a Redactor: Redact scrubs every value it has held during this process,
+// including replaced and deleted ones, which a job may still carry.
+type Secrets struct {
+	path string
+
+	mu       sync.Mutex
+	values   map[string]string // nil until loaded
+	seen     map[string]bool   // every value held since the process started
+	replacer *strings.Replacer // scrubs the seen values, longest first
+}
+
+// NewSecrets returns the secrets file at path; it is read on first use.
+func NewSecrets(path string) *Secrets {
+	return &Secrets{path: path, seen: map[string]bool{}}
+}
+
+// secretsFile is the file's JSON form.
+type secretsFile struct {
+	Version int               `json:"version"`
+	Secrets map[string]string `json:"secrets"`
+}
+
+func (s *Secrets) loadLocked() error {
+	if s.values != nil {
+		return nil
+	}
+	f := secretsFile{Secrets: map[string]string{}}
+	info, err := os.Stat(s.path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return fmt.Errorf("read secrets: %w", err)
+	case runtime.GOOS != "windows" && info.Mode().Perm()&0o077 != 0:
+		return WithHint(fmt.Errorf("read secrets: %s is open to other users (mode %#o)", s.path, info.Mode().Perm()),
+			"Run chmod 600 on the file, then change the backup password: others may have read it.")
+	default:
+		b, err := os.ReadFile(s.path)
+		if err != nil {
+			return fmt.Errorf("read secrets: %w", err)
+		}
+		if err := json.Unmarshal(b, &f); err != nil || f.Version != 1 {
+			return fmt.Errorf("read secrets %s: not a version 1 secrets file: %w", s.path, wallet.ErrCorrupt)
+		}
+	}
+	s.values = f.Secrets
+	if s.values == nil {
+		s.values = map[string]string{}
+	}
+	s.remember(slices.Collect(maps.Values(s.values))...)
+	return nil
+}
+
+// remember adds values to the redaction set.
+func (s *Secrets) remember(values ...string) {
+	for _, v := range values {
+		s.seen[v] = true
+	}
+	all := slices.SortedFunc(maps.Keys(s.seen), func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+	pairs := make([]string, 0, 2*len(all))
+	for _, v := range all {
+		pairs = append(pairs, v, redacted)
+	}
+	s.replacer = strings.NewReplacer(pairs...)
+}
+
+func (s *Secrets) saveLocked() error {
+	b, err := json.MarshalIndent(secretsFile{Version: 1, Secrets: s.values}, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
+		return err
+	}
+	return writeFileAtomic(s.path, b, 0o600)
+}
+
+// Set stores value under key, replacing any value it had. key is 1-64 of a-z, 0-9, '-',
+// '_' (a destination id, say); value is at least MinSecretLength bytes. Both are refused
+// otherwise with wallet.ErrInvalidArgument. Tell the person LostPasswordWarning.
+func (s *Secrets) Set(key string, value Secret) error {
+	if !validKey(key) {
+		return fmt.Errorf("set secret %q: key is not 1-64 of a-z, 0-9, '-', '_': %w", key, wallet.ErrInvalidArgument)
+	}
+	if len(value.Reveal()) < MinSecretLength {
+		return fmt.Errorf("set secret %s: shorter than %d bytes: %w", key, MinSecretLength, wallet.ErrInvalidArgument)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return err
+	}
+	old, had := s.values[key]
+	s.values[key] = value.Reveal()
+	s.remember(value.Reveal())
+	if err := s.saveLocked(); err != nil {
+		if had {
+			s.values[key] = old
+		} else {
+			delete(s.values, key)
+		}
+		return fmt.Errorf("set secret %s: %w", key, err)
+	}
+	return nil
+}
+
+// Get returns the secret stored under key, or an error wrapping wallet.ErrNotFound.
+func (s *Secrets) Get(key string) (Secret, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return Secret{}, err
+	}
+	v, ok := s.values[key]
+	if !ok {
+		return Secret{}, fmt.Errorf("secret %q: %w", key, wallet.ErrNotFound)
+	}
+	return NewSecret(v), nil
+}
+
+// Delete removes the secret stored under key; a missing key is not an error.
+func (s *Secrets) Delete(key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return err
+	}
+	old, ok := s.values[key]
+	if !ok {
+		return nil
+	}
+	delete(s.values, key)
+	if err := s.saveLocked(); err != nil {
+		s.values[key] = old
+		return fmt.Errorf("delete secret %s: %w", key, err)
+	}
+	return nil
+}
+
+// Keys returns the keys that hold a secret, sorted. It never returns a value.
+func (s *Secrets) Keys() ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.loadLocked(); err != nil {
+		return nil, err
+	}
+	return slices.Sorted(maps.Keys(s.values)), nil
+}
+
+// Redact returns text with every secret value this process has held replaced by
+// "[redacted]". It loads the file if needed; if it cannot, no job can have read a secret
+// from it either, and text is returned as it is.
+func (s *Secrets) Redact(text string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loadLocked()
+	if s.replacer == nil {
+		return text
+	}
+	return s.replacer.Replace(text)
+}

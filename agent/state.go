@@ -1,0 +1,304 @@
+package agent
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"walletsync/wallet"
+)
+
+// DefaultEventLog is how many events the state database's event log keeps by default.
+const DefaultEventLog = 10_000
+
+// StateDB is the agent's own SQLite database in its data folder: the task history and the
+// event log, under their own forward-only migration ledger. It is never a wallet file, and
+// no wallet data goes into it: tasks and events hold counts, ids, paths and scrubbed text.
+//
+// WAL journal, synchronous=FULL (a recorded task end survives a power cut), a bounded busy
+// timeout. The creator closes it, after the Manager's Shutdown and after RecordEvents has
+// returned.
+type StateDB struct {
+	db   *sql.DB
+	path string
+}
+
+type stateMigration struct {
+	name string
+	ddl  string
+}
+
+// stateMigrations is the state database's schema history. Append only: a shipped step is
+// never edited, since databases in the field record it. Each step runs in one transaction
+// with its ledger row, so an interrupted step leaves no trace and runs again next time.
+var stateMigrations = []stateMigration{
+	{
+		name: "task history and event log",
+		ddl: `
+CREATE TABLE migrations (
+	version INTEGER PRIMARY KEY,
+	name TEXT NOT NULL,
+	applied_at TEXT NOT NULL
+);
+CREATE TABLE tasks (
+	id TEXT PRIMARY KEY,
+	ord INTEGER NOT NULL UNIQUE,   -- creation order
+	terminal INTEGER NOT NULL,     -- 1 once the task has ended
+	task TEXT NOT NULL,            -- the Task snapshot, JSON
+	log TEXT NOT NULL              -- the task's bounded log, JSON
+);
+CREATE INDEX tasks_terminal_ord ON tasks (terminal, ord);
+CREATE TABLE events (
+	id INTEGER PRIMARY KEY AUTOINCREMENT,
+	epoch TEXT NOT NULL,           -- the publishing bus's epoch
+	seq INTEGER NOT NULL,
+	time TEXT NOT NULL,
+	type TEXT NOT NULL,
+	data TEXT NOT NULL             -- JSON
+);
+CREATE INDEX events_epoch_seq ON events (epoch, seq);
+`,
+	},
+}
+
+// OpenState opens the state database at path, creating it (mode 0600) if missing and
+// applying the migrations it lacks. It refuses a database whose ledger is newer than this
+// binary (wallet.ErrSchemaTooNew) and a non-empty SQLite file without the ledger, such as
+// a wallet (wallet.ErrUnknownSchema), leaving both untouched.
+func OpenState(ctx context.Context, path string) (*StateDB, error) {
+	// SQLite gives the -wal and -shm files the database file's mode, so creating the file
+	// first keeps all three private.
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open state database: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return nil, fmt.Errorf("open state database: %w", err)
+	}
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() +
+		"?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)&_pragma=synchronous(FULL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open state database: %w", err)
+	}
+	db.SetMaxOpenConns(1)
+	s := &StateDB{db: db, path: path}
+	if err := s.migrate(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *StateDB) migrate(ctx context.Context) error {
+	var objects, ledger int
+	err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE type = 'table' AND name = 'migrations') FROM sqlite_master`).Scan(&objects, &ledger)
+	if err != nil {
+		return fmt.Errorf("read state database schema: %w", err)
+	}
+	applied := 0
+	switch {
+	case ledger == 1:
+		if err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(version), 0) FROM migrations`).Scan(&applied); err != nil {
+			return fmt.Errorf("read state database ledger: %w", err)
+		}
+	case objects > 0:
+		return &wallet.SchemaError{Path: s.path, Reason: "not a walletsync agent state database", Err: wallet.ErrUnknownSchema}
+	}
+	if applied > len(stateMigrations) {
+		return &wallet.SchemaError{Path: s.path, Err: wallet.ErrSchemaTooNew,
+			Reason: fmt.Sprintf("state database schema version %d, this walletsync knows up to %d", applied, len(stateMigrations))}
+	}
+	for v := applied + 1; v <= len(stateMigrations); v++ {
+		m := stateMigrations[v-1]
+		err := s.inTx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, m.ddl); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, `INSERT INTO migrations (version, name, applied_at) VALUES (?, ?, ?)`,
+				v, m.name, time.Now().UTC().Format(time.RFC3339Nano))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("migrate state database to version %d (%s): %w", v, m.name, err)
+		}
+	}
+	return nil
+}
+
+func (s *StateDB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		return errors.Join(err, tx.Rollback())
+	}
+	return tx.Commit()
+}
+
+// Close closes the database.
+func (s *StateDB) Close() error { return s.db.Close() }
+
+// taskRecord is one task as the state database holds it.
+type taskRecord struct {
+	Task
+	ord uint64
+	log []LogLine
+}
+
+// loadTasks returns every recorded task, oldest first.
+func (s *StateDB) loadTasks(ctx context.Context) ([]taskRecord, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT ord, task, log FROM tasks ORDER BY ord`)
+	if err != nil {
+		return nil, fmt.Errorf("load task history: %w", err)
+	}
+	defer rows.Close()
+	var out []taskRecord
+	for rows.Next() {
+		var r taskRecord
+		var snap, log []byte
+		if err := rows.Scan(&r.ord, &snap, &log); err != nil {
+			return nil, fmt.Errorf("load task history: %w", err)
+		}
+		if err := errors.Join(json.Unmarshal(snap, &r.Task), json.Unmarshal(log, &r.log)); err != nil {
+			return nil, fmt.Errorf("load task history: task %d: %w", r.ord, err)
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("load task history: %w", err)
+	}
+	return out, nil
+}
+
+// saveTasks writes recs and forgets all but the newest keep ended tasks, in one
+// transaction.
+func (s *StateDB) saveTasks(ctx context.Context, recs []taskRecord, keep int) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, r := range recs {
+			snap, err := json.Marshal(r.Task)
+			if err != nil {
+				return err
+			}
+			log, err := json.Marshal(r.log)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO tasks (id, ord, terminal, task, log) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (id) DO UPDATE SET terminal = excluded.terminal, task = excluded.task, log = excluded.log`,
+				r.ID, r.ord, r.State.Terminal(), snap, log); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM tasks WHERE terminal AND ord <=
+	(SELECT ord FROM tasks WHERE terminal ORDER BY ord DESC LIMIT 1 OFFSET ?)`, keep)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("save task history: %w", err)
+	}
+	return nil
+}
+
+// LoggedEvent is an event as the event log holds it: its data stays JSON.
+type LoggedEvent struct {
+	Epoch string          `json:"epoch"`
+	Seq   uint64          `json:"seq"`
+	Time  time.Time       `json:"time"`
+	Type  EventType       `json:"type"`
+	Data  json.RawMessage `json:"data,omitempty"`
+}
+
+// RecordEvents appends bus's events to the event log until ctx ends or the bus closes,
+// then returns nil. task.progress and task.log events are left out: the task history
+// holds their outcome. The log keeps the newest keep events (DefaultEventLog when keep
+// is not positive).
+//
+// It starts after the last event it recorded from this bus, so running it again after an
+// error neither repeats nor skips events the ring still holds; events it fell too far
+// behind for are recorded as one missed event. It returns the first write error.
+func (s *StateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
+	keep = positiveOr(keep, DefaultEventLog)
+	var since uint64
+	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE epoch = ?`, bus.Epoch()).Scan(&since)
+	switch {
+	case ctx.Err() != nil:
+		return nil
+	case err != nil:
+		return fmt.Errorf("record events: %w", err)
+	}
+	sub := bus.Subscribe(since)
+	for {
+		ev, err := sub.Next(ctx)
+		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+			return nil
+		}
+		batch := []Event{ev}
+		for len(batch) < 256 {
+			ev, ok := sub.TryNext()
+			if !ok {
+				break
+			}
+			batch = append(batch, ev)
+		}
+		if err := s.appendEvents(context.WithoutCancel(ctx), bus.Epoch(), batch, keep); err != nil {
+			return fmt.Errorf("record events: %w", err)
+		}
+	}
+}
+
+func (s *StateDB) appendEvents(ctx context.Context, epoch string, batch []Event, keep int) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		for _, ev := range batch {
+			if ev.Type == EventTaskProgress || ev.Type == EventTaskLog {
+				continue
+			}
+			data, err := json.Marshal(ev.Data)
+			if err != nil {
+				return fmt.Errorf("encode %s event %d: %w", ev.Type, ev.Seq, err)
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO events (epoch, seq, time, type, data) VALUES (?, ?, ?, ?, ?)`,
+				epoch, ev.Seq, ev.Time.UTC().Format(time.RFC3339Nano), string(ev.Type), data); err != nil {
+				return err
+			}
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM events WHERE id <= (SELECT max(id) FROM events) - ?`, keep)
+		return err
+	})
+}
+
+// Events returns the newest limit events of the event log, oldest first.
+func (s *StateDB) Events(ctx context.Context, limit int) ([]LoggedEvent, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT epoch, seq, time, type, data FROM
+	(SELECT * FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read event log: %w", err)
+	}
+	defer rows.Close()
+	var out []LoggedEvent
+	for rows.Next() {
+		var e LoggedEvent
+		var at string
+		var data []byte
+		if err := rows.Scan(&e.Epoch, &e.Seq, &at, &e.Type, &data); err != nil {
+			return nil, fmt.Errorf("read event log: %w", err)
+		}
+		if e.Time, err = time.Parse(time.RFC3339Nano, at); err != nil {
+			return nil, fmt.Errorf("read event log: event %d: %w", e.Seq, err)
+		}
+		e.Data = data
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read event log: %w", err)
+	}
+	return out, nil
+}
