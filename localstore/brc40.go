@@ -1,0 +1,470 @@
+package localstore
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// BRC-40 compatibility: the producer (GetSyncChunk) and the consumer (ProcessSyncChunk) of
+// the since/offset protocol that @bsv/wallet-toolbox 2.1.26 peers speak, with the consumer's
+// state in the toolbox's own sync_states table, kept exactly as the toolbox keeps it, so that
+// a toolbox peer and walletsync can take turns on the same files. walletsync's own page
+// sessions (Commit, Snapshot) are the faster path between walletsync stores; this one exists
+// for peers that speak only BRC-40.
+
+// GetSyncChunk is the toolbox's getSyncChunk: the next chunk of one user's rows after
+// args.Since and args.Offsets, within args.MaxItems and args.MaxRoughSize.
+//
+//   - The user (looked up by args.IdentityKey; wallet.ErrNotFound when missing) is included
+//     when args.Since is nil or its updated_at is strictly later than Since.
+//   - The entities are taken in Entities order, one per offset. A row matches when its
+//     updated_at is at or after Since (inclusive, compared as stored text against Since in
+//     ISO form, exactly the comparison the toolbox's SQL makes), scoped to the user as
+//     BRC-40 scopes each table; the first Offset matches are skipped.
+//   - Rows are added until the entity is exhausted, MaxItems rows are in the chunk, or the
+//     running sum of wallet.RowJSONSize exceeds MaxRoughSize; the row that crosses the limit
+//     is included and nothing follows it. An entity that was started is present in the chunk,
+//     possibly empty; the entities after a limit are absent.
+//
+// Rows come in primary-key order (rowid order for the three tables without one). The
+// toolbox's queries have no ORDER BY: SQLite walks most tables in rowid order too, but
+// outputs and certificates in the order of one of their (userId, ...) indexes. Offsets stay
+// consistent either way, because only the producer interprets them.
+//
+// A row goes out as stored. The toolbox's findTransactions and findOutputs back-fill a NULL
+// transactions.rawTx from the proof (or a live proof request) with the same txid, and a
+// lockingScript whose length is not scriptLength from that raw transaction, so a toolbox
+// producer sends bytes its own row does not hold. walletsync does not invent them: the
+// consumer gets the producer's row, and the size accounting counts that row.
+//
+// The chunk is read in one read transaction, so its pages see one snapshot of the store.
+// It refuses args that fail Validate and a request naming another producer than this store
+// (FromStorageIdentityKey must be this store's storageIdentityKey; the toolbox echoes any).
+func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+	if err := args.Validate(); err != nil {
+		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
+	}
+	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", classify(err))
+	}
+	defer tx.Rollback()
+	p := &chunkProducer{ctx: ctx, tx: tx, args: args, itemsLeft: args.MaxItems, sizeLeft: args.MaxRoughSize}
+	chunk, err := p.produce()
+	if err != nil {
+		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
+	}
+	return chunk, nil
+}
+
+// chunkProducer carries one GetSyncChunk's budgets.
+type chunkProducer struct {
+	ctx       context.Context
+	tx        *sql.Tx
+	args      wallet.RequestSyncChunkArgs
+	itemsLeft int64
+	sizeLeft  int64
+	done      bool // a limit was hit: nothing more goes into the chunk
+}
+
+func (p *chunkProducer) produce() (wallet.SyncChunk, error) {
+	if err := checkStorage(p.ctx, p.tx, "producer", p.args.FromStorageIdentityKey); err != nil {
+		return wallet.SyncChunk{}, err
+	}
+	users, err := queryRows(p.ctx, p.tx, wallet.Users, "SELECT "+selectColumns(wallet.Users)+` FROM users AS t WHERE t.identityKey = ?`, p.args.IdentityKey)
+	if err != nil {
+		return wallet.SyncChunk{}, err
+	}
+	if len(users) == 0 {
+		return wallet.SyncChunk{}, fmt.Errorf("identity %s: %w", wallet.ShortKey(p.args.IdentityKey, 16), wallet.ErrNotFound)
+	}
+	user := users[0]
+	chunk := wallet.SyncChunk{FromStorageIdentityKey: p.args.FromStorageIdentityKey, ToStorageIdentityKey: p.args.ToStorageIdentityKey,
+		UserIdentityKey: p.args.IdentityKey, Rows: map[wallet.TableName][]wallet.Row{}}
+	if p.args.Since == nil || updatedAt(wallet.Users, user).After(*p.args.Since) {
+		chunk.User = user
+	}
+	userID := user[wallet.Users.Col("userId")].(int64)
+	for i, o := range p.args.Offsets {
+		t := wallet.Entities[i]
+		rows, err := p.entityRows(t, userID, o.Offset)
+		if err != nil {
+			return wallet.SyncChunk{}, fmt.Errorf("%s: %w", t.Plural, err)
+		}
+		chunk.Rows[t.Name] = rows
+		if p.done {
+			break
+		}
+	}
+	return chunk, nil
+}
+
+// chunkDivider is getSyncChunk's maxDivider: the share of maxItems one page of an entity
+// may hold, smaller for the large proof and transaction rows.
+func chunkDivider(t *wallet.Table) int64 {
+	switch t {
+	case wallet.ProvenTxs, wallet.ProvenTxReqs:
+		return 100
+	case wallet.Transactions, wallet.Outputs, wallet.Certificates, wallet.CertificateFields, wallet.Commissions:
+		return 25
+	}
+	return 1
+}
+
+// entityRows adds t's rows to the chunk until t is exhausted or a limit is hit. It pages
+// the way the toolbox does, min(itemsLeft, max(10, maxItems/divider)) rows at a time by
+// LIMIT/OFFSET: the page size never changes which rows go out, it bounds each query. The
+// offsets are BRC-40's own and cost O(offset) in SQLite; they stay correct because every
+// page reads the same snapshot.
+func (p *chunkProducer) entityRows(t *wallet.Table, userID, offset int64) ([]wallet.Row, error) {
+	from, where, args := scopeFilter(t, userID)
+	if p.args.Since != nil {
+		// The stored text against the ISO text, the comparison the toolbox's knex query
+		// makes, so that both producers match the same rows whatever form a time is in.
+		where += " AND t.updated_at >= ?"
+		args = append(args, wallet.FormatTime(*p.args.Since))
+	}
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY t.rowid LIMIT ? OFFSET ?", selectColumns(t), from, where)
+	pageMax := max(10, p.args.MaxItems/chunkDivider(t))
+	out := []wallet.Row{} // present, even when nothing matches
+	for {
+		limit := min(p.itemsLeft, pageMax)
+		page, err := queryRows(p.ctx, p.tx, t, q, append(args, limit, offset)...)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page {
+			out = append(out, r)
+			size, err := wallet.RowJSONSize(t, r)
+			if err != nil {
+				return nil, fmt.Errorf("row %v: %w", t.KeyOf(r), err)
+			}
+			p.itemsLeft--
+			p.sizeLeft -= size
+			if p.itemsLeft <= 0 || p.sizeLeft < 0 {
+				p.done = true
+				return out, nil
+			}
+		}
+		if int64(len(page)) < limit {
+			return out, nil
+		}
+		offset += limit
+	}
+}
+
+// ProcessSyncChunk is the toolbox's processSyncChunk: it merges a chunk that the producer
+// args.FromStorageIdentityKey sent for args into this store and advances the state that
+// FindOrInsertSyncState made for that producer (wallet.ErrNotFound when there is none; the
+// user is never created here).
+//
+// The user row, when present, merges first; then each entity in Entities order, every row
+// through the same BRC-40 merge as walletsync's page commits (natural keys, strictly newer
+// wins, the proof-request rule), with the zero wallet.ActivePolicy: the incoming
+// activeStorage wins only with a strictly newer user row, BRC-40's own rule. Producer ids
+// are mapped through the sync map's id maps; a producer id that would map to a second local
+// id fails with a *wallet.IDMapConflictError.
+//
+// The state moves exactly as the toolbox moves it: each entity's maxUpdated_at rises to its
+// rows' latest updated_at, its count grows by the rows received (the next offset); when the
+// chunk is complete (all 12 arrays present and empty) When becomes the result's
+// MaxUpdatedAt and every count resets to 0. The result's MaxUpdatedAt is the latest of every
+// entity's maxUpdated_at and, when the user row changed, its updated_at.
+//
+// Unlike the toolbox, which writes as it goes, the rows and the state commit in one
+// transaction: a failure leaves neither half a chunk nor a state that disagrees with the
+// rows, and the toolbox's own retry (find the half-written rows again by natural key) ends
+// in the same state. The stored errorLocal/errorOther texts are kept as they are (the
+// toolbox rewrites them keeping only code, description and stack; its sync loop never sets
+// them).
+//
+// It refuses, before writing anything, a request that fails Validate, names another
+// consumer than this store, or does not match the chunk (producer, consumer, user), and a
+// row that Table.Normalize refuses; rows are normalized in place.
+func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+	if err := checkChunk(args, chunk); err != nil {
+		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
+	}
+	var res wallet.ProcessSyncChunkResult
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := checkStorage(ctx, tx, "consumer", args.ToStorageIdentityKey); err != nil {
+			return err
+		}
+		userID, err := lookupUser(ctx, tx, args.IdentityKey)
+		if err != nil {
+			return err
+		}
+		states, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ?", userID, args.FromStorageIdentityKey)
+		if err != nil {
+			return err
+		}
+		switch len(states) {
+		case 0:
+			return fmt.Errorf("no sync state for producer %s (FindOrInsertSyncState makes it): %w", wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrNotFound)
+		case 1:
+		default:
+			return fmt.Errorf("producer %s: %w", wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrAmbiguousSyncState)
+		}
+		st := states[0]
+		if res, err = mergeChunk(ctx, tx, userID, &st, chunk); err != nil {
+			return err
+		}
+		st.UpdatedAt = wallet.Now()
+		return saveSyncState(ctx, tx, st)
+	})
+	if err != nil {
+		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
+	}
+	return res, nil
+}
+
+// checkChunk refuses a chunk that does not answer args, or whose rows are not rows.
+func checkChunk(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) error {
+	if err := args.Validate(); err != nil {
+		return err
+	}
+	switch {
+	case chunk.FromStorageIdentityKey != args.FromStorageIdentityKey:
+		return fmt.Errorf("chunk from producer %s answers a request to %s: %w", wallet.ShortKey(chunk.FromStorageIdentityKey, 16), wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrInvalidArgument)
+	case chunk.ToStorageIdentityKey != args.ToStorageIdentityKey:
+		return fmt.Errorf("chunk for consumer %s answers a request from %s: %w", wallet.ShortKey(chunk.ToStorageIdentityKey, 16), wallet.ShortKey(args.ToStorageIdentityKey, 16), wallet.ErrInvalidArgument)
+	case chunk.UserIdentityKey != args.IdentityKey:
+		return fmt.Errorf("chunk for user %s answers a request for %s: %w", wallet.ShortKey(chunk.UserIdentityKey, 16), wallet.ShortKey(args.IdentityKey, 16), wallet.ErrInvalidArgument)
+	}
+	if chunk.User != nil {
+		if err := wallet.Users.Normalize(chunk.User); err != nil {
+			return fmt.Errorf("chunk user: %w", err)
+		}
+		if key := chunk.User[wallet.Users.Col("identityKey")]; key != args.IdentityKey {
+			return fmt.Errorf("chunk carries the user row of %v: %w", key, wallet.ErrInvalidArgument)
+		}
+	}
+	for name, rows := range chunk.Rows {
+		t, err := wallet.LookupTable(name)
+		if err != nil || t.Entity == "user" || t == wallet.SyncStates {
+			return fmt.Errorf("chunk array %q is not a BRC-40 entity: %w", name, wallet.ErrInvalidArgument)
+		}
+		for i, r := range rows {
+			if err := t.Normalize(r); err != nil {
+				return fmt.Errorf("%s[%d]: %w", t.Plural, i, err)
+			}
+		}
+	}
+	return nil
+}
+
+// mergeChunk merges the chunk's rows and moves st as processSyncChunk does.
+func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncState, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+	m := newMerger(ctx, tx, userID, syncMapIDs{st.SyncMap}, "")
+	defer m.close()
+	var maxUpdated *time.Time
+	if chunk.User != nil {
+		before := m.updates
+		if err := m.merge(wallet.Users, chunk.User); err != nil {
+			return wallet.ProcessSyncChunkResult{}, fmt.Errorf("merge user: %w", err)
+		}
+		if m.updates > before {
+			maxUpdated = latest(maxUpdated, updatedAt(wallet.Users, chunk.User))
+		}
+	}
+	for _, t := range wallet.Entities {
+		rows := chunk.Rows[t.Name]
+		e := st.SyncMap.Entity(t)
+		for i, r := range rows {
+			e.MaxUpdatedAt = latest(e.MaxUpdatedAt, updatedAt(t, r))
+			if err := m.merge(t, r); err != nil {
+				return wallet.ProcessSyncChunkResult{}, fmt.Errorf("merge %s[%d] %v: %w", t.Plural, i, t.KeyOf(r), err)
+			}
+		}
+		e.Count += int64(len(rows))
+		if e.MaxUpdatedAt != nil {
+			maxUpdated = latest(maxUpdated, *e.MaxUpdatedAt)
+		}
+	}
+	done := chunk.Complete()
+	if done {
+		// The next cycle starts at the newest row seen, its offsets at zero.
+		st.When = maxUpdated
+		for _, t := range wallet.Entities {
+			st.SyncMap.Entity(t).Count = 0
+		}
+	}
+	return wallet.ProcessSyncChunkResult{Done: done, MaxUpdatedAt: maxUpdated, Updates: m.updates, Inserts: m.inserts}, nil
+}
+
+func updatedAt(t *wallet.Table, r wallet.Row) time.Time {
+	return r[t.Col("updated_at")].(time.Time)
+}
+
+// latest is the toolbox's maxDate: the later of a (nil: none) and b.
+func latest(a *time.Time, b time.Time) *time.Time {
+	if a != nil && !b.After(*a) {
+		return a
+	}
+	return &b
+}
+
+// syncMapIDs is the consumer's idMapper: the id maps of the producer's sync map, as the
+// toolbox keeps them. Users have no entry there (the user is matched by identity key), so
+// their mapping is not kept.
+type syncMapIDs struct{ m wallet.SyncMap }
+
+var _ idMapper = syncMapIDs{}
+
+func (s syncMapIDs) local(t *wallet.Table, src int64) (int64, bool) {
+	e := s.m.Entity(t)
+	if e == nil {
+		return 0, false
+	}
+	id, ok := e.IDMap[src]
+	return id, ok
+}
+
+func (s syncMapIDs) record(t *wallet.Table, src, local int64) error {
+	e := s.m.Entity(t)
+	if e == nil {
+		return nil
+	}
+	if old, ok := e.IDMap[src]; ok && old != local {
+		return &wallet.IDMapConflictError{Entity: t.Entity, SourceID: src, Mapped: old, New: local}
+	}
+	e.IDMap[src] = local
+	return nil
+}
+
+// FindOrInsertSyncState returns the consumer state for the user identityKey and the
+// producer (producerSIK, producerName), creating both the way the toolbox's
+// EntitySyncState.fromStorage does before each chunk: findOrInsertUser (a missing user is
+// created with its default basket, see EnsureUser), then findOrInsertSyncStateAuth, whose
+// new row has status "unknown", init false, a random 12-byte base64 refNum, a fresh sync map
+// (wallet.NewSyncMap), no when, and created_at = updated_at = now. The lookup key includes
+// the producer's name, as the toolbox's does; a second name for the same producer makes a
+// second row, which ProcessSyncChunk then refuses (wallet.ErrAmbiguousSyncState), as the
+// toolbox does.
+func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
+	if producerSIK == "" || producerName == "" {
+		return wallet.SyncState{}, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
+	}
+	var st wallet.SyncState
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		userID, _, err := ensureUser(ctx, tx, identityKey)
+		if err != nil {
+			return err
+		}
+		states, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ? AND storageName = ?", userID, producerSIK, producerName)
+		if err != nil {
+			return err
+		}
+		switch len(states) {
+		case 0:
+		case 1:
+			st = states[0]
+			return nil
+		default:
+			return fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
+		}
+		ref := make([]byte, 12)
+		if _, err := rand.Read(ref); err != nil {
+			return err
+		}
+		now := wallet.Now()
+		st = wallet.SyncState{CreatedAt: now, UpdatedAt: now, UserID: userID, StorageIdentityKey: producerSIK, StorageName: producerName,
+			Status: "unknown", RefNum: base64.StdEncoding.EncodeToString(ref), SyncMap: wallet.NewSyncMap()}
+		row, err := st.Row()
+		if err != nil {
+			return err
+		}
+		w := newRowWriter(tx)
+		defer w.close()
+		st.SyncStateID, err = w.insert(ctx, wallet.SyncStates, row, false)
+		return err
+	})
+	if err != nil {
+		return wallet.SyncState{}, fmt.Errorf("find or insert sync state: %w", err)
+	}
+	return st, nil
+}
+
+// readSyncStates reads up to two sync_states rows matching where: enough to tell one from
+// several.
+func readSyncStates(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]wallet.SyncState, error) {
+	rows, err := queryRows(ctx, tx, wallet.SyncStates, "SELECT "+selectColumns(wallet.SyncStates)+" FROM sync_states AS t WHERE "+where+" ORDER BY syncStateId LIMIT 2", args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wallet.SyncState, len(rows))
+	for i, r := range rows {
+		if out[i], err = wallet.SyncStateFromRow(r); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// saveSyncState writes what processSyncChunk changes: the sync map, when and updated_at.
+func saveSyncState(ctx context.Context, tx *sql.Tx, st wallet.SyncState) error {
+	syncMap, err := json.Marshal(st.SyncMap)
+	if err != nil {
+		return err
+	}
+	var when any
+	if st.When != nil {
+		when = wallet.FormatTime(*st.When)
+	}
+	_, err = tx.ExecContext(ctx, `UPDATE sync_states SET updated_at = ?, syncMap = ?, "when" = ? WHERE syncStateId = ?`,
+		wallet.FormatTime(st.UpdatedAt), string(syncMap), when, st.SyncStateID)
+	if err != nil {
+		return fmt.Errorf("save sync state: %w", classify(err))
+	}
+	return nil
+}
+
+// checkStorage refuses a request that names another store than this one in role.
+func checkStorage(ctx context.Context, tx *sql.Tx, role, key string) error {
+	var sik string
+	if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
+		return fmt.Errorf("read settings: %w", classify(err))
+	}
+	if key != sik {
+		return fmt.Errorf("the request names %s as %s, this store is %s: %w", wallet.ShortKey(key, 16), role, wallet.ShortKey(sik, 16), wallet.ErrInvalidArgument)
+	}
+	return nil
+}
+
+func selectColumns(t *wallet.Table) string {
+	return strings.Join(quoteAllPrefixed("t.", t.ColumnNames()), ", ")
+}
+
+// queryRows runs a query whose result columns are t's, in order, and returns the rows
+// normalized.
+func queryRows(ctx context.Context, tx *sql.Tx, t *wallet.Table, q string, args ...any) ([]wallet.Row, error) {
+	rows, err := tx.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []wallet.Row
+	for rows.Next() {
+		r := make(wallet.Row, len(t.Columns))
+		dst := make([]any, len(r))
+		for i := range r {
+			dst[i] = &r[i]
+		}
+		if err := rows.Scan(dst...); err != nil {
+			return nil, classify(err)
+		}
+		if err := t.Normalize(r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, classify(rows.Err())
+}
