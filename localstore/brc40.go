@@ -450,21 +450,5 @@ func queryRows(ctx context.Context, tx *sql.Tx, t *wallet.Table, q string, args 
 	if err != nil {
 		return nil, classify(err)
 	}
-	defer rows.Close()
-	var out []wallet.Row
-	for rows.Next() {
-		r := make(wallet.Row, len(t.Columns))
-		dst := make([]any, len(r))
-		for i := range r {
-			dst[i] = &r[i]
-		}
-		if err := rows.Scan(dst...); err != nil {
-			return nil, classify(err)
-		}
-		if err := t.Normalize(r); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, classify(rows.Err())
+	return scanRows(rows, t)
 }

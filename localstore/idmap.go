@@ -54,7 +54,7 @@ func (m *tableIDs) local(t *wallet.Table, src int64) (int64, bool) {
 func (m *tableIDs) record(t *wallet.Table, src, local int64) error {
 	if old, ok := m.local(t, src); ok {
 		if old != local {
-			return fmt.Errorf("%s id %d is mapped to %d, now to %d: %w", t.Name, src, old, local, wallet.ErrCorrupt)
+			return &wallet.IDMapConflictError{Entity: t.Entity, SourceID: src, Mapped: old, New: local}
 		}
 		return nil
 	}

@@ -167,7 +167,7 @@ func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, b
 		want := map[string]int{}
 		var keys [][]any
 		for i, r := range locals {
-			if found[i] != nil || (t == wallet.Transactions && cols[0] == "txid" && r[t.Col("txid")] == nil) {
+			if found[i] != nil || (t == wallet.Transactions && cols[0] == "txid" && (r[t.Col("txid")] == nil || r[t.Col("txid")] == "")) {
 				continue
 			}
 			k, vals := naturalKey(t, cols, r)
@@ -226,23 +226,7 @@ func (m *merger) findMany(t *wallet.Table, cols []string, keys [][]any) ([]walle
 	if err != nil {
 		return nil, classify(err)
 	}
-	defer rs.Close()
-	var out []wallet.Row
-	for rs.Next() {
-		r := make(wallet.Row, len(t.Columns))
-		dst := make([]any, len(r))
-		for i := range r {
-			dst[i] = &r[i]
-		}
-		if err := rs.Scan(dst...); err != nil {
-			return nil, classify(err)
-		}
-		if err := t.Normalize(r); err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, classify(rs.Err())
+	return scanRows(rs, t)
 }
 
 // insertMany inserts the rows at positions idx with multi-row statements and records the
@@ -360,8 +344,9 @@ func (m *merger) localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
 // find returns this store's row matching local by natural key.
 func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, bool, error) {
 	if t == wallet.Transactions {
-		// The toolbox matches a transaction by txid when it has one, else by reference.
-		if txid := local[t.Col("txid")]; txid != nil {
+		// The toolbox matches a transaction by txid when it has one (a non-empty one: its test
+		// is JavaScript truthiness), else by reference.
+		if txid := local[t.Col("txid")]; txid != nil && txid != "" {
 			if r, ok, err := m.findBy(t, []string{"txid", "userId"}, local); ok || err != nil {
 				return r, ok, err
 			}
@@ -383,29 +368,20 @@ func (m *merger) findBy(t *wallet.Table, cols []string, local wallet.Row) (walle
 	if err != nil {
 		return nil, false, err
 	}
-	rows, err := st.QueryContext(m.ctx, args...)
+	rs, err := st.QueryContext(m.ctx, args...)
 	if err != nil {
 		return nil, false, classify(err)
 	}
-	defer rows.Close()
-	var found wallet.Row
-	for rows.Next() {
-		if found != nil {
-			return nil, false, fmt.Errorf("%s: two rows match natural key %v: %w", t.Name, cols, wallet.ErrCorrupt)
-		}
-		found = make(wallet.Row, len(t.Columns))
-		dst := make([]any, len(found))
-		for i := range found {
-			dst[i] = &found[i]
-		}
-		if err := rows.Scan(dst...); err != nil {
-			return nil, false, classify(err)
-		}
-		if err := t.Normalize(found); err != nil {
-			return nil, false, err
-		}
+	rows, err := scanRows(rs, t)
+	switch {
+	case err != nil:
+		return nil, false, err
+	case len(rows) > 1:
+		return nil, false, fmt.Errorf("%s: two rows match natural key %v: %w", t.Name, cols, wallet.ErrCorrupt)
+	case len(rows) == 0:
+		return nil, false, nil
 	}
-	return found, found != nil, classify(rows.Err())
+	return rows[0], true, nil
 }
 
 func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {

@@ -140,24 +140,8 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	if err != nil {
 		return page, classify(err)
 	}
-	defer rows.Close()
-	page.Rows = make([]wallet.Row, 0, n)
-	for rows.Next() {
-		r := make(wallet.Row, len(t.Columns))
-		dst := make([]any, len(r))
-		for i := range r {
-			dst[i] = &r[i]
-		}
-		if err := rows.Scan(dst...); err != nil {
-			return page, classify(err)
-		}
-		if err := t.Normalize(r); err != nil {
-			return page, err
-		}
-		page.Rows = append(page.Rows, r)
-	}
-	if err := rows.Err(); err != nil {
-		return page, classify(err)
+	if page.Rows, err = scanRows(rows, t); err != nil {
+		return page, err
 	}
 	if len(page.Rows) != n {
 		return page, fmt.Errorf("page of %d rows loaded %d: the snapshot changed under the view: %w", n, len(page.Rows), wallet.ErrCorrupt)

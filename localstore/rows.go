@@ -68,3 +68,24 @@ func (w *rowWriter) close() {
 		st.Close()
 	}
 }
+
+// scanRows reads every row of rs as rows of t, normalized, and closes rs.
+func scanRows(rs *sql.Rows, t *wallet.Table) ([]wallet.Row, error) {
+	defer rs.Close()
+	var out []wallet.Row
+	for rs.Next() {
+		r := make(wallet.Row, len(t.Columns))
+		dst := make([]any, len(r))
+		for i := range r {
+			dst[i] = &r[i]
+		}
+		if err := rs.Scan(dst...); err != nil {
+			return nil, classify(err)
+		}
+		if err := t.Normalize(r); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, classify(rs.Err())
+}
