@@ -7,7 +7,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"walletsync/wallet"
@@ -440,7 +439,7 @@ func checkStorage(ctx context.Context, tx *sql.Tx, role, key string) error {
 }
 
 func selectColumns(t *wallet.Table) string {
-	return strings.Join(quoteAllPrefixed("t.", t.ColumnNames()), ", ")
+	return joinQuoted("t.", t.ColumnNames())
 }
 
 // queryRows runs a query whose result columns are t's, in order, and returns the rows

@@ -216,8 +216,8 @@ func (m *merger) findMany(t *wallet.Table, cols []string, keys [][]any) ([]walle
 	for _, k := range keys {
 		args = append(args, k...)
 	}
-	q := fmt.Sprintf("SELECT %s FROM %s WHERE (%s) IN (VALUES %s)", strings.Join(quoteAllPrefixed("", t.ColumnNames()), ", "),
-		quoteIdent(string(t.Name)), strings.Join(quoteAllPrefixed("", cols), ", "), strings.TrimSuffix(strings.Repeat(tuple+", ", len(keys)), ", "))
+	q := fmt.Sprintf("SELECT %s FROM %s WHERE (%s) IN (VALUES %s)", joinQuoted("", t.ColumnNames()),
+		quoteIdent(string(t.Name)), joinQuoted("", cols), strings.TrimSuffix(strings.Repeat(tuple+", ", len(keys)), ", "))
 	st, err := m.stmt(q)
 	if err != nil {
 		return nil, err
@@ -255,7 +255,7 @@ func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 				args = append(args, wallet.SQLValue(r[t.Col(c)]))
 			}
 		}
-		q := fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quoteIdent(string(t.Name)), strings.Join(quoteAllPrefixed("", cols), ", "),
+		q := fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quoteIdent(string(t.Name)), joinQuoted("", cols),
 			strings.TrimSuffix(strings.Repeat("("+placeholders(len(cols))+"), ", len(batch)), ", "))
 		if t.ID == "" {
 			st, err := m.stmt(q)
@@ -363,7 +363,7 @@ func (m *merger) findBy(t *wallet.Table, cols []string, local wallet.Row) (walle
 		conds[i] = quoteIdent(c) + " = ?"
 		args[i] = wallet.SQLValue(local[t.Col(c)])
 	}
-	st, err := m.stmt(fmt.Sprintf("SELECT %s FROM %s WHERE %s LIMIT 2", strings.Join(quoteAllPrefixed("", t.ColumnNames()), ", "),
+	st, err := m.stmt(fmt.Sprintf("SELECT %s FROM %s WHERE %s LIMIT 2", joinQuoted("", t.ColumnNames()),
 		quoteIdent(string(t.Name)), strings.Join(conds, " AND ")))
 	if err != nil {
 		return nil, false, err

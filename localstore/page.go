@@ -82,7 +82,7 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 		where += " AND " + w
 		args = append(args, a...)
 	}
-	order := strings.Join(quoteAllPrefixed("t.", t.Key), ", ")
+	order := joinQuoted("t.", t.Key)
 
 	// Step 1: keys and charges of up to Rows+1 rows; the extra row tells whether more follow.
 	charge := make([]string, len(t.Columns))
@@ -90,7 +90,7 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 		charge[i] = fmt.Sprintf("coalesce(octet_length(t.%s), 0)", quoteIdent(c.Name))
 	}
 	q := fmt.Sprintf("SELECT %s, 2 * (%s) + %d FROM %s WHERE %s ORDER BY %s LIMIT ?",
-		strings.Join(quoteAllPrefixed("t.", t.Key), ", "), strings.Join(charge, " + "),
+		joinQuoted("t.", t.Key), strings.Join(charge, " + "),
 		64*len(t.Columns), from, where, order)
 	rows, err := v.query(ctx, q, append(args, limits.Rows+1)...)
 	if err != nil {
@@ -135,7 +135,7 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	// Step 2: the payloads of exactly the rows that fit.
 	w, a := keyAtMost(t.Key, last)
 	q = fmt.Sprintf("SELECT %s FROM %s WHERE %s AND %s ORDER BY %s",
-		strings.Join(quoteAllPrefixed("t.", t.ColumnNames()), ", "), from, where, w, order)
+		joinQuoted("t.", t.ColumnNames()), from, where, w, order)
 	rows, err = v.query(ctx, q, append(args, a...)...)
 	if err != nil {
 		return page, classify(err)
@@ -279,12 +279,13 @@ func (v *Snapshot) decodeCursor(c wallet.Cursor, t *wallet.Table) ([]any, error)
 	return cur.Key, nil
 }
 
-func quoteAllPrefixed(prefix string, names []string) []string {
+// joinQuoted quotes each name, prefixed (e.g. "t."), and joins them with commas.
+func joinQuoted(prefix string, names []string) string {
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = prefix + quoteIdent(n)
 	}
-	return out
+	return strings.Join(out, ", ")
 }
 
 // mergeCancel returns a context that is done when either a or b is.

@@ -20,7 +20,7 @@ func scanTable(tb testing.TB, s *Store, t *wallet.Table, identity string) []wall
 		tb.Fatal(err)
 	}
 	from, where, args := scopeFilter(t, userID)
-	rows, err := s.readDB.Query(fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s", joinCols("t.", t.ColumnNames()), from, where, joinCols("t.", t.Key)), args...)
+	rows, err := s.readDB.Query(fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY %s", joinQuoted("t.", t.ColumnNames()), from, where, joinQuoted("t.", t.Key)), args...)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -39,17 +39,6 @@ func scanTable(tb testing.TB, s *Store, t *wallet.Table, identity string) []wall
 			tb.Fatal(err)
 		}
 		out = append(out, r)
-	}
-	return out
-}
-
-func joinCols(prefix string, names []string) string {
-	out := ""
-	for i, q := range quoteAllPrefixed(prefix, names) {
-		if i > 0 {
-			out += ", "
-		}
-		out += q
 	}
 	return out
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"time"
 
 	"walletsync/wallet"
@@ -80,7 +79,7 @@ func (s *Store) CopyRawFrom(ctx context.Context, srcPath string) (rows int64, er
 		return 0, classify(err)
 	}
 	for _, t := range wallet.SyncOrder {
-		cols := strings.Join(quoteAllPrefixed("", t.ColumnNames()), ", ")
+		cols := joinQuoted("", t.ColumnNames())
 		res, err := conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO main.%s (%s) SELECT %s FROM src.%s", quoteIdent(string(t.Name)), cols, cols, quoteIdent(string(t.Name))))
 		if err != nil {
 			conn.ExecContext(ctx, "ROLLBACK")

@@ -1,0 +1,43 @@
+package localstore
+
+import (
+	"context"
+	"fmt"
+
+	"walletsync/wallet"
+)
+
+// LookupRow reads the one row of table whose column equals value, whichever user it belongs
+// to, inside the view's snapshot (portable.RowLookup). It serves the BRC-38 export, whose
+// closure and raw-transaction back-fill follow links that BRC-40's per-user scope does not.
+// Only columns that are unique in the toolbox's schema are accepted: a table's id, and the
+// txid of proven_txs and proven_tx_reqs; a missing row is wallet.ErrNotFound.
+func (v *Snapshot) LookupRow(ctx context.Context, table wallet.TableName, column string, value any) (wallet.Row, error) {
+	t, err := wallet.LookupTable(table)
+	if err != nil {
+		return nil, fmt.Errorf("look up row: %w", err)
+	}
+	unique := column == t.ID && t.ID != "" || column == "txid" && (t == wallet.ProvenTxs || t == wallet.ProvenTxReqs)
+	if !unique {
+		return nil, fmt.Errorf("look up %s by %s: not a unique column: %w", table, column, wallet.ErrInvalidArgument)
+	}
+	var rows []wallet.Row
+	err = v.read(func() error {
+		qctx, stop := mergeCancel(ctx, v.ctx)
+		defer stop()
+		rs, err := v.query(qctx, fmt.Sprintf("SELECT %s FROM %s AS t WHERE t.%s = ?",
+			joinQuoted("t.", t.ColumnNames()), quoteIdent(string(t.Name)), quoteIdent(column)), wallet.SQLValue(value))
+		if err != nil {
+			return classify(err)
+		}
+		rows, err = scanRows(rs, t)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("look up %s by %s: %w", table, column, err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("look up %s.%s = %v: %w", table, column, value, wallet.ErrNotFound)
+	}
+	return rows[0], nil
+}

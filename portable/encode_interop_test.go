@@ -1,0 +1,193 @@
+package portable
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"walletsync/internal/toolboxpeer"
+	"walletsync/localstore"
+	"walletsync/wallet"
+)
+
+// These tests hold walletsync's BRC-38 bytes against @bsv/wallet-toolbox 2.1.26's
+// exportBRC38Json, run by the interop peer under LC_ALL=C.UTF-8 and TZ=UTC, byte for byte.
+
+// trickyValues are SQL edits of the small fixture that put every value the canonical form is
+// subtle about where both encoders must write it: U+2028 and U+2029 (raw in JavaScript,
+// escaped by encoding/json), '<' '>' '&', quotes, backslashes, control characters, U+007F,
+// U+FEFF, astral characters, the empty string, integers at +/-2^53, a NULL description,
+// certificate field names whose localeCompare order differs from byte order (case, accents,
+// digits, Greek, Cyrillic), JSON-text columns with unsorted and repeated keys, array-index
+// keys, numbers JSON.stringify rewrites (1e21, 1.50, -0, 1e-7, 2^64), whitespace, escaped
+// astral characters, and SQLite-default and second-precision timestamps.
+var trickyValues = []string{
+	`UPDATE tx_labels SET label = 'sep' || char(8232) || 'para' || char(8233) || '<>&"\/' || char(9, 10, 13, 1, 31, 127, 65279, 128512) || 'end' WHERE txLabelId = 1`,
+	`UPDATE tx_labels SET label = '' WHERE txLabelId = 2`,
+	`UPDATE transactions SET satoshis = 9007199254740992, description = 'party ' || char(127881) WHERE transactionId = 1`,
+	`UPDATE transactions SET satoshis = -9007199254740992 WHERE transactionId = 2`,
+	`UPDATE transactions SET description = NULL WHERE transactionId = 3`,
+	`UPDATE outputs SET satoshis = 9007199254740991 WHERE outputId = 1`,
+	`UPDATE certificate_fields SET fieldValue = char(8232) || '"quoted"\' WHERE certificateId = 1 AND fieldName = 'name'`,
+	`INSERT INTO certificate_fields (created_at, updated_at, userId, certificateId, fieldName, fieldValue, masterKey)
+	 SELECT '2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 1, 1, n, 'value of ' || n, 'key'
+	 FROM (SELECT 'a' AS n UNION ALL SELECT 'B' UNION ALL SELECT 'b' UNION ALL SELECT char(228) UNION ALL SELECT char(196)
+	       UNION ALL SELECT 'r' || char(233) || 'sum' || char(233) UNION ALL SELECT 'Resume' UNION ALL SELECT 'zeta'
+	       UNION ALL SELECT '_id' UNION ALL SELECT '10' UNION ALL SELECT '9' UNION ALL SELECT 'a b' UNION ALL SELECT 'a-b'
+	       UNION ALL SELECT char(937) || 'mega' UNION ALL SELECT char(969) || 'mega' UNION ALL SELECT char(1025) || 'lka'
+	       UNION ALL SELECT char(1105) || 'lka' UNION ALL SELECT 'EMAIL')`,
+	`UPDATE proven_tx_reqs SET
+	   history = '{"notes":[{"when":"2026-01-01T00:00:00.000Z","what":"x' || char(8232) || 'y","n":1e21,"f":1.50,"z":-0,"big":18446744073709551616,"tiny":1e-7,"nested":{"b":[1,{"y":true,"x":false}],"a":"\u00e9\ud83d\ude00"}}],"' || char(233) || '":1,"Z":2,"a":3,"a":4}',
+	   notify = ' { "transactionIds" : [ 3, 1, 2 ] } '
+	 WHERE provenTxReqId = 1`,
+	`UPDATE sync_states SET syncMap = '{"provenTx":{"idMap":{"10":1,"9":2,"100":3,"-1":4,"01":5},"count":3,"entityName":"provenTx"}}',
+	   errorLocal = '{"code":"E","description":"d","stack":"s\n t"}' WHERE syncStateId = 1`,
+	`UPDATE output_tags SET created_at = '2026-02-03 04:05:06', updated_at = '2026-02-03T04:05:06Z' WHERE outputTagId = 1`,
+}
+
+// mustTrickyStore is the small fixture with trickyValues applied.
+func mustTrickyStore(tb testing.TB) (path, identity string) {
+	tb.Helper()
+	path, identity = mustStore(tb, localstore.FixtureSmall, smallSeed)
+	mutate(tb, path, trickyValues...)
+	return path, identity
+}
+
+func TestEncode_ByteIdenticalToToolbox(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		store func(testing.TB) (string, string)
+	}{
+		{"small", func(tb testing.TB) (string, string) { return mustStore(tb, localstore.FixtureSmall, smallSeed) }},
+		{"toolbox", func(tb testing.TB) (string, string) { return mustStore(tb, localstore.FixtureToolbox, 4) }},
+		{"toolbox-filled", mustToolboxStore},
+		{"tricky-values", mustTrickyStore},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			path, id := tc.store(t)
+			got, stats := encodeFile(t, path, id, false)
+			requireSameBytes(t, got, toolboxExport38(t, path, id))
+			for _, w := range stats.Warnings {
+				// The peer's wallet has an NFC/NFD tie, in the toolbox's order here.
+				if w.Kind != WarnCollationUnverified && w.Kind != WarnCollationTie {
+					t.Errorf("unexpected warning %s", w)
+				}
+			}
+		})
+	}
+}
+
+// TestEncode_BackfillAndClosureMatchToolbox covers what keyset pages alone cannot reproduce
+// (see RowLookup) on the toolbox's own wallet: transactions stored without rawTx (as the
+// toolbox stores every transaction it signs), outputs whose script must be cut from a raw
+// transaction (including past its end, which gives an empty script), and a proof that only a
+// proof request references. With RowLookup the bytes equal the toolbox's; without it, the
+// closure gap is an error and the back-fills are warnings.
+func TestEncode_BackfillAndClosureMatchToolbox(t *testing.T) {
+	t.Parallel()
+	path, id := mustToolboxStore(t)
+	mutate(t, path,
+		`UPDATE transactions SET rawTx = NULL WHERE transactionId IN (1, 2, 3, 5)`,        // from proofs 1 and 5, requests 2 and 3
+		`UPDATE transactions SET provenTxId = NULL WHERE transactionId = 1`,               // proof 1: now only request 1 references it
+		`UPDATE outputs SET lockingScript = NULL WHERE outputId IN (1, 3)`,                // cut from proof 1, from request 2
+		`UPDATE outputs SET scriptOffset = 225, lockingScript = X'00' WHERE outputId = 2`, // clamped at the end of request 2's rawTx
+		`UPDATE outputs SET scriptLength = 5, scriptOffset = 1000 WHERE outputId = 5`,     // past the end of proof 5's rawTx: empty
+	)
+	want := toolboxExport38(t, path, id)
+	got, stats := encodeFile(t, path, id, true)
+	requireSameBytes(t, got, want)
+	for _, w := range stats.Warnings {
+		if w.Kind != WarnCollationUnverified && w.Kind != WarnCollationTie {
+			t.Errorf("unexpected warning %s", w)
+		}
+	}
+	if !strings.Contains(string(got), `"lockingScript":""`) {
+		t.Error(`no output carries the empty script cut past the end of its raw transaction`)
+	}
+
+	t.Run("WithoutLookup/ClosureGapIsAnError", func(t *testing.T) {
+		_, err := withView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
+			return Encode(context.Background(), v, settings, id, testExportedAt, &strings.Builder{})
+		})
+		var ee *EncodeError
+		if !errors.As(err, &ee) || !errors.Is(err, ErrNotExportable) || ee.Path != "tables.provenTxs[0]" {
+			t.Fatalf("Encode without RowLookup: %v, want an *EncodeError at tables.provenTxs[0] matching ErrNotExportable", err)
+		}
+	})
+	t.Run("WithoutLookup/BackfillsAreWarnings", func(t *testing.T) {
+		mutate(t, path, `UPDATE transactions SET provenTxId = 1 WHERE transactionId = 1`)
+		got, stats := encodeFile(t, path, id, false)
+		var paths []string
+		for _, w := range stats.Warnings {
+			if w.Kind == WarnBackfillUnavailable {
+				paths = append(paths, w.Path)
+			}
+		}
+		wantPaths := []string{"tables.outputs[0].lockingScript", "tables.outputs[1].lockingScript", "tables.outputs[2].lockingScript",
+			"tables.outputs[4].lockingScript", "tables.transactions[0].rawTx", "tables.transactions[1].rawTx",
+			"tables.transactions[2].rawTx", "tables.transactions[4].rawTx"}
+		if !reflect.DeepEqual(paths, wantPaths) {
+			t.Fatalf("back-fill warnings at\n %v\nwant\n %v", paths, wantPaths)
+		}
+		if string(got) == string(toolboxExport38(t, path, id)) {
+			t.Fatal("the document without back-fills equals the toolbox's")
+		}
+	})
+	t.Run("ToolboxFailsWhereWalletsyncWarns", func(t *testing.T) {
+		// The toolbox's findTransactions reads a request without inputBEEF and throws.
+		mutate(t, path, `UPDATE proven_tx_reqs SET inputBEEF = NULL WHERE txid = (SELECT txid FROM transactions WHERE transactionId = 3)`)
+		err := toolboxpeer.Try(context.Background(), nil, "export38", "--db", path, "--identity", id, "--out", t.TempDir()+"/x.json")
+		if err == nil || !strings.Contains(err.Error(), "not iterable") {
+			t.Fatalf("toolbox export: %v, want its 'object null is not iterable' failure", err)
+		}
+		_, stats := encodeFile(t, path, id, true)
+		if !hasWarning(stats, WarnToolboxFails, "tables.transactions[2].rawTx") {
+			t.Fatalf("warnings %v lack %s at tables.transactions[2].rawTx", stats.Warnings, WarnToolboxFails)
+		}
+	})
+}
+
+func hasWarning(s Stats, kind WarningKind, path string) bool {
+	for _, w := range s.Warnings {
+		if w.Kind == kind && w.Path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEncode_CollationTiesKeepByteOrder documents the one ordering walletsync cannot
+// reproduce through a view: field names equal under localeCompare (here NFC and NFD
+// spellings of "émigré") keep the toolbox finder's rowid order, which a view does not
+// expose. The peer's fill inserts the NFD name first, which is also byte order; after the
+// two names trade rows, the toolbox lists NFC first and walletsync still NFD first. The
+// documents differ only in the order of those two rows, and Encode warns about the tie.
+func TestEncode_CollationTiesKeepByteOrder(t *testing.T) {
+	t.Parallel()
+	path, id := mustToolboxStore(t)
+	nfd := `'e' || char(769) || 'migre' || char(769)`
+	nfc := `char(233) || 'migr' || char(233)`
+	mutate(t, path,
+		`UPDATE certificate_fields SET fieldName = 'swap' WHERE fieldName = `+nfd,
+		`UPDATE certificate_fields SET fieldName = `+nfd+` WHERE certificateId = 2 AND fieldName = `+nfc,
+		`UPDATE certificate_fields SET fieldName = `+nfc+` WHERE fieldName = 'swap'`)
+	got, stats := encodeFile(t, path, id, false)
+	want := toolboxExport38(t, path, id)
+	if !hasWarning(stats, WarnCollationTie, "tables.certificateFields[7].fieldName") {
+		t.Fatalf("warnings %v lack the tie at tables.certificateFields[7]", stats.Warnings)
+	}
+	g, w := generic(t, got), generic(t, want)
+	gf := g["tables"].(map[string]any)["certificateFields"].([]any)
+	wf := w["tables"].(map[string]any)["certificateFields"].([]any)
+	gf[6], gf[7] = gf[7], gf[6]
+	if !reflect.DeepEqual(g, w) {
+		t.Fatal("the documents differ beyond the order of the two tied rows")
+	}
+	if string(got) == string(want) || !reflect.DeepEqual(gf, wf) {
+		t.Fatal("expected the tied rows in opposite orders")
+	}
+}

@@ -1,0 +1,199 @@
+package portable
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// ExportOptions tune ExportBRC39 and ExportBRC38. The zero value is the defaults.
+type ExportOptions struct {
+	// ExportedAt is written as the document's exportedAt; time.Now() when zero. The time the
+	// view was opened is the honest value: the document holds that snapshot.
+	ExportedAt time.Time
+	// Rand supplies the BRC-39 salt and nonce; crypto/rand when nil.
+	Rand io.Reader
+}
+
+// ExportResult describes a finished export file.
+type ExportResult struct {
+	Path   string
+	Size   int64    // the file's length in bytes
+	SHA256 [32]byte // of the file's bytes
+	// Stats describes the document inside: its length, the rows per table (which a restore
+	// drill compares later) and the places it may differ from the toolbox's export.
+	Stats Stats
+	// KDFTime is Argon2id's share of Elapsed (zero for a plaintext export), so reports can
+	// show the deliberate cost of the password apart from the work of the export.
+	KDFTime time.Duration
+	Elapsed time.Duration
+}
+
+// ExportBRC39 writes the user identityKey's wallet, read from the view v of a store whose
+// settings row is settings, to dstPath as a BRC-39 file: the canonical BRC-38 document
+// (Encode) encrypted under password with params (refused before any work when weaker than
+// DefaultKDFParams, see KDFParams.CheckExport).
+//
+// The file appears at dstPath complete or not at all: it is written to a private (0600)
+// temporary file in dstPath's folder, synced, renamed over dstPath (replacing an existing
+// file atomically) and the folder synced. On any failure, a cancelled ctx included, the
+// temporary file is removed and dstPath is left as it was. Only a failure to sync the folder
+// after the rename returns an error with the complete file in place.
+//
+// Before the file is kept, the document is decoded as it is written (Decode, concurrently,
+// with its memory of about 8 bytes per row) and must validate, so a store whose data would
+// make an invalid document (rows that reference another user's rows) fails the export with
+// the *DocumentError instead of leaving a backup that no importer accepts.
+func ExportBRC39(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey, password string, params KDFParams, dstPath string, opts ExportOptions) (ExportResult, error) {
+	if err := params.CheckExport(); err != nil {
+		return ExportResult{}, fmt.Errorf("export BRC-39: %w", err)
+	}
+	res, err := export(ctx, v, settings, identityKey, dstPath, opts, func(w io.Writer) (io.WriteCloser, time.Duration, error) {
+		e, err := Encrypt(ctx, w, password, params, opts.Rand)
+		if err != nil {
+			return nil, 0, err
+		}
+		return e, e.KDFTime(), nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("export BRC-39: %w", err)
+	}
+	return res, nil
+}
+
+// ExportBRC38 writes the plaintext BRC-38 document, exactly as ExportBRC39 does in every
+// other respect (private file, atomic rename, verification). The file holds the wallet's keys
+// unencrypted: callers offer it only when a person asks for it explicitly.
+func ExportBRC38(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey, dstPath string, opts ExportOptions) (ExportResult, error) {
+	res, err := export(ctx, v, settings, identityKey, dstPath, opts, func(w io.Writer) (io.WriteCloser, time.Duration, error) {
+		return nopCloser{w}, 0, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("export BRC-38: %w", err)
+	}
+	return res, nil
+}
+
+type nopCloser struct{ io.Writer }
+
+func (nopCloser) Close() error { return nil }
+
+// sealer wraps the file's writer in the format's envelope (the BRC-39 Encrypter, or nothing)
+// and reports the KDF time it spent. Tests pass one with a cheap key.
+type sealer func(w io.Writer) (io.WriteCloser, time.Duration, error)
+
+func export(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey, dstPath string, opts ExportOptions, seal sealer) (res ExportResult, err error) {
+	start := time.Now()
+	exportedAt := opts.ExportedAt
+	if exportedAt.IsZero() {
+		exportedAt = start
+	}
+	dir := filepath.Dir(dstPath)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(dstPath)+".tmp-*") // mode 0600
+	if err != nil {
+		return res, fmt.Errorf("create temp file: %w", err)
+	}
+	renamed := false
+	defer func() {
+		if err != nil && !renamed {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	hash := sha256.New()
+	out := &countingWriter{w: io.MultiWriter(f, hash)}
+	sealed, kdfTime, err := seal(out)
+	if err != nil {
+		return res, err
+	}
+	stats, err := encodeVerified(ctx, v, settings, identityKey, exportedAt, sealed)
+	if err != nil {
+		return res, err
+	}
+	if err := sealed.Close(); err != nil {
+		return res, err
+	}
+	if err := f.Sync(); err != nil {
+		return res, fmt.Errorf("sync %s: %w", f.Name(), err)
+	}
+	if err := f.Close(); err != nil {
+		return res, fmt.Errorf("close %s: %w", f.Name(), err)
+	}
+	if err := os.Rename(f.Name(), dstPath); err != nil {
+		return res, fmt.Errorf("rename into place: %w", err)
+	}
+	renamed = true
+	res = ExportResult{Path: dstPath, Size: out.n, Stats: stats, KDFTime: kdfTime}
+	hash.Sum(res.SHA256[:0])
+	if err := syncDir(dir); err != nil {
+		return res, fmt.Errorf("sync folder %s (the file is complete): %w", dir, err)
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+// syncDir makes a rename in dir durable. Some systems cannot sync a folder (os.ErrInvalid);
+// there the rename is as durable as they make it.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+		return err
+	}
+	return nil
+}
+
+// verifyError marks a document that the encoder wrote and the decoder refused.
+type verifyError struct{ err error }
+
+func (e *verifyError) Error() string { return "verify the written document: " + e.err.Error() }
+func (e *verifyError) Unwrap() error { return e.err }
+
+// encodeVerified runs Encode into w and, through a pipe, Decode over the same bytes, and
+// fails unless the decoder accepts the document and counts the rows the encoder wrote.
+func encodeVerified(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey string, exportedAt time.Time, w io.Writer) (Stats, error) {
+	pr, pw := io.Pipe()
+	type result struct {
+		doc Document
+		err error
+	}
+	verified := make(chan result, 1)
+	go func() {
+		doc, err := Decode(ctx, pr, nil, DecodeOptions{})
+		if err != nil {
+			// Fail the encoder's next write, so it stops instead of blocking on the pipe.
+			pr.CloseWithError(&verifyError{err})
+		} else {
+			pr.Close()
+		}
+		verified <- result{doc, err}
+	}()
+	stats, err := Encode(ctx, v, settings, identityKey, exportedAt, io.MultiWriter(w, pw))
+	pw.CloseWithError(err) // nil: the decoder sees the end of the document
+	res := <-verified
+	var ve *verifyError
+	switch {
+	case errors.As(err, &ve):
+		return stats, ve
+	case err != nil:
+		return stats, err
+	case res.err != nil:
+		return stats, &verifyError{res.err}
+	}
+	for _, t := range append([]*wallet.Table{wallet.Users}, DocumentTables...) {
+		if stats.Rows[t.Name] != res.doc.Rows[t.Name] {
+			return stats, &verifyError{fmt.Errorf("%s: wrote %d rows, read back %d", t.Name, stats.Rows[t.Name], res.doc.Rows[t.Name])}
+		}
+	}
+	return stats, nil
+}
