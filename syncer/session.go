@@ -178,6 +178,11 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 		page, err := s.readPage(ctx, t, cursor, p)
 		tm.Read = time.Since(began)
 		if err != nil {
+			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+				// The cancel cut the read short: the view ends with the context it was opened
+				// under (ErrSnapshotClosed) or the query is interrupted. That is the cancel.
+				err = fmt.Errorf("%w: %w", cerr, err)
+			}
 			return err
 		}
 		done := pos == last && page.Done
