@@ -21,7 +21,9 @@ import (
 // Cancelling ctx stops at the next safe point: a read in flight drains, an uncommitted page
 // is discarded, a commit already started is waited for, and nothing acknowledged is undone.
 // The result is then StateCancelled and the error wraps ctx.Err(). Every other failure is
-// StateFailed with the error; the durable checkpoint is always in the result.
+// StateFailed with the error. The result's checkpoint is the last one the destination
+// acknowledged in a way the session accepted: after a refused acknowledgement the
+// destination may hold one more page, which the next session reads from Begin.
 func Run(ctx context.Context, src wallet.Source, dst wallet.Destination, identityKey string, opts Options) (Result, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
