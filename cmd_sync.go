@@ -46,7 +46,7 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
-	dst, err := openOrCreate(ctx, *to, settings.Chain)
+	dst, err := localstore.OpenOrCreate(ctx, *to, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup"}, localstore.Options{})
 	if err != nil {
 		return err
 	}
@@ -105,14 +105,6 @@ func openSource(ctx context.Context, path string) (*localstore.Store, error) {
 	return s, err
 }
 
-// openOrCreate opens a destination wallet, creating it on chain when it does not exist.
-func openOrCreate(ctx context.Context, path string, chain wallet.Chain) (*localstore.Store, error) {
-	s, err := localstore.Open(ctx, path, localstore.Options{})
-	if errors.Is(err, wallet.ErrNotFound) {
-		return localstore.Create(ctx, path, localstore.CreateOptions{Chain: chain, StorageName: "walletsync backup"}, localstore.Options{})
-	}
-	return s, err
-}
 
 // onlyIdentity returns the identity of a store's single user, or asks for --identity.
 func onlyIdentity(ctx context.Context, s *localstore.Store) (string, error) {

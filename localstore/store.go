@@ -208,6 +208,16 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// OpenOrCreate opens the wallet at path, or creates it with co when the file does not exist
+// (a backup destination's first run).
+func OpenOrCreate(ctx context.Context, path string, co CreateOptions, opts Options) (*Store, error) {
+	s, err := Open(ctx, path, opts)
+	if errors.Is(err, wallet.ErrNotFound) {
+		return Create(ctx, path, co, opts)
+	}
+	return s, err
+}
+
 // inspectFile opens a private read-only connection for the schema inspection, so that a
 // refused file is never written: no journal mode change, no migration, no lock file.
 func inspectFile(ctx context.Context, path string, busy time.Duration) (schemaState, error) {
