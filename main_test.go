@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -72,15 +73,28 @@ func TestCLI_Usage(t *testing.T) {
 
 func TestCLI_Demo(t *testing.T) {
 	dir := t.TempDir()
-	for range 2 { // the second run reuses the demo wallet
-		code, out, stderr := walletsync(t, "demo", "--dir", dir, "--fixture", "small", "--json")
+	for run := range 2 { // the second run reuses the demo's wallet, config and password
+		code, out, stderr := walletsync(t, "demo", "--dir", dir, "--fixture", "small", "--exit-after-first-run", "--json")
 		if code != 0 {
-			t.Fatalf("demo: exit %d: %s", code, stderr)
+			t.Fatalf("demo run %d: exit %d: %s", run, code, stderr)
 		}
-		var info localstore.Info
-		if err := json.Unmarshal([]byte(out), &info); err != nil || len(info.Identities) != 1 || info.Identities[0].Counts["transactions"] == 0 {
+		var sum demoSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
 			t.Fatalf("demo summary %q: %v", out, err)
 		}
+		if len(sum.Tasks) != 2 || !sum.Overview.Healthy || len(sum.Overview.Wallets) != 1 || sum.Overview.Wallets[0].Identities[0].Counts["transactions"] == 0 {
+			t.Fatalf("demo run %d: %+v", run, sum)
+		}
+		for _, task := range sum.Tasks {
+			// The second run's sync finds the backup wallet up to date: no rows to move.
+			if task.State != "succeeded" || (run == 0 && task.Counters.Rows == 0) {
+				t.Fatalf("demo run %d: task %+v", run, task)
+			}
+		}
+	}
+	backups, err := os.ReadDir(filepath.Join(dir, "backups"))
+	if err != nil || len(backups) != 2 {
+		t.Fatalf("backup folder after two runs: %v (%v)", backups, err)
 	}
 }
 

@@ -24,7 +24,9 @@ import (
 const (
 	DefaultAddr         = "127.0.0.1:0"
 	DefaultMaxBodyBytes = 1 << 20
-	DefaultHeartbeat    = 15 * time.Second
+	// DefaultMaxUploadBytes bounds a file upload (a backup file for import).
+	DefaultMaxUploadBytes = 4 << 30
+	DefaultHeartbeat      = 15 * time.Second
 )
 
 // ServerOptions configure a Server.
@@ -44,6 +46,8 @@ type ServerOptions struct {
 	Version string
 	// MaxBodyBytes bounds request bodies (default 1 MiB); larger ones get 413.
 	MaxBodyBytes int64
+	// MaxUploadBytes bounds the streamed bodies of HandleUpload routes (default 4 GiB).
+	MaxUploadBytes int64
 	// Heartbeat is how often an idle event stream gets a comment line (default 15 s), so
 	// that proxies and browsers keep it open.
 	Heartbeat time.Duration
@@ -125,6 +129,7 @@ type Server struct {
 	origins map[string]bool // allowed Origins
 	cookie  string
 	mux     *http.ServeMux
+	uploads map[string]bool // "POST path" of routes whose bodies stream (HandleUpload)
 	logins  *loginCodes
 	started time.Time
 	http    *http.Server
@@ -145,6 +150,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		opts.Addr = DefaultAddr
 	}
 	opts.MaxBodyBytes = positiveOr(opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	opts.MaxUploadBytes = positiveOr(opts.MaxUploadBytes, DefaultMaxUploadBytes)
 	opts.Heartbeat = positiveOr(opts.Heartbeat, DefaultHeartbeat)
 	opts.LoginTTL = positiveOr(opts.LoginTTL, DefaultLoginTTL)
 	bind, err := loopbackBind(opts.Addr)
@@ -161,6 +167,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		ln:      ln,
 		addr:    ln.Addr().String(),
 		mux:     http.NewServeMux(),
+		uploads: map[string]bool{},
 		logins:  newLoginCodes(opts.LoginTTL),
 		started: time.Now(),
 	}
@@ -235,6 +242,14 @@ func (s *Server) Handle(method, path string, h HandlerFunc) {
 	})
 }
 
+// HandleUpload adds a POST route whose body is a file: it streams to h (up to
+// MaxUploadBytes) instead of being buffered and bounded by MaxBodyBytes. Only exact paths
+// are supported.
+func (s *Server) HandleUpload(path string, h HandlerFunc) {
+	s.uploads["POST "+path] = true
+	s.Handle("POST", path, h)
+}
+
 // HandleHTTP adds a plain handler for an http.ServeMux pattern, such as the dashboard's
 // files at "GET /". It sits behind the same checks as every route.
 func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
@@ -299,7 +314,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"Send Origin: "+s.URL()+" with requests that change state.")
 		return
 	}
-	if err := s.bufferBody(r); err != nil {
+	if s.uploads[r.Method+" "+r.URL.Path] {
+		// A file: streamed to its handler, never buffered in memory, bounded all the same.
+		r.Body = http.MaxBytesReader(w, r.Body, s.opts.MaxUploadBytes)
+	} else if err := s.bufferBody(r); err != nil {
 		s.writeError(w, err)
 		return
 	}

@@ -66,6 +66,23 @@ CREATE TABLE events (
 CREATE INDEX events_epoch_seq ON events (epoch, seq);
 `,
 	},
+	{
+		name: "backup files",
+		ddl: `
+CREATE TABLE backups (
+	path TEXT PRIMARY KEY,
+	destination TEXT NOT NULL,
+	identity_key TEXT NOT NULL,
+	size INTEGER NOT NULL,
+	sha256 TEXT NOT NULL,
+	rows TEXT NOT NULL,            -- per-table row counts at export, JSON: the drill compares them
+	created_at TEXT NOT NULL,
+	verified_at TEXT,              -- when a verify or a drill last passed
+	verify_error TEXT              -- why the last verify or drill failed
+);
+CREATE INDEX backups_destination ON backups (destination, created_at);
+`,
+	},
 }
 
 // OpenState opens the state database at path, creating it (mode 0600) if missing and
@@ -301,4 +318,80 @@ func (s *StateDB) Events(ctx context.Context, limit int) ([]LoggedEvent, error) 
 		return nil, fmt.Errorf("read event log: %w", err)
 	}
 	return out, nil
+}
+
+// RecordBackup remembers a backup file the agent wrote (replacing an older record of the
+// same path).
+func (s *StateDB) RecordBackup(ctx context.Context, f Backup) error {
+	rows, err := json.Marshal(f.Rows)
+	if err != nil {
+		return err
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO backups (path, destination, identity_key, size, sha256, rows, created_at)
+VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (path) DO UPDATE SET destination = excluded.destination,
+identity_key = excluded.identity_key, size = excluded.size, sha256 = excluded.sha256, rows = excluded.rows,
+created_at = excluded.created_at, verified_at = NULL, verify_error = NULL`,
+			f.Path, f.Destination, f.IdentityKey, f.Size, f.SHA256, string(rows), f.CreatedAt.UTC().Format(time.RFC3339Nano))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record backup %s: %w", f.Path, err)
+	}
+	return nil
+}
+
+// BackupRecord is a recorded backup file with what verifying it found.
+type BackupRecord struct {
+	Backup
+	VerifiedAt  time.Time `json:"verifiedAt,omitzero"`
+	VerifyError string    `json:"verifyError,omitempty"`
+}
+
+// Backups returns the recorded files of a destination, newest first.
+func (s *StateDB) Backups(ctx context.Context, destination string) ([]BackupRecord, error) {
+	rs, err := s.db.QueryContext(ctx, `SELECT path, destination, identity_key, size, sha256, rows, created_at,
+coalesce(verified_at, ''), coalesce(verify_error, '') FROM backups WHERE destination = ? ORDER BY created_at DESC`, destination)
+	if err != nil {
+		return nil, fmt.Errorf("list backups: %w", err)
+	}
+	defer rs.Close()
+	var out []BackupRecord
+	for rs.Next() {
+		var r BackupRecord
+		var rows, created, verified string
+		if err := rs.Scan(&r.Path, &r.Destination, &r.IdentityKey, &r.Size, &r.SHA256, &rows, &created, &verified, &r.VerifyError); err != nil {
+			return nil, fmt.Errorf("list backups: %w", err)
+		}
+		if err := json.Unmarshal([]byte(rows), &r.Rows); err != nil {
+			return nil, fmt.Errorf("list backups: %w", err)
+		}
+		r.CreatedAt, _ = time.Parse(time.RFC3339Nano, created)
+		if verified != "" {
+			r.VerifiedAt, _ = time.Parse(time.RFC3339Nano, verified)
+		}
+		out = append(out, r)
+	}
+	return out, rs.Err()
+}
+
+// MarkVerified records the outcome of verifying (or drilling) the backup at path: a nil
+// failure marks it verified now.
+func (s *StateDB) MarkVerified(ctx context.Context, path string, now time.Time, failure error) error {
+	verified, msg := any(now.UTC().Format(time.RFC3339Nano)), any(nil)
+	if failure != nil {
+		verified, msg = nil, failure.Error()
+	}
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE backups SET verified_at = coalesce(?, verified_at), verify_error = ? WHERE path = ?`, verified, msg, path)
+		return err
+	})
+}
+
+// ForgetBackup drops the record of a deleted backup file.
+func (s *StateDB) ForgetBackup(ctx context.Context, path string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM backups WHERE path = ?`, path)
+		return err
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -68,6 +69,9 @@ type Task struct {
 	// Error and Hint say why a task failed or was interrupted, and what to do about it.
 	Error string `json:"error,omitempty"`
 	Hint  string `json:"hint,omitempty"`
+	// Result is what the job produced, as JSON (a sync's checkpoint, a backup file's path
+	// and SHA-256, an import preview); absent until the job sets it.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // LogLine is one line of a task's log.
@@ -414,6 +418,31 @@ func (m *Manager) Get(id string) (Task, error) {
 	return m.snapshotLocked(t, time.Now()), nil
 }
 
+// Wait returns task id once it has ended, or ctx's error when ctx ends first. It watches
+// the bus rather than the job, so it also sees a queued task cancelled before it ran.
+func (m *Manager) Wait(ctx context.Context, id string) (Task, error) {
+	sub := m.bus.Subscribe(m.bus.Last())
+	for {
+		// Checked after subscribing, so that an end published in between is not missed.
+		t, err := m.Get(id)
+		if err != nil || t.State.Terminal() {
+			return t, err
+		}
+		for {
+			ev, err := sub.Next(ctx)
+			if err != nil {
+				return t, err
+			}
+			if ev.Type == EventMissed {
+				break // the end may be among what was missed: look again
+			}
+			if done, ok := ev.Data.(Task); ok && ev.Type == EventTaskFinished && done.ID == id {
+				return done, nil
+			}
+		}
+	}
+}
+
 // Log returns a copy of task id's log, oldest line first, or an error wrapping
 // wallet.ErrNotFound.
 func (m *Manager) Log(id string) ([]LogLine, error) {
@@ -612,6 +641,18 @@ func (h *TaskHandle) SetCounters(c syncer.Counters) {
 		t.snap.Counters = c
 		t.rate.observe(now, c.Rows, c.Bytes)
 	})
+}
+
+// SetResult records what the job produced; v is marshalled to JSON and, like every text a
+// task publishes, scrubbed by the Redactor. A value that does not marshal is recorded as an
+// error text instead, so that a result is never silently lost.
+func (h *TaskHandle) SetResult(v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": "result not recordable: " + err.Error()})
+	}
+	b = []byte(h.m.redact(string(b)))
+	h.update(func(t *task, _ time.Time) { t.snap.Result = b })
 }
 
 // SetTotal records how many rows the job expects to move in all; 0 means unknown.

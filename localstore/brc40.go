@@ -358,38 +358,53 @@ func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producer
 		if err != nil {
 			return err
 		}
-		states, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ? AND storageName = ?", userID, producerSIK, producerName)
-		if err != nil {
-			return err
-		}
-		switch len(states) {
-		case 0:
-		case 1:
-			st = states[0]
-			return nil
-		default:
-			return fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
-		}
-		ref := make([]byte, 12)
-		if _, err := rand.Read(ref); err != nil {
-			return err
-		}
-		now := wallet.Now()
-		st = wallet.SyncState{CreatedAt: now, UpdatedAt: now, UserID: userID, StorageIdentityKey: producerSIK, StorageName: producerName,
-			Status: "unknown", RefNum: base64.StdEncoding.EncodeToString(ref), SyncMap: wallet.NewSyncMap()}
-		row, err := st.Row()
-		if err != nil {
-			return err
-		}
-		w := newRowWriter(tx)
-		defer w.close()
-		st.SyncStateID, err = w.insert(ctx, wallet.SyncStates, row, false)
+		st, err = findOrInsertSyncState(ctx, tx, userID, producerSIK, producerName)
 		return err
 	})
 	if err != nil {
 		return wallet.SyncState{}, fmt.Errorf("find or insert sync state: %w", err)
 	}
 	return st, nil
+}
+
+// findOrInsertSyncState is the toolbox's findOrInsertSyncStateAuth for a user that exists.
+func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, producerSIK, producerName string) (wallet.SyncState, error) {
+	states, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ? AND storageName = ?", userID, producerSIK, producerName)
+	if err != nil {
+		return wallet.SyncState{}, err
+	}
+	switch len(states) {
+	case 0:
+	case 1:
+		return states[0], nil
+	default:
+		return wallet.SyncState{}, fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
+	}
+	ref, err := newRefNum()
+	if err != nil {
+		return wallet.SyncState{}, err
+	}
+	now := wallet.Now()
+	st := wallet.SyncState{CreatedAt: now, UpdatedAt: now, UserID: userID, StorageIdentityKey: producerSIK, StorageName: producerName,
+		Status: "unknown", RefNum: ref, SyncMap: wallet.NewSyncMap()}
+	row, err := st.Row()
+	if err != nil {
+		return wallet.SyncState{}, err
+	}
+	w := newRowWriter(tx)
+	defer w.close()
+	st.SyncStateID, err = w.insert(ctx, wallet.SyncStates, row, false)
+	return st, err
+}
+
+// newRefNum returns a fresh sync_states.refNum as the toolbox makes one: 12 random bytes in
+// base64.
+func newRefNum() (string, error) {
+	ref := make([]byte, 12)
+	if _, err := rand.Read(ref); err != nil {
+		return "", err
+	}
+	return base64.StdEncoding.EncodeToString(ref), nil
 }
 
 // readSyncStates reads up to two sync_states rows matching where: enough to tell one from

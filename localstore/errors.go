@@ -12,8 +12,8 @@ import (
 )
 
 // classify wraps err so that errors.Is finds the wallet sentinel matching its SQLite result
-// code or errno (disk full, corrupt, busy, read-only), keeping the original error in the
-// chain. Errors that match no class are returned unchanged.
+// code or errno (disk full, corrupt, busy, read-only, constraint), keeping the original error
+// in the chain. Errors that match no class are returned unchanged.
 func classify(err error) error {
 	if err == nil {
 		return nil
@@ -36,6 +36,8 @@ func classOf(err error) error {
 			return wallet.ErrBusy
 		case sqlite3.SQLITE_READONLY:
 			return wallet.ErrReadOnly
+		case sqlite3.SQLITE_CONSTRAINT:
+			return wallet.ErrConstraint
 		case sqlite3.SQLITE_IOERR:
 			// SQLite reports ENOSPC during a write as an I/O error; the errno tells.
 			if errors.Is(err, syscall.ENOSPC) {

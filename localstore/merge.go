@@ -39,6 +39,13 @@ type merger struct {
 	stmts   map[string]*sql.Stmt
 	inserts int64
 	updates int64
+	// older counts matched rows strictly older than the stored row: skipped, and reported
+	// apart from the unchanged ones by a preview.
+	older int64
+	// dry, when set, makes the merger a preview: it decides and counts every row exactly as
+	// a merge would, but writes nothing; the rows it would insert or update go into dry,
+	// which later finds consult first (see PreviewMerge).
+	dry *overlay
 }
 
 func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids idMapper, active wallet.ActivePolicy) *merger {
@@ -88,6 +95,7 @@ func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
 
 // mergeFound merges an incoming row into the stored row that matches it.
 func (m *merger) mergeFound(t *wallet.Table, in, local, found wallet.Row) error {
+	m.noteOlder(t, in, found)
 	if t.ID != "" {
 		if err := m.ids.record(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
 			return err
@@ -115,7 +123,7 @@ func (m *merger) mergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 // unmatched rows are inserted with multi-row statements. A page in which two rows share a
 // natural key (or a user page) goes one row at a time, so that the second row finds the first.
 func (m *merger) mergePage(t *wallet.Table, rows []wallet.Row) error {
-	if t == wallet.Users || len(rows) < 2 {
+	if t == wallet.Users || len(rows) < 2 || m.dry != nil {
 		return m.mergeEach(t, rows)
 	}
 	locals := make([]wallet.Row, len(rows))
@@ -159,15 +167,11 @@ func (m *merger) mergeEach(t *wallet.Table, rows []wallet.Row) error {
 // first and by reference for those still unmatched, as find does.
 func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, bool, error) {
 	found := make([]wallet.Row, len(locals))
-	steps := [][]string{t.Natural}
-	if t == wallet.Transactions {
-		steps = [][]string{{"txid", "userId"}, {"reference", "userId"}}
-	}
-	for _, cols := range steps {
+	for _, cols := range matchKeys(t) {
 		want := map[string]int{}
 		var keys [][]any
 		for i, r := range locals {
-			if found[i] != nil || (t == wallet.Transactions && cols[0] == "txid" && (r[t.Col("txid")] == nil || r[t.Col("txid")] == "")) {
+			if found[i] != nil || !matchable(t, cols, r) {
 				continue
 			}
 			k, vals := naturalKey(t, cols, r)
@@ -196,6 +200,26 @@ func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, b
 		}
 	}
 	return found, true, nil
+}
+
+// matchKeys returns the column sets that find the stored row matching an incoming one, in
+// the order they are tried: a transaction by (txid, user), then by (reference, user); any
+// other row by its natural key.
+func matchKeys(t *wallet.Table) [][]string {
+	if t == wallet.Transactions {
+		return [][]string{{"txid", "userId"}, {"reference", "userId"}}
+	}
+	return [][]string{t.Natural}
+}
+
+// matchable reports whether local can be looked up by cols: the toolbox looks a transaction
+// up by txid only when it has one (a non-empty one: its test is JavaScript truthiness).
+func matchable(t *wallet.Table, cols []string, local wallet.Row) bool {
+	if t != wallet.Transactions || cols[0] != "txid" {
+		return true
+	}
+	txid := local[t.Col("txid")]
+	return txid != nil && txid != ""
 }
 
 // naturalKey returns the values of cols in r and a string that identifies them.
@@ -341,22 +365,25 @@ func (m *merger) localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
 	return local, nil
 }
 
-// find returns this store's row matching local by natural key.
+// find returns this store's row matching local by natural key (see matchKeys).
 func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, bool, error) {
-	if t == wallet.Transactions {
-		// The toolbox matches a transaction by txid when it has one (a non-empty one: its test
-		// is JavaScript truthiness), else by reference.
-		if txid := local[t.Col("txid")]; txid != nil && txid != "" {
-			if r, ok, err := m.findBy(t, []string{"txid", "userId"}, local); ok || err != nil {
-				return r, ok, err
-			}
+	for _, cols := range matchKeys(t) {
+		if !matchable(t, cols, local) {
+			continue
 		}
-		return m.findBy(t, []string{"reference", "userId"}, local)
+		if r, ok, err := m.findBy(t, cols, local); ok || err != nil {
+			return r, ok, err
+		}
 	}
-	return m.findBy(t, t.Natural, local)
+	return nil, false, nil
 }
 
 func (m *merger) findBy(t *wallet.Table, cols []string, local wallet.Row) (wallet.Row, bool, error) {
+	if m.dry != nil {
+		if r, ok := m.dry.get(t, cols, local); ok {
+			return r, true, nil
+		}
+	}
 	conds := make([]string, len(cols))
 	args := make([]any, len(cols))
 	for i, c := range cols {
@@ -388,9 +415,14 @@ func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
 	if t == wallet.OutputBaskets && local[t.Col("name")] == "" {
 		local[t.Col("name")] = "default"
 	}
-	id, err := m.w.insert(m.ctx, t, local, false)
-	if err != nil {
-		return err
+	var id int64
+	if m.dry != nil {
+		id = m.dry.put(t, local, true)
+	} else {
+		var err error
+		if id, err = m.w.insert(m.ctx, t, local, false); err != nil {
+			return err
+		}
 	}
 	m.inserts++
 	if t.ID == "" {
@@ -401,6 +433,10 @@ func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
 
 // update writes the named columns of r back to its row.
 func (m *merger) update(t *wallet.Table, r wallet.Row, cols []string) error {
+	if m.dry != nil {
+		m.dry.put(t, r, false)
+		return nil
+	}
 	sets := make([]string, len(cols))
 	args := make([]any, 0, len(cols)+3)
 	for i, c := range cols {
@@ -424,6 +460,13 @@ func (m *merger) update(t *wallet.Table, r wallet.Row, cols []string) error {
 	return classify(err)
 }
 
+// noteOlder counts an incoming row that is strictly older than the stored row it matched.
+func (m *merger) noteOlder(t *wallet.Table, in, found wallet.Row) {
+	if updatedAt(t, found).After(updatedAt(t, in)) {
+		m.older++
+	}
+}
+
 // newer reports whether in is strictly newer than local (BRC-40's "newer wins").
 func newer(t *wallet.Table, in, local wallet.Row) bool {
 	i := t.Col("updated_at")
@@ -442,6 +485,7 @@ func laterTime(a, b any) time.Time {
 // destination's, so that no sync ever switches which store is active.
 func (m *merger) mergeUser(in, found wallet.Row) error {
 	t := wallet.Users
+	m.noteOlder(t, in, found)
 	if err := m.ids.record(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
 		return err
 	}
@@ -621,4 +665,40 @@ func decodeObject(text string) (map[string]any, error) {
 func asList(v any) []any {
 	l, _ := v.([]any)
 	return l
+}
+
+// overlay is a preview's memory of the rows its merge would have written, filed under every
+// column set that finds them (matchKeys), so that a later row finds them as it would find
+// them in the store.
+type overlay struct {
+	rows   map[string]wallet.Row
+	nextID int64
+}
+
+func newOverlay() *overlay { return &overlay{rows: map[string]wallet.Row{}} }
+
+// put records r as written. A row that would be inserted (fresh) first gets a fake id:
+// negative, so that it never matches a stored row. It returns that id (0 for updates and
+// for the tables without an id).
+func (o *overlay) put(t *wallet.Table, r wallet.Row, fresh bool) int64 {
+	var id int64
+	if fresh && t.ID != "" {
+		o.nextID--
+		id = o.nextID
+		r[t.Col(t.ID)] = id
+	}
+	for _, cols := range matchKeys(t) {
+		o.rows[overlayKey(t, cols, r)] = r
+	}
+	return id
+}
+
+func (o *overlay) get(t *wallet.Table, cols []string, local wallet.Row) (wallet.Row, bool) {
+	r, ok := o.rows[overlayKey(t, cols, local)]
+	return r, ok
+}
+
+func overlayKey(t *wallet.Table, cols []string, r wallet.Row) string {
+	k, _ := naturalKey(t, cols, r)
+	return string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + k
 }

@@ -90,6 +90,25 @@ CREATE INDEX ` + journalTableIndex + ` ON ` + journalTable + ` (tbl, seq);
 `,
 		objects: map[string]string{checkpointTable: "table", idMapTable: "table", journalTableIndex: "index"},
 	},
+	{
+		name: "import journal",
+		ddl: `
+CREATE TABLE ` + importsTable + ` (
+	digest TEXT PRIMARY KEY,
+	mode TEXT NOT NULL,
+	state TEXT NOT NULL,
+	identity_key TEXT NOT NULL,
+	source_storage TEXT NOT NULL,
+	target_storage TEXT NOT NULL,
+	session_storage TEXT NOT NULL,
+	started_at TEXT NOT NULL,
+	updated_at TEXT NOT NULL,
+	inserts INTEGER NOT NULL,
+	updates INTEGER NOT NULL
+) WITHOUT ROWID;
+`,
+		objects: map[string]string{importsTable: "table"},
+	},
 }
 
 // expectedObjects lists the walletsync objects a file at the given version may hold.

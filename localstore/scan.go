@@ -61,37 +61,15 @@ func PayloadBytes(r wallet.Row) int64 {
 // `walletsync bench sync` measures a sync against. It keeps the source's ids, so the store
 // must hold no rows of those tables yet; nothing else uses it.
 func (s *Store) CopyRawFrom(ctx context.Context, srcPath string) (rows int64, err error) {
-	conn, err := s.writeDB.Conn(ctx)
-	if err != nil {
-		return 0, classify(err)
-	}
-	defer conn.Close()
-	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS src", "file:"+srcPath+"?mode=ro"); err != nil {
-		return 0, fmt.Errorf("attach %s: %w", srcPath, classify(err))
-	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "DETACH DATABASE src")
-	if _, err := conn.ExecContext(ctx, "BEGIN IMMEDIATE"); err != nil {
-		return 0, classify(err)
-	}
-	// A fresh store may hold its own user and default basket already.
-	if _, err := conn.ExecContext(ctx, "DELETE FROM output_baskets; DELETE FROM users"); err != nil {
-		conn.ExecContext(ctx, "ROLLBACK")
-		return 0, classify(err)
-	}
-	for _, t := range wallet.SyncOrder {
-		cols := joinQuoted("", t.ColumnNames())
-		res, err := conn.ExecContext(ctx, fmt.Sprintf("INSERT INTO main.%s (%s) SELECT %s FROM src.%s", quoteIdent(string(t.Name)), cols, cols, quoteIdent(string(t.Name))))
-		if err != nil {
-			conn.ExecContext(ctx, "ROLLBACK")
-			return 0, fmt.Errorf("copy %s: %w", t.Name, classify(err))
+	err = s.attachTx(ctx, srcPath, func(tx *sql.Tx) error {
+		// A fresh store may hold its own user and default basket already.
+		if _, err := tx.ExecContext(ctx, "DELETE FROM main.output_baskets; DELETE FROM main.users"); err != nil {
+			return classify(err)
 		}
-		n, _ := res.RowsAffected()
-		rows += n
-	}
-	if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
-		return 0, classify(err)
-	}
-	return rows, nil
+		rows, err = copyTables(ctx, tx, wallet.SyncOrder)
+		return err
+	})
+	return rows, err
 }
 
 // TouchFraction marks about fraction of the user's rows in every synced table as changed

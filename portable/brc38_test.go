@@ -90,6 +90,9 @@ func copyFile(tb testing.TB, from, to string) {
 var shared string
 
 func TestMain(m *testing.M) {
+	if task := os.Getenv(importCrashEnv); task != "" {
+		importCrashChild(task)
+	}
 	var err error
 	if shared, err = os.MkdirTemp("", "portable-test-"); err != nil {
 		panic(err)

@@ -15,6 +15,14 @@
 //   - jsjson.go, collation.go: the JavaScript rules the canonical JSON depends on (string and
 //     number serialisation, object key order, String.prototype.localeCompare).
 //
+// On it stand the codec (encode.go, decode.go), the export (export.go) and the import:
+//
+//   - import.go: Verify, Preview and Import, a backup into a wallet in steps that each
+//     leave the wallet untouched or resumable, refusals as typed errors.
+//   - staging.go: the private staging folder: nameless plaintext files and staging
+//     databases.
+//   - store.go: Store, what the import needs of a wallet file (localstore implements it).
+//
 // Memory is bounded in every streaming path: a fixed 32 KiB buffer, the 16-byte tag
 // look-behind and a 4 KiB GHASH table, whatever the size of the document.
 package portable

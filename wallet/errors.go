@@ -32,6 +32,11 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrInvalidArgument: a caller passed an option or value outside its documented range.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrConstraint: a row breaks a constraint of the wallet schema (a unique index, a
+	// foreign key, a NOT NULL column). Nothing of the statement's transaction was kept.
+	ErrConstraint = errors.New("row breaks a constraint of the wallet schema")
+	// ErrNotEmpty: a restore found rows in a wallet that must be empty (see NotEmptyError).
+	ErrNotEmpty = errors.New("wallet is not empty")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")
@@ -93,3 +98,18 @@ func (e *SchemaError) Error() string { return fmt.Sprintf("%s: %s: %v", e.Path, 
 
 // Unwrap returns the sentinel that classifies the refusal.
 func (e *SchemaError) Unwrap() error { return e.Err }
+
+// NotEmptyError names the first table that keeps a wallet from being empty: a restore, which
+// keeps the document's ids, goes only into a wallet with no rows but its settings.
+type NotEmptyError struct {
+	Path  string // the wallet file
+	Table string // a wallet-toolbox table, monitor_events included
+	Rows  int64
+}
+
+func (e *NotEmptyError) Error() string {
+	return fmt.Sprintf("%s is not empty (%s holds %d rows): a restore needs an empty wallet; merge into this one instead", e.Path, e.Table, e.Rows)
+}
+
+// Unwrap makes errors.Is(err, ErrNotEmpty) true.
+func (e *NotEmptyError) Unwrap() error { return ErrNotEmpty }

@@ -1,0 +1,373 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"walletsync/localstore"
+	"walletsync/scheduler"
+	"walletsync/wallet"
+)
+
+// Options configure an Agent.
+type Options struct {
+	// Dir is the data folder: state database, secrets, token, lock (DefaultDataDir when
+	// empty).
+	Dir DataDir
+	// ConfigPath is the config file (DefaultConfigPath when empty).
+	ConfigPath string
+	// Addr is the API's loopback address (127.0.0.1:0, a free port, when empty).
+	Addr string
+	// Version is reported by GET /api/v1/status.
+	Version string
+	// Logger receives the agent's log (discarded when nil).
+	Logger *slog.Logger
+	// Clock is the wall clock the agent's schedules and health read (time.Now when nil).
+	Clock func() time.Time
+
+	syncMaxRows int // test seam: smaller sync pages, so that a test can stop a sync midway
+}
+
+// Agent is the running daemon: it owns the data folder, the wallets it keeps safe, the task
+// manager, the event bus and the API server. Start makes one, Close ends it.
+type Agent struct {
+	opts    Options
+	log     *slog.Logger
+	now     func() time.Time
+	lock    *DirLock
+	state   *StateDB
+	bus     *Bus
+	tasks   *Manager
+	secrets *Secrets
+	srv     *Server
+	sched   *Scheduler
+	cancel  context.CancelFunc
+	serving sync.WaitGroup
+
+	mu      sync.Mutex // guards cfg and wallets
+	cfg     Config
+	wallets map[string]*walletHandle // open wallets by path
+}
+
+// walletHandle is an open wallet and the access queue every use of it goes through.
+type walletHandle struct {
+	store *localstore.Store
+	queue *scheduler.Queue
+}
+
+// Start opens the data folder (one agent per folder: a second gets *AgentRunningError),
+// loads the config, and serves the API until Close. The config's wallets are opened on
+// first use, so that a missing or locked wallet shows as a problem in the API instead of
+// stopping the agent.
+func Start(ctx context.Context, opts Options) (*Agent, error) {
+	var err error
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Dir == "" {
+		if opts.Dir, err = DefaultDataDir(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.ConfigPath == "" {
+		if opts.ConfigPath, err = DefaultConfigPath(); err != nil {
+			return nil, err
+		}
+	}
+	a := &Agent{opts: opts, log: opts.Logger, now: opts.Clock, wallets: map[string]*walletHandle{}}
+	started := false
+	defer func() {
+		if !started { // release what was opened before the failure
+			a.Close(context.Background())
+		}
+	}()
+	if err = opts.Dir.Ensure(); err != nil {
+		return nil, err
+	}
+	if a.lock, err = opts.Dir.Lock(); err != nil {
+		return nil, err
+	}
+	if a.cfg, err = LoadConfig(opts.ConfigPath); err != nil {
+		return nil, err
+	}
+	if a.state, err = OpenState(ctx, opts.Dir.StatePath()); err != nil {
+		return nil, err
+	}
+	a.bus = NewBus(0)
+	a.serving.Add(1)
+	go func() {
+		defer a.serving.Done()
+		// Uncancelled on purpose: it drains the ring when the bus closes.
+		if err := a.state.RecordEvents(context.Background(), a.bus, 0); err != nil {
+			a.log.Error("event log stopped", "err", err)
+		}
+	}()
+	a.secrets = NewSecrets(opts.Dir.SecretsPath())
+	if a.tasks, err = NewManager(ctx, ManagerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: a.log}); err != nil {
+		return nil, err
+	}
+	token, err := opts.Dir.Token()
+	if err != nil {
+		return nil, err
+	}
+	a.srv, err = NewServer(ServerOptions{Addr: opts.Addr, Token: token, Bus: a.bus, Tasks: a.tasks, Secrets: a.secrets,
+		Version: opts.Version, Logger: a.log})
+	if err != nil {
+		return nil, err
+	}
+	a.routes()
+	a.cleanUploads()
+	if err = opts.Dir.PublishAddr(a.srv.Addr()); err != nil {
+		return nil, err
+	}
+	if a.sched, err = NewScheduler(SchedulerOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
+		Now: a.now, EditConfig: func(_ context.Context, edit func(*Config) error) error {
+			_, err := a.updateConfig(edit)
+			return err
+		}}); err != nil {
+		return nil, err
+	}
+	if err = a.sched.Update(a.config()); err != nil {
+		a.log.Warn("schedules not fully applied", "err", err)
+	}
+	serveCtx, cancel := context.WithCancel(context.Background())
+	a.cancel = cancel
+	a.serving.Add(2)
+	go func() {
+		defer a.serving.Done()
+		if err := a.srv.Serve(serveCtx); err != nil && !errors.Is(err, context.Canceled) {
+			a.log.Error("API server stopped", "err", err)
+		}
+	}()
+	go func() {
+		defer a.serving.Done()
+		if err := a.sched.Run(serveCtx); err != nil && !errors.Is(err, context.Canceled) {
+			a.log.Error("scheduler stopped", "err", err)
+		}
+	}()
+	a.log.Info("agent started", "api", a.srv.URL(), "data", string(opts.Dir))
+	started = true
+	return a, nil
+}
+
+// URL is the dashboard's address; LoginURL is a one-time URL that logs a browser in.
+func (a *Agent) URL() string      { return a.srv.URL() }
+func (a *Agent) LoginURL() string { return a.srv.LoginURL() }
+
+// Bus is the agent's event bus (for in-process observers such as the demo's terminal).
+func (a *Agent) Bus() *Bus { return a.bus }
+
+// Tasks is the agent's task manager.
+func (a *Agent) Tasks() *Manager { return a.tasks }
+
+// Close stops at a safe point and releases everything, in the order doc.go gives: the API
+// stops, running tasks are cancelled and waited for (acknowledged commits stay), the event
+// log drains, the state database and wallets close, the folder lock goes. ctx bounds the
+// wait for tasks.
+func (a *Agent) Close(ctx context.Context) error {
+	var errs []error
+	if a.cancel != nil {
+		a.cancel()
+	}
+	if a.tasks != nil {
+		errs = append(errs, a.tasks.Shutdown(ctx))
+	}
+	if a.bus != nil {
+		a.bus.Close()
+	}
+	a.serving.Wait()
+	if a.state != nil {
+		errs = append(errs, a.state.Close())
+	}
+	a.mu.Lock()
+	for path, w := range a.wallets {
+		errs = append(errs, w.store.Close())
+		delete(a.wallets, path)
+	}
+	a.mu.Unlock()
+	if a.srv != nil {
+		errs = append(errs, a.opts.Dir.RemoveAddr())
+	}
+	if a.lock != nil {
+		errs = append(errs, a.lock.Release())
+	}
+	return errors.Join(errs...)
+}
+
+// Run starts an agent, calls ready (when set) once it serves, and runs until ctx ends; then
+// it closes the agent, giving running tasks up to a minute to reach a safe point.
+func Run(ctx context.Context, opts Options, ready func(*Agent)) error {
+	a, err := Start(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if ready != nil {
+		ready(a)
+	}
+	<-ctx.Done()
+	closeCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	return a.Close(closeCtx)
+}
+
+// scheduledRun is the scheduler's Run: it starts the destination's job (or the drill) and
+// waits for it to end, which is how the scheduler keeps one run per destination at a time.
+func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
+	var t Task
+	var err error
+	if id == DrillID {
+		t, err = a.RunDrill(string(reason))
+	} else {
+		t, err = a.RunDestination(id, string(reason))
+	}
+	if err != nil {
+		a.log.Warn("scheduled run not started", "destination", id, "reason", reason, "err", err)
+		return
+	}
+	if _, err := a.tasks.Wait(ctx, t.ID); err != nil && ctx.Err() == nil {
+		a.log.Warn("scheduled run not followed", "task", t.ID, "err", err)
+	}
+}
+
+// lastSuccess is when destination id's (or the drill's) job last succeeded, zero if never:
+// the scheduler counts schedules from it, so a failed or interrupted run is retried once.
+func (a *Agent) lastSuccess(id string) time.Time {
+	kinds := []string{KindSync, KindBackup}
+	if id == DrillID {
+		kinds = []string{KindDrill}
+	}
+	for _, t := range a.tasks.List() { // newest first
+		if t.Target == id && t.State == TaskSucceeded && slices.Contains(kinds, t.Kind) {
+			return t.StartedAt
+		}
+	}
+	return time.Time{}
+}
+
+// config returns a copy of the current configuration.
+func (a *Agent) config() Config {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return cloneConfig(a.cfg)
+}
+
+// updateConfig applies change to a copy of the configuration, validates it, writes it
+// atomically, and only then makes it current and tells the scheduler; nothing changes when
+// any step fails.
+func (a *Agent) updateConfig(change func(*Config) error) (Config, error) {
+	a.mu.Lock()
+	next := cloneConfig(a.cfg)
+	err := change(&next)
+	if err == nil {
+		err = next.Validate()
+	}
+	if err == nil {
+		err = SaveConfig(a.opts.ConfigPath, next)
+	}
+	if err != nil {
+		cur := cloneConfig(a.cfg)
+		a.mu.Unlock()
+		return cur, err
+	}
+	a.cfg = next
+	a.mu.Unlock()
+	if a.sched != nil {
+		if err := a.sched.Update(cloneConfig(next)); err != nil {
+			a.log.Warn("schedules not fully applied", "err", err)
+		}
+	}
+	a.bus.Publish(EventDestinationChanged, map[string]int{"destinations": len(next.Destinations)})
+	return cloneConfig(next), nil
+}
+
+// cloneConfig copies the slices and pointers of c, so that callers never share state with
+// the agent's current configuration.
+func cloneConfig(c Config) Config {
+	out := c
+	out.Wallets = make([]WalletRef, len(c.Wallets))
+	for i, w := range c.Wallets {
+		w.Identities = append([]string(nil), w.Identities...)
+		out.Wallets[i] = w
+	}
+	out.Destinations = make([]Destination, len(c.Destinations))
+	for i, d := range c.Destinations {
+		if d.Pause != nil {
+			p := *d.Pause
+			d.Pause = &p
+		}
+		out.Destinations[i] = d
+	}
+	return out
+}
+
+// wallet returns the open wallet at path, opening it (for writing: the agent is the wallet's
+// one walletsync writer) on first use.
+func (a *Agent) wallet(ctx context.Context, path string) (*walletHandle, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if w, ok := a.wallets[path]; ok {
+		return w, nil
+	}
+	st, err := localstore.Open(ctx, path, localstore.Options{Logger: a.log})
+	if err != nil {
+		return nil, fmt.Errorf("open wallet %s: %w", path, err)
+	}
+	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	w := &walletHandle{store: st, queue: q}
+	a.wallets[path] = w
+	return w, nil
+}
+
+// walletOf returns the wallet a destination backs up: the one it names, or the only one.
+func (c Config) walletOf(d Destination) (WalletRef, error) {
+	for _, w := range c.Wallets {
+		if w.Path == d.Wallet || (d.Wallet == "" && len(c.Wallets) == 1) {
+			return w, nil
+		}
+	}
+	return WalletRef{}, WithHint(fmt.Errorf("destination %s: no wallet %q configured: %w", d.ID, d.Wallet, wallet.ErrNotFound),
+		"add the wallet first, or name it in the destination")
+}
+
+// destination returns the destination with id.
+func (c Config) destination(id string) (Destination, error) {
+	for _, d := range c.Destinations {
+		if d.ID == id {
+			return d, nil
+		}
+	}
+	return Destination{}, fmt.Errorf("destination %q: %w", id, wallet.ErrNotFound)
+}
+
+// identities returns the identities of w to back up: the configured ones, or every user in
+// the wallet.
+func (h *walletHandle) identities(ctx context.Context, ref WalletRef) ([]string, error) {
+	if len(ref.Identities) > 0 {
+		return ref.Identities, nil
+	}
+	info, err := h.store.Info(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, id := range info.Identities {
+		out = append(out, id.IdentityKey)
+	}
+	if len(out) == 0 {
+		return nil, WithHint(fmt.Errorf("wallet %s holds no identity: %w", ref.Path, wallet.ErrNotFound), "the wallet has no user yet")
+	}
+	return out, nil
+}

@@ -1,0 +1,384 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"walletsync/internal/logical"
+	"walletsync/localstore"
+	"walletsync/wallet"
+)
+
+// testPassword is the unattended backup password of the tests; every test that handles it
+// checks it never leaks.
+const testPassword = "correct horse battery staple 7"
+
+// agentEnv is a wallet, two destinations (a backup wallet and a backup folder) and a data
+// folder, laid out in a temp dir the way `walletsync demo` lays them out.
+type agentEnv struct {
+	dir, wallet, backupWallet, folder string
+	opts                              Options
+	identity                          string
+}
+
+func newAgentEnv(t *testing.T, f localstore.Fixture) agentEnv {
+	t.Helper()
+	dir := t.TempDir()
+	e := agentEnv{dir: dir, wallet: filepath.Join(dir, "wallet.sqlite"), backupWallet: filepath.Join(dir, "backup.sqlite"),
+		folder: filepath.Join(dir, "backups")}
+	s, err := localstore.Create(context.Background(), e.wallet, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := localstore.Seed(context.Background(), s, f, localstore.SeedOptions{Seed: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	e.identity = res.IdentityKey
+	cfg := DefaultConfig()
+	cfg.Wallets = []WalletRef{{Path: e.wallet}}
+	hourly := Schedule{Kind: ScheduleInterval, Every: Duration(time.Hour)}
+	cfg.Destinations = []Destination{
+		{ID: "file", Name: "Backup wallet", Kind: DestinationSQLite, Path: e.backupWallet, Schedule: hourly, Pause: &Pause{}},
+		{ID: "folder", Name: "Backup folder", Kind: DestinationFolder, Path: e.folder, Schedule: hourly, Pause: &Pause{}},
+	}
+	cfg.Drill.Kind, cfg.Drill.Every = ScheduleInterval, Duration(30*24*time.Hour)
+	e.opts = Options{Dir: DataDir(filepath.Join(dir, "data")), ConfigPath: filepath.Join(dir, "config.json"), Version: "test"}
+	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.opts.Dir.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	if err := NewSecrets(e.opts.Dir.SecretsPath()).Set(BackupPasswordKey, NewSecret(testPassword)); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+func launchAgent(t *testing.T, opts Options) *Agent {
+	t.Helper()
+	a, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+	return a
+}
+
+// client returns an API client that finds the agent the way the command line does.
+func apiClient(t *testing.T, dir DataDir) *Client {
+	t.Helper()
+	ep, err := dir.Endpoint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return NewClient(ep)
+}
+
+func runAndWait(t *testing.T, c *Client, a *Agent, path string) Task {
+	t.Helper()
+	var task Task
+	if err := c.Do(context.Background(), "POST", path, nil, &task); err != nil {
+		t.Fatalf("POST %s: %v", path, err)
+	}
+	done, err := a.tasks.Wait(waitCtx(t), task.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
+func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	var seen bytes.Buffer // every API answer, to search for the password afterwards
+
+	for _, dest := range []string{"file", "folder"} {
+		if task := runAndWait(t, c, a, "/api/v1/destinations/"+dest+"/run"); task.State != TaskSucceeded {
+			t.Fatalf("%s: %+v", dest, task)
+		}
+	}
+	var ov Overview
+	if err := c.Do(context.Background(), "GET", "/api/v1/overview", nil, &ov); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&seen, "%+v", ov)
+	if !ov.Healthy || !strings.HasPrefix(ov.Health, "Backed up just now to 2 destinations") || ov.Wallets[0].Identities[0].IdentityKey != e.identity {
+		t.Fatalf("overview: %+v", ov)
+	}
+	// The backup wallet holds the wallet.
+	src, _ := localstore.Open(context.Background(), e.wallet, localstore.Options{ReadOnly: true})
+	dst, _ := localstore.Open(context.Background(), e.backupWallet, localstore.Options{ReadOnly: true})
+	ignore := logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at", "users.created_at", "output_baskets.created_at"}}
+	wa, err1 := logical.Read(context.Background(), src, e.identity, ignore)
+	wb, err2 := logical.Read(context.Background(), dst, e.identity, ignore)
+	src.Close()
+	dst.Close()
+	if err := errors.Join(err1, err2); err != nil || logical.Diff(wa, wb) != "" {
+		t.Fatalf("backup wallet differs (%v):\n%s", err, logical.Diff(wa, wb))
+	}
+
+	var listing BackupListing
+	if err := c.Do(context.Background(), "GET", "/api/v1/destinations/folder/backups", nil, &listing); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&seen, "%+v", listing)
+	if len(listing.Files) != 1 || listing.Files[0].Record == nil || !listing.Files[0].Keep || listing.Files[0].Record.Rows[wallet.TableTransactions] == 0 {
+		t.Fatalf("backup listing: %+v", listing)
+	}
+	drill := runAndWait(t, c, a, "/api/v1/drill")
+	fmt.Fprintf(&seen, "%+v", drill)
+	if drill.State != TaskSucceeded || !strings.Contains(string(drill.Result), `"ok":true`) {
+		t.Fatalf("drill: %+v %s", drill, drill.Result)
+	}
+	if err := c.Do(context.Background(), "GET", "/api/v1/destinations/folder/backups", nil, &listing); err != nil || listing.Files[0].Record.VerifiedAt.IsZero() {
+		t.Fatalf("the drilled file is not marked verified: %+v (%v)", listing, err)
+	}
+	for _, task := range a.tasks.List() {
+		log, _ := a.tasks.Log(task.ID)
+		fmt.Fprintf(&seen, "%+v %+v", task, log)
+	}
+	a.Close(context.Background())
+	assertNoPassword(t, seen.Bytes(), e)
+}
+
+// assertNoPassword fails when the password appears in out or in any file of the data folder
+// but the secrets file.
+func assertNoPassword(t *testing.T, out []byte, e agentEnv) {
+	t.Helper()
+	if bytes.Contains(out, []byte(testPassword)) {
+		t.Fatal("the password appears in an API answer, a task or its log")
+	}
+	filepath.WalkDir(string(e.opts.Dir), func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() || path == e.opts.Dir.SecretsPath() {
+			return err
+		}
+		if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(testPassword)) {
+			t.Errorf("the password appears in %s", path)
+		}
+		return nil
+	})
+}
+
+func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	first := runAndWait(t, c, a, "/api/v1/destinations/folder/run")
+	if first.State != TaskSucceeded {
+		t.Fatal(first)
+	}
+	good := runAndWait(t, c, a, "/api/v1/drill")
+	if good.State != TaskSucceeded {
+		t.Fatalf("drill of a good file: %+v", good)
+	}
+	// A second backup (within the same second: it must not replace the first), then damage
+	// it: the drill takes the newest file.
+	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded {
+		t.Fatal(task)
+	}
+	recs, err := a.state.Backups(context.Background(), "folder")
+	if err != nil || len(recs) != 2 {
+		t.Fatalf("records: %v %v", recs, err)
+	}
+	b, _ := os.ReadFile(recs[0].Path)
+	b[len(b)/2] ^= 0x01
+	if err := os.WriteFile(recs[0].Path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sub := a.bus.Subscribe(a.bus.Last())
+	bad := runAndWait(t, c, a, "/api/v1/drill")
+	if bad.State != TaskFailed || !strings.Contains(bad.Error, filepath.Base(recs[0].Path)) || bad.Hint == "" {
+		t.Fatalf("drill of a damaged file: %+v", bad)
+	}
+	for {
+		ev, err := sub.Next(waitCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f, ok := ev.Data.(DrillFile); ok && ev.Type == EventDrillFinished {
+			if f.OK || f.Path != recs[0].Path {
+				t.Fatalf("drill event: %+v", f)
+			}
+			break
+		}
+	}
+	recs, _ = a.state.Backups(context.Background(), "folder")
+	if recs[0].VerifyError == "" || recs[1].VerifiedAt.IsZero() {
+		t.Fatalf("after the failed drill: %+v", recs)
+	}
+}
+
+func TestAgent_CancelMidSyncKeepsTheAcknowledgedCheckpoint(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureToolbox)
+	e.opts.syncMaxRows = 20
+	a := launchAgent(t, e.opts)
+	sub := a.bus.Subscribe(a.bus.Last())
+	task, err := a.RunDestination("file", "manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := sub.Next(waitCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := ev.Data.(Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
+			break
+		}
+	}
+	if _, err := a.tasks.Cancel(task.ID); err != nil {
+		t.Fatal(err)
+	}
+	done, err := a.tasks.Wait(waitCtx(t), task.ID)
+	if err != nil || done.State != TaskCancelled {
+		t.Fatalf("cancelled sync: %+v (%v)", done, err)
+	}
+	var res SyncResult
+	if err := jsonUnmarshal(done.Result, &res); err != nil || len(res.Sessions) != 1 {
+		t.Fatalf("result %s: %v", done.Result, err)
+	}
+	cp := res.Sessions[0].Checkpoint
+	dst, err := localstore.Open(context.Background(), e.backupWallet, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	durable, err := dst.Checkpoint(context.Background(), cp.Session)
+	dst.Close()
+	if err != nil || durable.Seq != cp.Seq || durable.Seq < 3 || durable.Done {
+		t.Fatalf("durable checkpoint %+v, reported %+v (%v)", durable, cp, err)
+	}
+}
+
+// TestMain doubles as a helper process: an agent that a test kills with SIGKILL.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv("WALLETSYNC_TEST_AGENT"); dir != "" {
+		runDoomedAgent(dir, os.Getenv("WALLETSYNC_TEST_AGENT_RUN"))
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// runDoomedAgent starts an agent on the environment in dir, runs one destination, says so,
+// and waits to be killed.
+func runDoomedAgent(dir, destination string) {
+	opts := Options{Dir: DataDir(filepath.Join(dir, "data")), ConfigPath: filepath.Join(dir, "config.json"), syncMaxRows: 10}
+	a, err := Start(context.Background(), opts)
+	if err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	if _, err := a.RunDestination(destination, "manual"); err != nil {
+		fmt.Println("error:", err)
+		os.Exit(1)
+	}
+	fmt.Println("running")
+	select {}
+}
+
+// killDuring starts the doomed agent on destination and kills it with SIGKILL once ready
+// says the work is under way.
+func killDuring(t *testing.T, e agentEnv, destination string, ready func() bool) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "WALLETSYNC_TEST_AGENT="+e.dir, "WALLETSYNC_TEST_AGENT_RUN="+destination)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "running" {
+		cmd.Process.Kill()
+		t.Fatalf("doomed agent: %q", line)
+	}
+	deadline := time.Now().Add(2 * time.Minute)
+	for !ready() {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the work never got under way")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("doomed agent ended with %v, want killed", err)
+	}
+}
+
+func TestAgent_KilledDuringBackupRestartsClean(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureToolbox)
+	killDuring(t, e, "folder", func() bool {
+		tmp, _ := filepath.Glob(filepath.Join(e.folder, ".walletsync-*.tmp-*"))
+		return len(tmp) > 0
+	})
+	a := launchAgent(t, e.opts)
+	var interrupted bool
+	for _, task := range a.tasks.List() {
+		interrupted = interrupted || (task.Kind == KindBackup && task.State == TaskInterrupted)
+	}
+	if !interrupted {
+		t.Fatalf("after the kill, tasks %+v: want the backup shown interrupted", a.tasks.List())
+	}
+	c := apiClient(t, e.opts.Dir)
+	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded {
+		t.Fatalf("backup after the restart: %+v", task)
+	}
+	entries, _ := os.ReadDir(e.folder)
+	if len(entries) != 1 || !strings.HasSuffix(entries[0].Name(), ".brc39") {
+		t.Fatalf("backup folder after the restart: %v; want exactly one whole backup", entries)
+	}
+}
+
+func TestAgent_KilledDuringSyncResumesFromTheCheckpoint(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureToolbox)
+	var key wallet.SessionKey
+	killDuring(t, e, "file", func() bool {
+		dst, err := localstore.Open(context.Background(), e.backupWallet, localstore.Options{ReadOnly: true})
+		if err != nil {
+			return false
+		}
+		defer dst.Close()
+		settings, err := readSettings(e.wallet)
+		if err != nil {
+			return false
+		}
+		key = wallet.SessionKey{SourceStorage: settings.StorageIdentityKey, IdentityKey: e.identity}
+		cp, err := dst.Checkpoint(context.Background(), key)
+		return err == nil && cp.Seq >= 5
+	})
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	task := runAndWait(t, c, a, "/api/v1/destinations/file/run")
+	var res SyncResult
+	if err := jsonUnmarshal(task.Result, &res); task.State != TaskSucceeded || err != nil {
+		t.Fatalf("sync after the kill: %+v (%v)", task, err)
+	}
+	if cp := res.Sessions[0].Checkpoint; !cp.Done || cp.Seq <= 5 {
+		t.Fatalf("the resumed sync's checkpoint %+v does not continue the killed one's", cp)
+	}
+}
+
+func readSettings(path string) (wallet.Settings, error) {
+	s, err := localstore.Open(context.Background(), path, localstore.Options{ReadOnly: true})
+	if err != nil {
+		return wallet.Settings{}, err
+	}
+	defer s.Close()
+	return s.Settings(context.Background())
+}
+
+func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }

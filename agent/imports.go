@@ -1,0 +1,221 @@
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"walletsync/portable"
+	"walletsync/scheduler"
+	"walletsync/wallet"
+)
+
+// Task kinds of the import wizard and of verifying a backup.
+const (
+	KindImportPreview = "import-preview"
+	KindImport        = "import"
+	KindVerify        = "verify"
+)
+
+// stagingDir is the agent's one private folder for import staging (plaintext and staging
+// databases): one fixed place, so that what a killed agent left there is found and cleared
+// by the import that resumes it, never forgotten in a folder with a random name.
+func (a *Agent) stagingDir() string { return filepath.Join(string(a.opts.Dir), "staging") }
+
+// uploadsDir holds backup files uploaded from the browser (which cannot name a path) until
+// they are imported; the folder is private (0700) and its files 0600.
+func (a *Agent) uploadsDir() string { return filepath.Join(string(a.opts.Dir), "uploads") }
+
+// Upload is the body of POST /api/v1/import/upload's answer.
+type Upload struct {
+	Upload string `json:"upload"` // the id an import request names
+	Bytes  int64  `json:"bytes"`
+}
+
+var uploadID = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// ImportRequest is the body of POST /api/v1/import/preview and /api/v1/import.
+type ImportRequest struct {
+	// Upload names an uploaded file; Path a file on this machine (the desktop window's open
+	// dialog). Exactly one is set.
+	Upload string `json:"upload,omitempty"`
+	Path   string `json:"path,omitempty"`
+	// Password decrypts the file.
+	Password Secret `json:"password"`
+	// Wallet is the configured wallet to import into (the only one when empty), or, with
+	// mode restore, a new wallet file to build.
+	Wallet string            `json:"wallet,omitempty"`
+	Mode   wallet.ImportMode `json:"mode,omitempty"`
+	// Confirm must be true for an import: the person saw the preview and said yes.
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// VerifyRequest is the body of POST /api/v1/destinations/{id}/backups/verify.
+type VerifyRequest struct {
+	Name string `json:"name"`
+}
+
+func (a *Agent) importRoutes() {
+	a.srv.HandleUpload("/api/v1/import/upload", func(r *http.Request) (any, error) { return a.receiveUpload(r) })
+	a.srv.Handle("POST", "/api/v1/import/preview", func(r *http.Request) (any, error) {
+		var req ImportRequest
+		if err := DecodeJSON(r, &req); err != nil {
+			return nil, err
+		}
+		return a.startImport(KindImportPreview, req)
+	})
+	a.srv.Handle("POST", "/api/v1/import", func(r *http.Request) (any, error) {
+		var req ImportRequest
+		if err := DecodeJSON(r, &req); err != nil {
+			return nil, err
+		}
+		if !req.Confirm {
+			return nil, WithHint(fmt.Errorf("import without confirm: %w", wallet.ErrInvalidArgument), "look at the preview first, then confirm")
+		}
+		return a.startImport(KindImport, req)
+	})
+	a.srv.Handle("POST", "/api/v1/destinations/{id}/backups/verify", func(r *http.Request) (any, error) {
+		var req VerifyRequest
+		if err := DecodeJSON(r, &req); err != nil {
+			return nil, err
+		}
+		return a.VerifyBackup(r.PathValue("id"), req.Name)
+	})
+	a.srv.Handle("POST", "/api/v1/drill", func(r *http.Request) (any, error) { return a.RunDrill("manual") })
+}
+
+// receiveUpload streams an uploaded backup file into the private uploads folder.
+func (a *Agent) receiveUpload(r *http.Request) (Upload, error) {
+	if err := os.MkdirAll(a.uploadsDir(), 0o700); err != nil {
+		return Upload{}, err
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	up := Upload{Upload: hex.EncodeToString(b)}
+	f, err := os.OpenFile(filepath.Join(a.uploadsDir(), up.Upload), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return up, err
+	}
+	up.Bytes, err = io.Copy(f, r.Body)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return up, fmt.Errorf("receive upload: %w", err)
+	}
+	return up, nil
+}
+
+// importFile resolves the file of an import request.
+func (a *Agent) importFile(req ImportRequest) (string, error) {
+	switch {
+	case (req.Upload == "") == (req.Path == ""):
+		return "", fmt.Errorf("name either an upload or a path: %w", wallet.ErrInvalidArgument)
+	case req.Path != "":
+		return req.Path, nil
+	case !uploadID.MatchString(req.Upload):
+		return "", fmt.Errorf("upload %q: %w", req.Upload, wallet.ErrInvalidArgument)
+	}
+	return filepath.Join(a.uploadsDir(), req.Upload), nil
+}
+
+// startImport starts a preview or an import task. Into a configured wallet it goes through
+// the wallet's own open store and, for a merge, takes a background write grant for each page
+// commit, so the import never makes the wallet feel slow; a restore may instead build a new
+// wallet file.
+func (a *Agent) startImport(kind string, req ImportRequest) (Task, error) {
+	file, err := a.importFile(req)
+	if err != nil {
+		return Task{}, err
+	}
+	if req.Password.IsZero() {
+		return Task{}, fmt.Errorf("import needs the backup's password: %w", wallet.ErrInvalidArgument)
+	}
+	cfg := a.config()
+	ref, refErr := cfg.walletRef(req.Wallet)
+	if refErr != nil && (req.Mode != wallet.ImportRestore || req.Wallet == "") {
+		return Task{}, refErr
+	}
+	target := "import:" + file
+	return a.tasks.Start(kind, target, func(ctx context.Context, h *TaskHandle) error {
+		opts := a.importOptions(a.stagingDir(), req.Mode)
+		t := portable.Target{Path: req.Wallet}
+		if refErr == nil {
+			w, err := a.wallet(ctx, ref.Path)
+			if err != nil {
+				return err
+			}
+			t = portable.Target{Store: w.store}
+			opts.Sync.Grants = w.queue.NewSession("import", ref.Path)
+			if opts.Sync.Budget, err = scheduler.NewBudget(scheduler.BudgetOptions{}); err != nil {
+				return err
+			}
+		}
+		progress := func(p portable.ImportProgress) {
+			h.SetDetail(string(p.Phase))
+			if p.Sync != nil {
+				h.SyncProgress(*p.Sync)
+			}
+		}
+		if kind == KindImportPreview {
+			res, err := portable.Preview(ctx, file, req.Password.Reveal(), t, opts, progress)
+			h.SetResult(res)
+			return err
+		}
+		res, err := portable.Import(ctx, file, req.Password.Reveal(), t, opts, progress)
+		h.SetResult(res)
+		if err == nil {
+			h.Logf("imported %s (%s): %d inserted, %d updated", filepath.Base(file), res.Mode, res.Inserts, res.Updates)
+			if req.Upload != "" {
+				os.Remove(file)
+			}
+		}
+		return err
+	})
+}
+
+// VerifyBackup starts a task that decrypts and validates one backup file of a folder
+// destination with the unattended password, and records the outcome.
+func (a *Agent) VerifyBackup(destination, name string) (Task, error) {
+	d, err := a.config().destination(destination)
+	if err != nil {
+		return Task{}, err
+	}
+	if _, _, ok := ParseBackupFileName(name); !ok {
+		return Task{}, fmt.Errorf("%q is not a backup file name: %w", name, wallet.ErrInvalidArgument)
+	}
+	path := filepath.Join(d.Path, name)
+	return a.tasks.Start(KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
+		pw, err := a.secrets.Get(BackupPasswordKey)
+		if err != nil {
+			return WithHint(fmt.Errorf("verify: no unattended backup password: %w", err), "set the backup password in Settings")
+		}
+		sum, err := portable.Verify(ctx, path, pw.Reveal(), a.importOptions(a.stagingDir(), ""), nil)
+		h.SetResult(sum)
+		if ctx.Err() == nil {
+			if merr := a.state.MarkVerified(ctx, path, a.now(), err); merr != nil && err == nil {
+				err = merr
+			}
+		}
+		return err
+	})
+}
+
+// cleanUploads removes uploads older than a day: an abandoned wizard must not leave
+// backups of the wallet lying in the data folder.
+func (a *Agent) cleanUploads() {
+	entries, _ := os.ReadDir(a.uploadsDir())
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+			os.Remove(filepath.Join(a.uploadsDir(), e.Name()))
+		}
+	}
+}

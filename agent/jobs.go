@@ -1,0 +1,300 @@
+package agent
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"walletsync/localstore"
+	"walletsync/portable"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// Task kinds: what a job does. The strings are a wire format.
+const (
+	KindSync   = "sync"   // bring a SQLite backup wallet up to date
+	KindBackup = "backup" // write an encrypted BRC-39 file into a backup folder
+	KindExport = "export" // write one BRC-39 file where the person asked
+)
+
+// BackupPasswordKey names the unattended backup password in the secrets file. Scheduled
+// BRC-39 backups need it without a person.
+const BackupPasswordKey = "backup-password"
+
+// RunDestination starts the job that brings destination id up to date (reason says why:
+// "manual", "interval", "change"...) and returns its task. A destination already being
+// brought up to date gets at most one more run queued behind the running one.
+func (a *Agent) RunDestination(id, reason string) (Task, error) {
+	cfg := a.config()
+	d, err := cfg.destination(id)
+	if err != nil {
+		return Task{}, err
+	}
+	ref, err := cfg.walletOf(d)
+	if err != nil {
+		return Task{}, err
+	}
+	switch d.Kind {
+	case DestinationSQLite:
+		return a.tasks.Start(KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) })
+	case DestinationFolder:
+		return a.tasks.Start(KindBackup, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })
+	}
+	return Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
+}
+
+// SyncResult is the result of a sync task: one session per identity.
+type SyncResult struct {
+	Sessions []syncer.Result `json:"sessions"`
+}
+
+// syncJob pushes every identity of the wallet into the destination's backup wallet file,
+// page by page; reading never holds a grant on the wallet (snapshot views), and the commits
+// go to the destination file, so foreground work on the wallet is not held up.
+func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+	w, err := a.wallet(ctx, ref.Path)
+	if err != nil {
+		return err
+	}
+	ids, err := w.identities(ctx, ref)
+	if err != nil {
+		return err
+	}
+	settings, err := w.store.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	dst, err := localstore.OpenOrCreate(ctx, d.Path, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup " + d.Name},
+		localstore.Options{Logger: a.log})
+	if err != nil {
+		return WithHint(fmt.Errorf("open backup wallet %s: %w", d.Path, err), "check that the folder exists and is writable")
+	}
+	defer dst.Close()
+	h.Logf("sync to %s started (%s)", d.Name, reason)
+	var res SyncResult
+	var done syncer.Counters
+	for _, id := range ids {
+		r, err := syncer.Run(ctx, w.store, dst, id, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.syncMaxRows,
+			Progress: func(p syncer.Progress) error {
+				p.Counters = addCounters(done, p.Counters)
+				h.SyncProgress(p)
+				return nil
+			}})
+		res.Sessions = append(res.Sessions, r)
+		h.SetResult(res)
+		done = addCounters(done, r.Counters)
+		if err != nil {
+			return err
+		}
+		h.Logf("%s: %s sync, %d pages, %d rows (%d inserted, %d updated), checkpoint %d",
+			wallet.ShortKey(id, 12), r.Kind, r.Pages, r.Rows, r.Inserts, r.Updates, r.Checkpoint.Seq)
+	}
+	return nil
+}
+
+func addCounters(a, b syncer.Counters) syncer.Counters {
+	return syncer.Counters{Pages: a.Pages + b.Pages, Rows: a.Rows + b.Rows, Inserts: a.Inserts + b.Inserts,
+		Updates: a.Updates + b.Updates, Bytes: a.Bytes + b.Bytes, Requests: a.Requests + b.Requests}
+}
+
+// Backup is one encrypted backup file the agent wrote.
+type Backup struct {
+	Path        string                     `json:"path"`
+	Destination string                     `json:"destination"`
+	IdentityKey string                     `json:"identityKey"`
+	Size        int64                      `json:"size"`
+	SHA256      string                     `json:"sha256"`
+	Rows        map[wallet.TableName]int64 `json:"rows"`
+	CreatedAt   time.Time                  `json:"createdAt"`
+}
+
+// backupJob writes one BRC-39 file per identity into the destination folder (private temp
+// file, fsync, rename, folder fsync: a crash never leaves a partial backup under a backup's
+// name), records it, and applies the folder's retention.
+func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+	pw, err := a.secrets.Get(BackupPasswordKey)
+	if err != nil {
+		return WithHint(fmt.Errorf("backup to %s: no unattended backup password: %w", d.Name, err),
+			"set the backup password in Settings; a lost password means lost backups")
+	}
+	w, err := a.wallet(ctx, ref.Path)
+	if err != nil {
+		return err
+	}
+	ids, err := w.identities(ctx, ref)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+		return WithHint(fmt.Errorf("backup folder %s: %w", d.Path, err), "check that the disk is connected and writable")
+	}
+	removeStaleTemps(d.Path, h)
+	h.Logf("backup to %s started (%s)", d.Name, reason)
+	var written []Backup
+	for _, id := range ids {
+		h.SetDetail("deriving the key and writing " + wallet.ShortKey(id, 8))
+		file, err := a.exportFile(ctx, w, id, pw, freeBackupPath(d.Path, id, a.now()))
+		if err != nil {
+			return err
+		}
+		file.Destination = d.ID
+		if err := a.state.RecordBackup(ctx, file); err != nil {
+			return err
+		}
+		written = append(written, file)
+		h.SetResult(written)
+		var done syncer.Counters
+		for _, f := range written {
+			for _, n := range f.Rows {
+				done.Rows += n
+			}
+			done.Bytes += f.Size
+		}
+		h.SetCounters(done)
+		a.bus.Publish(EventBackupWritten, file)
+		h.Logf("wrote %s (%d bytes, sha256 %s)", filepath.Base(file.Path), file.Size, file.SHA256[:16])
+	}
+	return a.applyRetention(ctx, h, d)
+}
+
+// exportFile writes identity's wallet to path as a BRC-39 file under password.
+func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string, password Secret, path string) (Backup, error) {
+	settings, err := w.store.Settings(ctx)
+	if err != nil {
+		return Backup{}, err
+	}
+	v, err := w.store.OpenSnapshot(ctx, localstore.SnapshotOptions{Wait: true, Lifetime: localstore.MaxSnapshotLifetime})
+	if err != nil {
+		return Backup{}, err
+	}
+	defer v.Close()
+	res, err := portable.ExportBRC39(ctx, v, settings, identity, password.Reveal(), portable.DefaultKDFParams, path, portable.ExportOptions{})
+	if err != nil {
+		return Backup{}, fmt.Errorf("export %s: %w", wallet.ShortKey(identity, 12), err)
+	}
+	return Backup{Path: res.Path, IdentityKey: identity, Size: res.Size, SHA256: hex.EncodeToString(res.SHA256[:]),
+		Rows: res.Stats.Rows, CreatedAt: a.now().UTC()}, nil
+}
+
+// ExportRequest asks for one BRC-39 file of one identity, written where the person chose.
+type ExportRequest struct {
+	Wallet      string `json:"wallet"` // the wallet's path; the only wallet when empty
+	IdentityKey string `json:"identityKey"`
+	Path        string `json:"path"`
+	Password    Secret `json:"password"`
+}
+
+// Export starts an export task.
+func (a *Agent) Export(req ExportRequest) (Task, error) {
+	if req.Path == "" || req.Password.IsZero() {
+		return Task{}, fmt.Errorf("export needs a path and a password: %w", wallet.ErrInvalidArgument)
+	}
+	if err := portable.DefaultKDFParams.CheckExport(); err != nil {
+		return Task{}, err
+	}
+	ref, err := a.config().walletRef(req.Wallet)
+	if err != nil {
+		return Task{}, err
+	}
+	return a.tasks.Start(KindExport, req.Path, func(ctx context.Context, h *TaskHandle) error {
+		w, err := a.wallet(ctx, ref.Path)
+		if err != nil {
+			return err
+		}
+		id := req.IdentityKey
+		if id == "" {
+			ids, err := w.identities(ctx, ref)
+			if err != nil {
+				return err
+			}
+			id = ids[0]
+		}
+		h.SetDetail("deriving the key and writing the file")
+		file, err := a.exportFile(ctx, w, id, req.Password, req.Path)
+		if err != nil {
+			return err
+		}
+		h.SetResult(file)
+		h.Logf("wrote %s (%d bytes, sha256 %s)", file.Path, file.Size, file.SHA256)
+		return nil
+	})
+}
+
+// walletRef returns the configured wallet at path, or the only one when path is empty.
+func (c Config) walletRef(path string) (WalletRef, error) {
+	for _, w := range c.Wallets {
+		if w.Path == path || (path == "" && len(c.Wallets) == 1) {
+			return w, nil
+		}
+	}
+	return WalletRef{}, WithHint(fmt.Errorf("wallet %q: %w", path, wallet.ErrNotFound), "add the wallet first")
+}
+
+// applyRetention deletes the backup files of d's folder that the retention policy no longer
+// keeps (never the newest verified one), and forgets their records.
+func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d Destination) error {
+	decisions, err := a.retentionPlan(ctx, d)
+	if err != nil {
+		return err
+	}
+	if err := Apply(ctx, d.Path, decisions); err != nil {
+		return err
+	}
+	for _, dec := range decisions {
+		if !dec.Keep {
+			h.Logf("retention deleted %s", dec.File.Name)
+			if err := a.state.ForgetBackup(ctx, filepath.Join(d.Path, dec.File.Name)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// retentionPlan is what retention would do with d's folder now.
+func (a *Agent) retentionPlan(ctx context.Context, d Destination) ([]Decision, error) {
+	files, err := ReadBackupDir(d.Path)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := a.state.Backups(ctx, d.ID)
+	if err != nil {
+		return nil, err
+	}
+	newestVerified := ""
+	for _, r := range recs { // newest first
+		if !r.VerifiedAt.IsZero() {
+			newestVerified = filepath.Base(r.Path)
+			break
+		}
+	}
+	return Plan(files, a.config().Retention, newestVerified, a.now()), nil
+}
+
+// removeStaleTemps deletes the private temp files of backups that a crash interrupted
+// (".walletsync-….brc39.tmp-…", see portable.ExportBRC39): they were never renamed into
+// place, so no backup is lost, and a folder must not keep partial files. Only one backup
+// job runs per folder at a time, so none of them belongs to a running export.
+func removeStaleTemps(dir string, h *TaskHandle) {
+	stale, _ := filepath.Glob(filepath.Join(dir, ".walletsync-*.brc39.tmp-*"))
+	for _, f := range stale {
+		if os.Remove(f) == nil {
+			h.Logf("removed %s, left by an interrupted backup", filepath.Base(f))
+		}
+	}
+}
+
+// freeBackupPath names a new backup of identity in dir. Names carry the second; a second
+// backup within the same second takes the next free second rather than replacing the first.
+func freeBackupPath(dir, identity string, now time.Time) string {
+	for t := now; ; t = t.Add(time.Second) {
+		p := filepath.Join(dir, BackupFileName(identity, t))
+		if _, err := os.Lstat(p); os.IsNotExist(err) {
+			return p
+		}
+	}
+}

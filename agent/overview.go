@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// Overview answers, at a glance, "is my wallet backed up, where, and when was the last good
+// backup?". It is the body of GET /api/v1/overview.
+type Overview struct {
+	// Health is the answer in one sentence, without jargon; Healthy says whether it is good
+	// news.
+	Health       string            `json:"health"`
+	Healthy      bool              `json:"healthy"`
+	Wallets      []WalletView      `json:"wallets"`
+	Destinations []DestinationView `json:"destinations"`
+	// Tasks are the running and queued tasks.
+	Tasks []Task    `json:"tasks"`
+	Now   time.Time `json:"now"`
+}
+
+// WalletView is a configured wallet and, when it opens, its identities' summaries.
+type WalletView struct {
+	Path       string           `json:"path"`
+	Chain      wallet.Chain     `json:"chain,omitempty"`
+	Identities []wallet.Summary `json:"identities"`
+	Error      string           `json:"error,omitempty"`
+}
+
+// DestinationView is a destination with what its task history says about it.
+type DestinationView struct {
+	Destination
+	Paused      bool      `json:"paused"`
+	LastSuccess time.Time `json:"lastSuccess,omitzero"`
+	// LastFailure and LastError describe the newest failure after the last success.
+	LastFailure time.Time `json:"lastFailure,omitzero"`
+	LastError   string    `json:"lastError,omitempty"`
+	LastHint    string    `json:"lastHint,omitempty"`
+	// Running is the destination's running or queued task.
+	Running *Task `json:"running,omitempty"`
+	// NextRun is when the schedule next brings the destination up to date, and why.
+	NextRun    time.Time `json:"nextRun,omitzero"`
+	NextReason Reason    `json:"nextReason,omitempty"`
+}
+
+// Overview gathers the overview from the config, the wallets (read under foreground
+// grants) and the task history.
+func (a *Agent) Overview(ctx context.Context) (Overview, error) {
+	cfg := a.config()
+	now := a.now()
+	ov := Overview{Now: now.UTC(), Wallets: []WalletView{}, Destinations: []DestinationView{}, Tasks: []Task{}}
+	for _, ref := range cfg.Wallets {
+		wv := WalletView{Path: ref.Path, Identities: []wallet.Summary{}}
+		err := a.foreground(ctx, ref.Path, func(w *walletHandle) error {
+			ids, err := w.identities(ctx, ref)
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				sum, err := w.store.Summary(ctx, id)
+				if err != nil {
+					return err
+				}
+				wv.Chain = sum.Chain
+				wv.Identities = append(wv.Identities, sum)
+			}
+			return nil
+		})
+		if err != nil {
+			wv.Error = err.Error()
+		}
+		ov.Wallets = append(ov.Wallets, wv)
+	}
+	tasks := a.tasks.List() // newest first
+	for _, t := range tasks {
+		if !t.State.Terminal() {
+			ov.Tasks = append(ov.Tasks, t)
+		}
+	}
+	for _, d := range cfg.Destinations {
+		v := destinationView(d, tasks, now)
+		if a.sched != nil {
+			v.NextRun, v.NextReason, _ = a.sched.Next(d.ID)
+		}
+		ov.Destinations = append(ov.Destinations, v)
+	}
+	ov.Health, ov.Healthy = health(ov, now)
+	return ov, nil
+}
+
+// destinationView reads a destination's last success and later failure from the task
+// history (newest first).
+func destinationView(d Destination, tasks []Task, now time.Time) DestinationView {
+	v := DestinationView{Destination: d, Paused: d.Paused(now)}
+	for _, t := range tasks {
+		if t.Target != d.ID || (t.Kind != KindSync && t.Kind != KindBackup) {
+			continue
+		}
+		switch {
+		case !t.State.Terminal():
+			if v.Running == nil {
+				tc := t
+				v.Running = &tc
+			}
+		case t.State == TaskSucceeded:
+			v.LastSuccess = t.FinishedAt
+			return v
+		case t.State == TaskFailed && v.LastFailure.IsZero():
+			v.LastFailure, v.LastError, v.LastHint = t.FinishedAt, t.Error, t.Hint
+		}
+	}
+	return v
+}
+
+// health is the overview in one sentence, and whether it is good news.
+func health(ov Overview, now time.Time) (string, bool) {
+	if len(ov.Wallets) == 0 {
+		return "No wallet yet: add one to start keeping it safe.", false
+	}
+	for _, w := range ov.Wallets {
+		if w.Error != "" {
+			return fmt.Sprintf("The wallet %s cannot be opened: %s", w.Path, w.Error), false
+		}
+	}
+	if len(ov.Destinations) == 0 {
+		return "Nothing backs this wallet up yet: add a destination.", false
+	}
+	var newest time.Time
+	backed := 0
+	for _, d := range ov.Destinations {
+		if !d.LastFailure.IsZero() {
+			return fmt.Sprintf("%s failing since %s: %s", d.Name, d.LastFailure.Local().Format("Jan 2 15:04"), d.LastError), false
+		}
+		if !d.LastSuccess.IsZero() {
+			backed++
+			if d.LastSuccess.After(newest) {
+				newest = d.LastSuccess
+			}
+		}
+	}
+	if backed == 0 {
+		return "Not backed up yet.", false
+	}
+	plural := "s"
+	if backed == 1 {
+		plural = ""
+	}
+	return fmt.Sprintf("Backed up %s to %d destination%s.", ago(now.Sub(newest)), backed, plural), backed == len(ov.Destinations)
+}
+
+// ago says how long ago something happened, in the words a person uses.
+func ago(d time.Duration) string {
+	unit := func(n int, word string) string {
+		if n == 1 {
+			return fmt.Sprintf("1 %s ago", word)
+		}
+		return fmt.Sprintf("%d %ss ago", n, word)
+	}
+	switch {
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return unit(int(d/time.Minute), "minute")
+	case d < 48*time.Hour:
+		return unit(int(d/time.Hour), "hour")
+	}
+	return unit(int(d/(24*time.Hour)), "day")
+}

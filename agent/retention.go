@@ -1,0 +1,201 @@
+package agent
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// The backup file name: walletsync-<identity prefix>-<UTC time>.brc39.
+const (
+	backupNamePrefix  = "walletsync-"
+	backupNameExt     = ".brc39"
+	backupTimeLayout  = "20060102T150405Z" // ISO 8601 basic format: sorts as it reads, no ':' (Windows)
+	identityPrefixLen = 8
+)
+
+// BackupFileName returns the name of the backup file of identityKey (66 hex digits) taken
+// at t: "walletsync-", the key's first 8 hex digits in lower case, "-", t in UTC to the
+// second in ISO 8601 basic format, ".brc39"; for example
+// walletsync-03ab12cd-20261129T201500Z.brc39. Names of one identity sort by time.
+//
+// Two backups of one identity within one second share a name: the writer must not
+// replace an existing file. A key that is not hex gives a name ParseBackupFileName
+// refuses, so retention never counts or deletes such a file.
+func BackupFileName(identityKey string, t time.Time) string {
+	prefix := strings.ToLower(identityKey[:min(len(identityKey), identityPrefixLen)])
+	return backupNamePrefix + prefix + "-" + t.UTC().Format(backupTimeLayout) + backupNameExt
+}
+
+// ParseBackupFileName returns the identity prefix and the UTC time in a name written by
+// BackupFileName. ok is false for any other name (another program's file, a temp file,
+// a name in upper case or with anything added), which retention then leaves alone.
+func ParseBackupFileName(name string) (prefix string, t time.Time, ok bool) {
+	rest, ok1 := strings.CutPrefix(name, backupNamePrefix)
+	rest, ok2 := strings.CutSuffix(rest, backupNameExt)
+	prefix, stamp, ok3 := strings.Cut(rest, "-")
+	if !ok1 || !ok2 || !ok3 || len(prefix) != identityPrefixLen || strings.Trim(prefix, "0123456789abcdef") != "" {
+		return "", time.Time{}, false
+	}
+	t, err := time.Parse(backupTimeLayout, stamp)
+	if err != nil || t.Format(backupTimeLayout) != stamp {
+		return "", time.Time{}, false
+	}
+	return prefix, t, true
+}
+
+// BackupFile is a file in a backup folder, a backup or not: Plan tells them apart.
+type BackupFile struct {
+	Name string `json:"name"` // the file name, without the folder
+}
+
+// ReadBackupDir returns the regular files in dir, in name order. Folders, links and other
+// special files are left out: retention never touches them.
+func ReadBackupDir(dir string) ([]BackupFile, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("read backup folder: %w", err)
+	}
+	var files []BackupFile
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			files = append(files, BackupFile{Name: e.Name()})
+		}
+	}
+	return files, nil
+}
+
+// Decision is what retention does with one backup file, and why.
+type Decision struct {
+	File BackupFile `json:"file"`
+	Keep bool       `json:"keep"`
+	// Reasons say which rules keep the file ("one of the last 10", "newest of
+	// 2026-11-28", "newest of week 2026-W48", "newest verified"); none when it goes.
+	Reasons []string `json:"reasons,omitempty"`
+}
+
+// Plan decides which backup files in a folder to keep under policy, as of now. It is a
+// pure function: Apply carries the decisions out.
+//
+// Retention applies to each identity prefix on its own, as if each had its own folder.
+// Of each identity it keeps:
+//   - the newest policy.Last files (at least 1, whatever the policy says: an identity's
+//     newest backup is never deleted);
+//   - the newest file of each of the last policy.Daily days: today and the days before,
+//     as UTC calendar dates;
+//   - the newest file of each of the last policy.Weekly weeks: this ISO 8601 week
+//     (Monday to Sunday, UTC) and the weeks before.
+//
+// Days and weeks are UTC so that a plan does not change with the machine's time zone
+// or its daylight-saving changes, and the names, which carry UTC times, show the days
+// that count. The day and week windows are calendar windows counted back from now:
+// days without a backup use up their place, so "7 days" means the last week of the
+// calendar, as a person reads it. A file dated after now (a clock set back) falls in no
+// earlier day, so it is kept by the day and week it is dated in.
+//
+// The file named newestVerified (the newest backup a restore drill passed) is kept
+// whatever the rules say. Files whose names ParseBackupFileName refuses are neither
+// counted nor touched: Plan returns no decision for them. Plan returns one decision per
+// distinct backup file name, in the order of files.
+func Plan(files []BackupFile, policy Retention, newestVerified string, now time.Time) []Decision {
+	type backup struct {
+		at   int // index in out
+		time time.Time
+	}
+	var out []Decision
+	seen := map[string]bool{}
+	byPrefix := map[string][]backup{}
+	for _, f := range files {
+		prefix, t, ok := ParseBackupFileName(f.Name)
+		if !ok || seen[f.Name] {
+			continue
+		}
+		seen[f.Name] = true
+		byPrefix[prefix] = append(byPrefix[prefix], backup{at: len(out), time: t})
+		out = append(out, Decision{File: f})
+	}
+
+	now = now.UTC()
+	last := max(policy.Last, 1)
+	daily, weekly := max(policy.Daily, 0), max(policy.Weekly, 0)
+	y, m, d := now.Date()
+	firstDay := time.Date(y, m, d-(daily-1), 0, 0, 0, 0, time.UTC)
+	sinceMonday := (int(now.Weekday()) + 6) % 7
+	firstWeek := time.Date(y, m, d-sinceMonday-7*(weekly-1), 0, 0, 0, 0, time.UTC)
+	lastReason := fmt.Sprintf("one of the last %d", last)
+
+	for _, group := range byPrefix {
+		slices.SortFunc(group, func(a, b backup) int { // newest first
+			return cmp.Or(b.time.Compare(a.time), strings.Compare(out[b.at].File.Name, out[a.at].File.Name))
+		})
+		days, weeks := map[string]bool{}, map[string]bool{}
+		for rank, b := range group {
+			dec := &out[b.at]
+			if rank < last {
+				dec.Reasons = append(dec.Reasons, lastReason)
+			}
+			// Newest first, so the first file met of a day or week is its newest.
+			if day := b.time.Format(time.DateOnly); daily > 0 && !b.time.Before(firstDay) && !days[day] {
+				days[day] = true
+				dec.Reasons = append(dec.Reasons, "newest of "+day)
+			}
+			wy, wn := b.time.ISOWeek()
+			if week := fmt.Sprintf("%04d-W%02d", wy, wn); weekly > 0 && !b.time.Before(firstWeek) && !weeks[week] {
+				weeks[week] = true
+				dec.Reasons = append(dec.Reasons, "newest of week "+week)
+			}
+			if newestVerified != "" && dec.File.Name == newestVerified {
+				dec.Reasons = append(dec.Reasons, "newest verified")
+			}
+			dec.Keep = len(dec.Reasons) > 0
+		}
+	}
+	return out
+}
+
+// Apply deletes from dir the files that decisions do not keep, and nothing else, then
+// fsyncs dir so that the deletions survive a power cut. It checks every name first and
+// refuses the whole list, deleting nothing, if a file to delete is not a backup file
+// (wallet.ErrInvalidArgument): decisions that did not come from Plan must not reach
+// another program's files. A file already gone counts as deleted. It stops at the first
+// failed deletion, and between deletions when ctx ends.
+func Apply(ctx context.Context, dir string, decisions []Decision) error {
+	for _, d := range decisions {
+		if _, _, ok := ParseBackupFileName(d.File.Name); !d.Keep && !ok {
+			return fmt.Errorf("apply retention in %s: delete %q: not a backup file: %w", dir, d.File.Name, wallet.ErrInvalidArgument)
+		}
+	}
+	deleted := false
+	var err error
+	for _, d := range decisions {
+		if d.Keep {
+			continue
+		}
+		if err = ctx.Err(); err != nil {
+			break
+		}
+		if rerr := os.Remove(filepath.Join(dir, d.File.Name)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = fmt.Errorf("delete %s: %w", d.File.Name, rerr)
+			break
+		}
+		deleted = true
+	}
+	if deleted {
+		if serr := syncDir(dir); serr != nil {
+			err = errors.Join(err, fmt.Errorf("sync folder: %w", serr))
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("apply retention in %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,472 @@
+package localstore
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+
+	"walletsync/wallet"
+)
+
+// Imports. A portable backup goes into a wallet in steps, each of them one transaction: the
+// validated document is loaded into a staging store (LoadDocument), then either copied into
+// an empty wallet with its ids (RestoreFrom), or merged page by page through Commit and
+// finished (CompleteMerge). The import journal, walletsync's table in the wallet, records
+// each document by the digest of its plaintext, so that a crashed import resumes and a
+// repeated one does nothing.
+const importsTable = ownPrefix + "imports"
+
+// ImportRecord returns the import journal's entry for the document with the given digest,
+// or an error matching wallet.ErrNotFound. A store opened read-only whose file predates the
+// journal has no entries.
+func (s *Store) ImportRecord(ctx context.Context, digest string) (wallet.ImportRecord, error) {
+	var n int
+	if err := s.readDB.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", importsTable).Scan(&n); err != nil {
+		return wallet.ImportRecord{}, fmt.Errorf("read import journal: %w", classify(err))
+	}
+	if n == 0 {
+		return wallet.ImportRecord{}, fmt.Errorf("import %s: %w", wallet.ShortKey(digest, 16), wallet.ErrNotFound)
+	}
+	rec, err := readImportRecord(ctx, s.readDB, digest)
+	if err != nil {
+		return rec, fmt.Errorf("read import journal: %w", err)
+	}
+	return rec, nil
+}
+
+// PutImportRecord writes rec into the import journal, replacing the entry with its digest.
+func (s *Store) PutImportRecord(ctx context.Context, rec wallet.ImportRecord) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error { return putImportRecord(ctx, tx, rec) })
+	if err != nil {
+		return fmt.Errorf("write import journal: %w", err)
+	}
+	return nil
+}
+
+func readImportRecord(ctx context.Context, q queryer, digest string) (wallet.ImportRecord, error) {
+	rec := wallet.ImportRecord{Digest: digest}
+	var mode, state, started, updated string
+	err := q.QueryRowContext(ctx, `SELECT mode, state, identity_key, source_storage, target_storage, session_storage,
+		started_at, updated_at, inserts, updates FROM `+importsTable+` WHERE digest = ?`, digest).
+		Scan(&mode, &state, &rec.IdentityKey, &rec.Source, &rec.Target, &rec.Session, &started, &updated, &rec.Inserts, &rec.Updates)
+	if errors.Is(err, sql.ErrNoRows) {
+		return rec, fmt.Errorf("import %s: %w", wallet.ShortKey(digest, 16), wallet.ErrNotFound)
+	}
+	if err != nil {
+		return rec, classify(err)
+	}
+	rec.Mode, rec.State = wallet.ImportMode(mode), wallet.ImportState(state)
+	if rec.StartedAt, err = wallet.ParseTime(started); err == nil {
+		rec.UpdatedAt, err = wallet.ParseTime(updated)
+	}
+	return rec, err
+}
+
+func putImportRecord(ctx context.Context, tx *sql.Tx, rec wallet.ImportRecord) error {
+	if rec.Digest == "" || rec.IdentityKey == "" {
+		return fmt.Errorf("import record without a digest or an identity: %w", wallet.ErrInvalidArgument)
+	}
+	_, err := tx.ExecContext(ctx, `INSERT INTO `+importsTable+`
+		(digest, mode, state, identity_key, source_storage, target_storage, session_storage, started_at, updated_at, inserts, updates)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		ON CONFLICT (digest) DO UPDATE SET mode = excluded.mode, state = excluded.state, identity_key = excluded.identity_key,
+		source_storage = excluded.source_storage, target_storage = excluded.target_storage, session_storage = excluded.session_storage,
+		started_at = excluded.started_at, updated_at = excluded.updated_at, inserts = excluded.inserts, updates = excluded.updates`,
+		rec.Digest, string(rec.Mode), string(rec.State), rec.IdentityKey, rec.Source, rec.Target, rec.Session,
+		wallet.FormatTime(rec.StartedAt), wallet.FormatTime(rec.UpdatedAt), rec.Inserts, rec.Updates)
+	return classify(err)
+}
+
+// emptyTables are the tables a restore target must not have rows in: the toolbox's
+// assertRestoreTargetEmpty counts every table but settings, monitor_events included.
+var emptyTables = append(tableNames(wallet.AllTables), "monitor_events")
+
+func tableNames(tables []*wallet.Table) []string {
+	out := make([]string, len(tables))
+	for i, t := range tables {
+		out[i] = string(t.Name)
+	}
+	return out
+}
+
+// CheckEmpty returns nil when the store holds no rows but its settings (the toolbox's test
+// before a restore, monitor_events included), and otherwise a *wallet.NotEmptyError naming
+// the first table with rows.
+func (s *Store) CheckEmpty(ctx context.Context) error {
+	if err := checkEmpty(ctx, s.readDB, s.path); err != nil {
+		return fmt.Errorf("check empty: %w", err)
+	}
+	return nil
+}
+
+func checkEmpty(ctx context.Context, q queryer, path string) error {
+	for _, name := range emptyTables {
+		var any bool
+		if err := q.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+quoteIdent(name)+")").Scan(&any); err != nil {
+			return classify(err)
+		}
+		if any {
+			var n int64
+			if err := q.QueryRowContext(ctx, "SELECT count(*) FROM "+quoteIdent(name)).Scan(&n); err != nil {
+				return classify(err)
+			}
+			return &wallet.NotEmptyError{Path: path, Table: name, Rows: n}
+		}
+	}
+	return nil
+}
+
+// LoadDocument fills this store, which must be empty (CheckEmpty), with the rows of one
+// document, keeping their ids: the staging side of an import. fill calls put once per row, in
+// any table order (a BRC-38 document lists rows before the rows they refer to, so foreign keys
+// are checked at the commit), and rec goes into the import journal in the same transaction.
+// Nothing is committed unless fill returns nil: a document that fails validation half-way
+// leaves the store as empty as it was. A row that breaks the schema (a duplicate in a unique
+// index, a reference to nothing) fails with an error matching wallet.ErrConstraint.
+func (s *Store) LoadDocument(ctx context.Context, rec wallet.ImportRecord, fill func(put func(t *wallet.Table, r wallet.Row) error) error) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := checkEmpty(ctx, tx, s.path); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, "PRAGMA defer_foreign_keys = ON"); err != nil {
+			return classify(err)
+		}
+		w := newRowWriter(tx)
+		defer w.close()
+		err := fill(func(t *wallet.Table, r wallet.Row) error {
+			_, err := w.insert(ctx, t, r, true)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		return putImportRecord(ctx, tx, rec)
+	})
+	if err != nil {
+		return fmt.Errorf("load document into %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// RestoreFrom copies every row of the staging store at stagingPath into this store with its
+// ids, in one transaction that also writes rec into the import journal: the toolbox's
+// restoreBRC38 into an existing wallet. It refuses, writing nothing, a store that is not
+// empty (*wallet.NotEmptyError) or that is on another chain than the staging store
+// (*wallet.ChainError).
+func (s *Store) RestoreFrom(ctx context.Context, stagingPath string, rec wallet.ImportRecord) error {
+	err := s.attachTx(ctx, stagingPath, func(tx *sql.Tx) error {
+		if err := checkEmpty(ctx, tx, s.path); err != nil {
+			return err
+		}
+		var src, dst string
+		if err := tx.QueryRowContext(ctx, "SELECT (SELECT chain FROM src.settings LIMIT 1), (SELECT chain FROM main.settings LIMIT 1)").Scan(&src, &dst); err != nil {
+			return classify(err)
+		}
+		if err := wallet.CheckSameChain(wallet.Chain(src), wallet.Chain(dst)); err != nil {
+			return err
+		}
+		if _, err := copyTables(ctx, tx, wallet.AllTables); err != nil {
+			return err
+		}
+		return putImportRecord(ctx, tx, rec)
+	})
+	if err != nil {
+		return fmt.Errorf("restore into %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// SaveAs writes a compact copy of the store to path, which must not exist, so that path
+// holds either nothing or the whole copy, whatever happens: the copy is a consistent snapshot
+// (VACUUM INTO) made under a temporary name in path's folder, switched to WAL, synced,
+// renamed into place, and the folder synced. A restore into a new wallet file moves its
+// staging store into place so.
+func (s *Store) SaveAs(ctx context.Context, path string) error {
+	if _, err := os.Stat(path); err == nil {
+		return fmt.Errorf("save as %s: %w", path, os.ErrExist)
+	}
+	// One temporary name per path: a copy a crash cut short is overwritten by the next try,
+	// never left beside the wallet. VACUUM INTO writes only into an empty file.
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new")
+	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
+		return fmt.Errorf("save as %s: %w", path, classify(err))
+	}
+	defer os.Remove(tmp) // a no-op after the rename
+	if s.writeDB == nil {
+		return fmt.Errorf("save as %s: %w", path, wallet.ErrReadOnly)
+	}
+	if _, err := s.writeDB.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
+		return fmt.Errorf("save as %s: %w", path, classify(err))
+	}
+	if err := os.Chmod(tmp, 0o600); err != nil {
+		return fmt.Errorf("save as %s: %w", path, classify(err))
+	}
+	if err := setWAL(ctx, tmp); err != nil {
+		return fmt.Errorf("save as %s: %w", path, err)
+	}
+	if err := renameDurably(tmp, path); err != nil {
+		return fmt.Errorf("save as %s: %w", path, err)
+	}
+	return nil
+}
+
+// setWAL switches the closed file at path to WAL, as Open would on first use, so that a
+// copy is a wallet file like any other and opening it changes nothing.
+func setWAL(ctx context.Context, path string) error {
+	db, err := sql.Open("sqlite", dsn(path, DefaultBusyTimeout, "_pragma=journal_mode(WAL)"))
+	if err != nil {
+		return err
+	}
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return classify(err)
+	}
+	return classify(db.Close())
+}
+
+// CompleteMerge finishes a merge whose rows walletsync's page sessions brought from the
+// staging store at stagingPath (session rec.Session), leaving in sync_states what the
+// toolbox's mergeBRC38 leaves, and writes rec into the import journal, all in one
+// transaction:
+//
+//   - the producer's sync state (findOrInsertSyncStateAuth for from): its sync map takes
+//     every id map of the session (the mapping the merge made wins over an older one), each
+//     entity's maxUpdated_at rises to the latest updated_at of its staged rows, and the state
+//     is then completed as the toolbox's closing empty chunk completes it (when becomes the
+//     latest maxUpdated_at, every count 0);
+//   - every staged sync state, re-keyed to the user, the values of its id maps mapped through
+//     the producer's sync map where it has them, is upserted by (userId, storageIdentityKey,
+//     storageName): inserted with a new id, or written over the existing row's columns (those
+//     it does not hold are left alone), keeping the existing sync map when the row is the
+//     producer's own. A staged refNum (unique in the store) that another of the store's sync
+//     states holds is replaced by a fresh one, where the toolbox would fail the import after
+//     merging its rows.
+//
+// The session's checkpoint and id maps go too: nothing reads them again. It returns the
+// staged sync states inserted and updated, which is what the toolbox counts of them, and adds
+// them to rec's Inserts and Updates before it records rec.
+func (s *Store) CompleteMerge(ctx context.Context, stagingPath string, rec wallet.ImportRecord, from wallet.Settings) (wallet.MergeCounts, error) {
+	var counts wallet.MergeCounts
+	err := s.attachTx(ctx, stagingPath, func(tx *sql.Tx) error {
+		userID, err := lookupUser(ctx, tx, rec.IdentityKey)
+		if err != nil {
+			return err
+		}
+		producer, err := completeProducerState(ctx, tx, userID, rec.Session, from)
+		if err != nil {
+			return err
+		}
+		if counts, err = upsertStagedSyncStates(ctx, tx, userID, producer); err != nil {
+			return err
+		}
+		rec.Inserts += counts.Inserts
+		rec.Updates += counts.Updates
+		if err := forgetSession(ctx, tx, rec.Session); err != nil {
+			return err
+		}
+		return putImportRecord(ctx, tx, rec)
+	})
+	if err != nil {
+		return counts, fmt.Errorf("complete merge into %s: %w", s.path, err)
+	}
+	return counts, nil
+}
+
+// ForgetSession drops the durable checkpoint and the id maps that sync sessions from the
+// source storage sourceStorage left in this store: a source that never comes back (the
+// staging database of an import, replaced by a new one when a rerun had to stage again).
+// The next session from that source, if any, traverses everything again.
+func (s *Store) ForgetSession(ctx context.Context, sourceStorage string) error {
+	err := s.writeTx(ctx, func(tx *sql.Tx) error { return forgetSession(ctx, tx, sourceStorage) })
+	if err != nil {
+		return fmt.Errorf("forget sessions from %s: %w", wallet.ShortKey(sourceStorage, 16), err)
+	}
+	return nil
+}
+
+func forgetSession(ctx context.Context, tx *sql.Tx, sourceStorage string) error {
+	for _, table := range []string{checkpointTable, idMapTable} {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM "+table+" WHERE source_storage = ?", sourceStorage); err != nil {
+			return classify(err)
+		}
+	}
+	return nil
+}
+
+// completeProducerState brings the producer's sync state to where mergeBRC38's two chunks
+// leave it and returns it.
+func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, session string, from wallet.Settings) (wallet.SyncState, error) {
+	st, err := findOrInsertSyncState(ctx, tx, userID, from.StorageIdentityKey, from.StorageName)
+	if err != nil {
+		return st, err
+	}
+	rows, err := tx.QueryContext(ctx, "SELECT tbl, source_id, local_id FROM "+idMapTable+" WHERE source_storage = ?", session)
+	if err != nil {
+		return st, classify(err)
+	}
+	for rows.Next() {
+		var name string
+		var src, local int64
+		if err := rows.Scan(&name, &src, &local); err != nil {
+			rows.Close()
+			return st, classify(err)
+		}
+		t, err := wallet.LookupTable(wallet.TableName(name))
+		if err != nil {
+			rows.Close()
+			return st, err
+		}
+		if e := st.SyncMap.Entity(t); e != nil {
+			e.IDMap[src] = local
+		}
+	}
+	if err := rows.Close(); err != nil {
+		return st, classify(err)
+	}
+	for _, t := range wallet.Entities {
+		var latestText sql.NullString
+		if err := tx.QueryRowContext(ctx, "SELECT max(updated_at) FROM src."+quoteIdent(string(t.Name))).Scan(&latestText); err != nil {
+			return st, classify(err)
+		}
+		if !latestText.Valid {
+			continue
+		}
+		at, err := wallet.ParseTime(latestText.String)
+		if err != nil {
+			return st, err
+		}
+		e := st.SyncMap.Entity(t)
+		e.MaxUpdatedAt = latest(e.MaxUpdatedAt, at)
+	}
+	closing := wallet.SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
+	for _, t := range wallet.Entities {
+		closing.Rows[t.Name] = []wallet.Row{}
+	}
+	if _, err := mergeChunk(ctx, tx, userID, &st, closing); err != nil {
+		return st, err
+	}
+	st.UpdatedAt = wallet.Now()
+	return st, saveSyncState(ctx, tx, st)
+}
+
+// upsertStagedSyncStates is the toolbox's mergeImportedSyncStates over the staged rows.
+func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, producer wallet.SyncState) (wallet.MergeCounts, error) {
+	var counts wallet.MergeCounts
+	t := wallet.SyncStates
+	staged, err := queryRows(ctx, tx, t, "SELECT "+selectColumns(t)+" FROM src.sync_states AS t ORDER BY t.syncStateId")
+	if err != nil {
+		return counts, err
+	}
+	m := newMerger(ctx, tx, userID, nil, "")
+	defer m.close()
+	for _, r := range staged {
+		st, err := wallet.SyncStateFromRow(r)
+		if err != nil {
+			return counts, err
+		}
+		for name, e := range st.SyncMap {
+			for src, v := range e.IDMap {
+				if local, ok := producer.SyncMap[name].IDMap[v]; ok {
+					e.IDMap[src] = local
+				}
+			}
+		}
+		existing, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ? AND storageName = ?", userID, st.StorageIdentityKey, st.StorageName)
+		if err != nil {
+			return counts, err
+		}
+		st.UserID = userID
+		var holder int64
+		err = tx.QueryRowContext(ctx, "SELECT syncStateId FROM sync_states WHERE refNum = ?", st.RefNum).Scan(&holder)
+		switch {
+		case err == nil && (len(existing) == 0 || holder != existing[0].SyncStateID):
+			if st.RefNum, err = newRefNum(); err != nil {
+				return counts, err
+			}
+		case err != nil && !errors.Is(err, sql.ErrNoRows):
+			return counts, classify(err)
+		}
+		switch len(existing) {
+		case 0:
+			row, err := st.Row()
+			if err != nil {
+				return counts, err
+			}
+			if _, err := m.w.insert(ctx, t, row, false); err != nil {
+				return counts, err
+			}
+			counts.Inserts++
+		case 1:
+			if st.StorageIdentityKey == producer.StorageIdentityKey && st.StorageName == producer.StorageName {
+				st.SyncMap = existing[0].SyncMap
+			}
+			st.SyncStateID = existing[0].SyncStateID
+			row, err := st.Row()
+			if err != nil {
+				return counts, err
+			}
+			var cols []string
+			for i, c := range t.Columns {
+				if row[i] != nil && c.Name != t.ID {
+					cols = append(cols, c.Name)
+				}
+			}
+			if err := m.update(t, row, cols); err != nil {
+				return counts, err
+			}
+			counts.Updates++
+		default:
+			return counts, fmt.Errorf("sync state for %s named %q: %w", wallet.ShortKey(st.StorageIdentityKey, 16), st.StorageName, wallet.ErrAmbiguousSyncState)
+		}
+	}
+	return counts, nil
+}
+
+// attachTx runs fn in one write transaction on the writer's connection, with the wallet file
+// at path attached as "src" for its duration. fn only reads src.
+func (s *Store) attachTx(ctx context.Context, path string, fn func(tx *sql.Tx) error) error {
+	if s.writeDB == nil {
+		return fmt.Errorf("write %s: %w", s.path, wallet.ErrReadOnly)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return fmt.Errorf("attach %s: %w", path, classify(err))
+	}
+	conn, err := s.writeDB.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS src", "file:"+(&url.URL{Path: path}).EscapedPath()); err != nil {
+		return fmt.Errorf("attach %s: %w", path, classify(err))
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "DETACH DATABASE src")
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return classify(tx.Commit())
+}
+
+// copyTables copies every row of the given tables from src into main with their ids, in the
+// order given (parents first), and returns how many rows it copied.
+func copyTables(ctx context.Context, tx *sql.Tx, tables []*wallet.Table) (int64, error) {
+	var rows int64
+	for _, t := range tables {
+		cols := joinQuoted("", t.ColumnNames())
+		res, err := tx.ExecContext(ctx, fmt.Sprintf("INSERT INTO main.%s (%s) SELECT %s FROM src.%s", quoteIdent(string(t.Name)), cols, cols, quoteIdent(string(t.Name))))
+		if err != nil {
+			return rows, fmt.Errorf("copy %s: %w", t.Name, classify(err))
+		}
+		n, _ := res.RowsAffected()
+		rows += n
+	}
+	return rows, nil
+}
