@@ -44,6 +44,7 @@ func commands() []command {
 		{name: "cancel", summary: "cancel a task at its next safe point", run: runCancel},
 		{name: "pause", summary: "hold a destination's (or all) scheduled runs back", run: runPause},
 		{name: "resume", summary: "let a destination's (or all) scheduled runs go again", run: runResume},
+		{name: "tray", summary: "show the agent's health in the system tray, with back up now, pause and open dashboard", run: runTray},
 		{name: "sync", summary: "copy a wallet to a SQLite backup wallet, page by page, resumable", run: runSync},
 		{name: "export", summary: "write a wallet to an encrypted BRC-39 backup file (or, asked for, plaintext BRC-38)", run: runExport},
 		{name: "verify", summary: "check a backup file's password, tag and document without importing it", run: runVerify},
@@ -56,11 +57,12 @@ func commands() []command {
 	}
 }
 
-func main() {
+// cliMain runs the command line on os.Args and returns the exit code. Both mains call it:
+// main_cli.go's always, main_desktop.go's when the window binary is given arguments.
+func cliMain() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 }
 
 // run dispatches args to the longest matching command and returns the exit code: 0 on

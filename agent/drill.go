@@ -39,13 +39,14 @@ func (a *Agent) RunDrill(reason string) (Task, error) {
 }
 
 func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) error {
-	pw, err := a.secrets.Get(BackupPasswordKey)
-	if err != nil {
-		return WithHint(fmt.Errorf("restore drill: no unattended backup password: %w", err), "set the backup password in Settings")
-	}
 	h.Logf("restore drill started (%s)", reason)
-	var res DrillResult
-	var failed []error
+	// Which files first: an agent with nothing backed up yet has nothing to drill, which is
+	// not a failure, and needs no password.
+	type target struct {
+		dest   Destination
+		newest BackupRecord
+	}
+	var targets []target
 	for _, d := range a.config().Destinations {
 		if d.Kind != DestinationFolder {
 			continue
@@ -58,7 +59,19 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 			h.Logf("%s: no backup to drill yet", d.Name)
 			continue
 		}
-		newest := recs[0]
+		targets = append(targets, target{dest: d, newest: recs[0]})
+	}
+	if len(targets) == 0 {
+		return nil
+	}
+	pw, err := a.secrets.Get(BackupPasswordKey)
+	if err != nil {
+		return WithHint(fmt.Errorf("restore drill: no unattended backup password: %w", err), "set the backup password in Settings")
+	}
+	var res DrillResult
+	var failed []error
+	for _, t := range targets {
+		d, newest := t.dest, t.newest
 		h.SetDetail("restoring " + filepath.Base(newest.Path))
 		err = a.drillFile(ctx, newest, pw)
 		if ctx.Err() != nil {

@@ -13,7 +13,9 @@ import (
 // waitCtx bounds a test's waits, so that a broken contract fails the test instead of
 // hanging it; nothing is asserted about how long anything takes.
 func waitCtx(t testing.TB) context.Context {
-	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	// A hang guard, not a timing assertion: a toolbox-fixture sync under the race
+	// detector on a busy two-core machine takes tens of seconds.
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	return ctx
 }

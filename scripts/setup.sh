@@ -9,8 +9,9 @@ sudo=""
 if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 
 # better-sqlite3 (the toolbox's SQLite driver) compiles its native module with node-gyp,
-# which needs python3, make and a C++ compiler.
-packages=(build-essential python3)
+# which needs python3, make and a C++ compiler. The dashboard's end-to-end tests drive
+# Debian's Chromium (headless, through chromedp), with a font so that pages render text.
+packages=(build-essential python3 chromium fonts-liberation)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

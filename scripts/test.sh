@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs what the tests need, then vets and tests everything
-# with the race detector. CI runs exactly this.
+# with the race detector, runs every fuzz target of outside bytes for a bounded time, and
+# builds and smoke-tests the desktop window under Xvfb. CI runs exactly this.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,4 +11,28 @@ echo "== go vet"
 go vet ./...
 
 echo "== go test -race"
-go test -race -count=1 -timeout 20m ./...
+go test -race -count=1 -timeout 20m $(go list ./... | grep -v '^walletsync/frontend$')
+
+# The dashboard's end-to-end tests drive Chromium against a real agent. They run without
+# the race detector: it makes the agent's syncs and Argon2 several times slower on a
+# two-core machine while finding nothing the agent's own -race tests above do not; what
+# they test is the page. Their screenshots are kept as artifacts of the run.
+echo "== go test ./frontend (headless Chromium)"
+mkdir -p artifacts/e2e
+WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./frontend
+
+# Each decoder of bytes from outside (backup files, sync chunks) is fuzzed for a bounded
+# time on every run, on top of its seed corpus that go test ran above.
+fuzztime=${WALLETSYNC_FUZZTIME:-10s}
+fuzz() {
+  echo "== go test -fuzz $2 ($1, $fuzztime)"
+  go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$1"
+}
+fuzz ./portable FuzzParseHeader
+fuzz ./portable FuzzDecrypt
+fuzz ./portable FuzzDecodeBRC38
+fuzz ./portable FuzzImport
+fuzz ./wallet FuzzDecodeSyncChunk
+
+echo "== desktop build and smoke test"
+./scripts/desktop.sh

@@ -1,0 +1,277 @@
+//go:build desktopsmoke
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"image"
+	"image/color"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"walletsync/agent"
+)
+
+// smokeWait bounds each wait of the smoke test: the window, the rendered overview, the
+// clean exit. Nothing is asserted about how long they take.
+const smokeWait = 60 * time.Second
+
+// TestDesktopSmoke runs the desktop binary named by WALLETSYNC_DESKTOP_BIN on the X server
+// in DISPLAY (scripts/desktop.sh builds it and runs this test under xvfb-run) and checks
+// what a person would see, on a fresh data folder with a small wallet that has been backed
+// up once:
+//
+//   - the window appears (xwininfo finds a window named "walletsync");
+//   - the dashboard in it renders the overview that the window's own agent serves: the
+//     agent's health sentence shows in the page's text, which the window writes to a file
+//     (main_desktop.go's WALLETSYNC_PAGE_TEXT). The sentence only reaches the page through
+//     the window's API proxy, so this also proves the page can talk to the agent;
+//   - the same binary with arguments is the command line: `walletsync status` reaches the
+//     agent running inside the window;
+//   - SIGTERM closes the window cleanly: exit status 0, the in-process agent stopped (its
+//     address withdrawn), the window's size remembered.
+//
+// It saves desktop-window.png (a screenshot of the X screen once the overview rendered),
+// desktop.log (the binary's output) and desktop-page.txt in WALLETSYNC_ARTIFACTS.
+func TestDesktopSmoke(t *testing.T) {
+	bin := os.Getenv("WALLETSYNC_DESKTOP_BIN")
+	if bin == "" {
+		t.Fatal("set WALLETSYNC_DESKTOP_BIN to the desktop binary (scripts/desktop.sh does)")
+	}
+	if os.Getenv("DISPLAY") == "" {
+		t.Fatal("no DISPLAY: run under xvfb-run (scripts/desktop.sh does)")
+	}
+	artifacts := os.Getenv("WALLETSYNC_ARTIFACTS")
+	if artifacts == "" {
+		artifacts = t.TempDir()
+	}
+	if err := os.MkdirAll(artifacts, 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	// A fresh person's folders, holding a wallet backed up once.
+	home := t.TempDir()
+	dir := agent.DataDir(filepath.Join(home, "data", "walletsync"))
+	configPath := filepath.Join(home, "config", "walletsync", "config.json")
+	if err := os.MkdirAll(filepath.Dir(configPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	f := agentFolder{dir: dir, config: configPath}
+	if err := agent.SaveConfig(configPath, *walletConfig(t, []string{"Backup wallet"}, nil)); err != nil {
+		t.Fatal(err)
+	}
+	backUpOnce(t, f)
+
+	pageText := filepath.Join(artifacts, "desktop-page.txt")
+	os.Remove(pageText)
+	logFile, err := os.Create(filepath.Join(artifacts, "desktop.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logFile.Close()
+	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"WALLETSYNC_PAGE_TEXT="+pageText) // main_desktop.go's pageTextEnv
+	window := exec.Command(bin)
+	window.Env, window.Stdout, window.Stderr = env, logFile, logFile
+	if err := window.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- window.Wait() }()
+	defer func() {
+		select {
+		case <-exited:
+		default:
+			window.Process.Kill()
+			<-exited
+		}
+	}()
+
+	waitFor(t, exited, "the window", func() (bool, string) {
+		_, err := windowBounds()
+		return err == nil, errString(err)
+	})
+	var health string
+	waitFor(t, exited, "the overview in the page", func() (bool, string) {
+		page, _ := os.ReadFile(pageText)
+		var ov agent.Overview
+		e, err := dir.Endpoint()
+		if err == nil {
+			err = agent.NewClient(e).Do(context.Background(), "GET", "/api/v1/overview", nil, &ov)
+		}
+		health = ov.Health
+		return err == nil && health != "" && strings.Contains(string(page), health),
+			"agent: " + health + " (" + errString(err) + ")\npage:\n" + string(page)
+	})
+	// The page reports text it has painted, but the X server may show the frame a little
+	// later: wait for the window to be painted and steady across two screenshots, so that
+	// the screenshot shows what a person sees.
+	shot := filepath.Join(artifacts, "desktop-window.png")
+	var last uint64
+	waitFor(t, exited, "the dashboard painted in the window", func() (bool, string) {
+		sum, colours, err := windowPixels(shot)
+		steady := sum == last
+		last = sum
+		return err == nil && colours >= paintedColours && steady,
+			fmt.Sprintf("%d colours in the window, steady %v (%s)", colours, steady, errString(err))
+	})
+	t.Logf("the window shows the overview (%q); screenshot %s", health, shot)
+
+	status := exec.Command(bin, "status", "--data-dir", string(dir))
+	status.Env = env
+	if out, err := status.Output(); err != nil || !strings.HasPrefix(string(out), health+"\n") {
+		t.Fatalf("walletsync status from the desktop binary = %q, %v; want the window agent's health", out, err)
+	}
+
+	if err := window.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the deferred cleanup
+		if err != nil {
+			t.Fatalf("the window exited with %v on SIGTERM; want status 0", err)
+		}
+	case <-time.After(smokeWait):
+		t.Fatal("the window did not close on SIGTERM")
+	}
+	if _, err := dir.Endpoint(); !errors.Is(err, agent.ErrAgentNotRunning) {
+		t.Errorf("after the window closed its agent still publishes an address: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(string(dir), windowStateFile)); err != nil {
+		t.Errorf("the window did not remember its size: %v", err)
+	}
+}
+
+// backUpOnce runs f's first destination once with an agent of its own and lets its
+// schedule go, then stops the agent, so that the window opens on a wallet with a good
+// backup.
+func backUpOnce(t *testing.T, f agentFolder) {
+	t.Helper()
+	a, err := agent.Start(t.Context(), f.options())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		if err := a.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}()
+	c := f.client(t)
+	var task agent.Task
+	if err := c.Do(testWait(t), "POST", "/api/v1/destinations/good-1/run", nil, &task); err != nil {
+		t.Fatal(err)
+	}
+	if task = waitTask(t, c, task.ID); task.State != agent.TaskSucceeded {
+		t.Fatalf("first backup = %+v", task)
+	}
+	if err := c.Do(testWait(t), "POST", "/api/v1/resume", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitFor polls ready until it reports true, failing the test with what it last saw when
+// smokeWait passes or the window exits first.
+func waitFor(t *testing.T, exited chan error, what string, ready func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(smokeWait)
+	for {
+		ok, seen := ready()
+		if ok {
+			return
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("the window exited (%v) before %s; last seen:\n%s", err, what, seen)
+		case <-time.After(250 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no %s within %v; last seen:\n%s", what, smokeWait, seen)
+		}
+	}
+}
+
+// paintedColours is how many distinct colours the window must show to count as painted: a
+// blank page is one colour, the dashboard's text alone brings hundreds of anti-aliased
+// shades.
+const paintedColours = 32
+
+// windowPixels takes a screenshot of the X screen into path and returns a hash of the
+// walletsync window's pixels and how many distinct colours they hold.
+func windowPixels(path string) (sum uint64, colours int, err error) {
+	r, err := windowBounds()
+	if err != nil {
+		return 0, 0, err
+	}
+	if out, err := exec.Command("import", "-window", "root", path).CombinedOutput(); err != nil {
+		return 0, 0, fmt.Errorf("screenshot: %v: %s", err, out)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, 0, err
+	}
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		return 0, 0, err
+	}
+	r = r.Intersect(img.Bounds())
+	h := fnv.New64a()
+	seen := map[color.Color]bool{}
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			c := img.At(x, y)
+			seen[c] = true
+			cr, cg, cb, _ := c.RGBA()
+			h.Write([]byte{byte(cr >> 8), byte(cg >> 8), byte(cb >> 8)})
+		}
+	}
+	return h.Sum64(), len(seen), nil
+}
+
+// treeWindow matches a window of `xwininfo -root -tree` named "walletsync": its size and,
+// last, its absolute position.
+var treeWindow = regexp.MustCompile(`"walletsync": \(.*\)\s+(\d+)x(\d+)[+-]\d+[+-]\d+\s+\+(-?\d+)\+(-?\d+)`)
+
+// windowBounds returns where the window is on the screen. GTK also makes a small unmapped
+// "leader" window of the same name, so it is the largest of that name, and it must be at
+// least the window's minimum size.
+func windowBounds() (image.Rectangle, error) {
+	out, err := exec.Command("xwininfo", "-root", "-tree").Output()
+	if err != nil {
+		return image.Rectangle{}, fmt.Errorf("xwininfo: %w", err)
+	}
+	var best image.Rectangle
+	for _, m := range treeWindow.FindAllStringSubmatch(string(out), -1) {
+		var n [4]int
+		for i := range n {
+			n[i], _ = strconv.Atoi(m[i+1])
+		}
+		if r := image.Rect(n[2], n[3], n[2]+n[0], n[3]+n[1]); r.Dx()*r.Dy() > best.Dx()*best.Dy() {
+			best = r
+		}
+	}
+	if best.Dx() < windowMinWidth || best.Dy() < windowMinHeight {
+		return best, fmt.Errorf("no walletsync window of at least %dx%d; windows:\n%s", windowMinWidth, windowMinHeight, out)
+	}
+	return best, nil
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "ok"
+	}
+	return err.Error()
+}

@@ -1,0 +1,71 @@
+// The dashboard's shell: the header (health, connection, theme), the page menu (in
+// index.html, so that it paints before any script runs) and the router (#/overview,
+// #/destinations...). Pages are modules with {id, title, mount(main)}; mount returns the
+// function that unmounts the page.
+
+import { store, on, start } from './store.js';
+import { effectiveTheme, setTheme } from './theme.js';
+import overview from './pages/overview.js';
+import destinations from './pages/destinations.js';
+import activity from './pages/activity.js';
+import backups from './pages/backups.js';
+import exportPage from './pages/export.js';
+import restore from './pages/restore.js';
+import settings from './pages/settings.js';
+
+const pages = [overview, destinations, activity, backups, exportPage, restore, settings];
+
+const main = document.getElementById('main');
+const nav = document.getElementById('nav');
+const health = document.getElementById('health');
+const conn = document.getElementById('conn');
+const themeButton = document.getElementById('theme');
+
+let unmount = null;
+let first = true;
+function route() {
+  const id = location.hash.replace(/^#\/?/, '') || 'overview';
+  const page = pages.find((p) => p.id === id) ?? overview;
+  unmount?.();
+  main.replaceChildren();
+  main.dataset.page = page.id;
+  unmount = page.mount(main);
+  document.title = `${page.title} · walletsync`;
+  for (const a of nav.querySelectorAll('a')) {
+    if (a.dataset.page === page.id) a.setAttribute('aria-current', 'page');
+    else a.removeAttribute('aria-current');
+  }
+  // After a move (not the first load), put the keyboard where the new page starts.
+  if (!first) main.querySelector('h1')?.focus();
+  first = false;
+}
+addEventListener('hashchange', route);
+
+function showHealth() {
+  const ov = store.overview;
+  const text = ov?.health ?? '';
+  if (health.textContent !== text) health.textContent = text;
+  health.className = `health ${ov ? (ov.healthy ? 'ok' : 'warn') : ''}`;
+}
+
+const connWords = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', 'signed-out': 'Signed out' };
+function showConnection() {
+  conn.textContent = connWords[store.connection];
+  conn.dataset.state = store.connection;
+  document.getElementById('signin').hidden = store.connection !== 'signed-out';
+}
+
+function showTheme() {
+  const dark = effectiveTheme() === 'dark';
+  themeButton.setAttribute('aria-pressed', String(dark));
+  themeButton.title = dark ? 'Switch to the light theme' : 'Switch to the dark theme';
+}
+themeButton.addEventListener('click', () => setTheme(effectiveTheme() === 'dark' ? 'light' : 'dark'));
+addEventListener('themechange', showTheme);
+
+on('overview', showHealth);
+on('connection', showConnection);
+showTheme();
+showConnection();
+route();
+start();

@@ -1,0 +1,244 @@
+// Destinations: where the wallet is kept safe. Add, edit and remove them, run one now,
+// pause it, set its schedule, and watch (and cancel) its running sync.
+
+import { api, enc } from '../api.js';
+import { store, on, putTask, tasks, refreshConfig, refreshOverview } from '../store.js';
+import { taskPanel } from '../task-panel.js';
+import {
+  h, pageHeader, field, errorBox, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill,
+} from '../ui.js';
+import { fmtAgo, fmtWhen, scheduleText, destinationKind, terminal } from '../format.js';
+
+const kindHelp = {
+  sqlite: 'A copy of the wallet in one file, kept in sync page by page. It is created if it does not exist yet.',
+  folder: 'A folder of encrypted backup files (on an external disk or a cloud-synced folder, say). These need the backup password set in Settings.',
+};
+
+// dismissed holds the ended tasks whose panels the person closed.
+const dismissed = new Set();
+
+/** slug makes a destination id from its name: a-z, 0-9 and '-', unique among ids. */
+function slug(name, taken) {
+  const base = name.toLowerCase().replace(/[^a-z0-9]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 56) || 'destination';
+  let id = base;
+  for (let n = 2; taken.includes(id); n++) id = `${base}-${n}`;
+  return id;
+}
+
+/** editor is the form that adds a destination (d empty) or edits d. */
+function editor(d, { onDone }) {
+  const name = h('input', { type: 'text', required: true, value: d?.name ?? '', autocomplete: 'off' });
+  const path = h('input', { type: 'text', required: true, value: d?.path ?? '', spellcheck: 'false', autocomplete: 'off', class: 'mono' });
+  const group = uid('kind');
+  const help = h('p', { class: 'help' });
+  const kinds = ['sqlite', 'folder'].map((k) => h('label', { class: 'choice' },
+    h('input', { type: 'radio', name: group, value: k, checked: (d?.kind ?? 'sqlite') === k }), destinationKind(k)));
+  const kind = () => kinds.map((l) => l.querySelector('input')).find((r) => r.checked).value;
+  const showHelp = () => { help.textContent = kindHelp[kind()]; };
+  kinds.forEach((l) => l.addEventListener('change', showHelp));
+  showHelp();
+  const schedule = scheduleEditor(d?.schedule ?? { kind: 'change', debounce: '30s' });
+  const problem = h('div');
+  const save = h('button', { type: 'submit', class: 'primary' }, d ? 'Save changes' : 'Add destination');
+  const form = h('form', { class: 'card editor', 'aria-label': d ? `Edit ${d.name}` : 'New destination' },
+    h('h2', {}, d ? `Edit ${d.name}` : 'New destination'),
+    field('Name', name, 'What you call it, such as "USB disk" or "Cloud folder".'),
+    h('fieldset', {}, h('legend', {}, 'What it is'), kinds, help),
+    field('Path', path, 'The full path on this computer.'),
+    schedule.el,
+    problem,
+    h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => onDone() }, 'Cancel'), save));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    busy(save, async () => {
+      const body = { name: name.value.trim(), kind: kind(), path: path.value.trim(), schedule: schedule.value() };
+      try {
+        if (d) {
+          await api.put(`/api/v1/destinations/${enc(d.id)}`, { ...body, wallet: d.wallet, pause: d.pause });
+        } else {
+          const taken = store.config?.destinations.map((x) => x.id) ?? [];
+          await api.post('/api/v1/destinations', { id: slug(body.name, taken), ...body });
+        }
+        await refreshConfig();
+        refreshOverview();
+        onDone();
+      } catch (err) {
+        problem.replaceChildren(errorBox(err, 'Not saved'));
+      }
+    });
+  });
+  return { el: form, focus: () => name.focus() };
+}
+
+/** pauseMenu offers the pauses: 1 hour, 8 hours, until resumed. It closes on Escape and
+ * when the keyboard moves on. */
+function pauseMenu(act) {
+  const summary = h('summary', { class: 'button' }, 'Pause');
+  const menu = h('details', { class: 'menu' }, summary);
+  const choose = (label, body) => h('button', { type: 'button', role: 'menuitem', onclick: () => {
+    menu.open = false;
+    act('pause', body);
+  } }, label);
+  menu.append(h('div', { class: 'menu-items', role: 'menu' },
+    choose('For 1 hour', { for: '1h' }), choose('For 8 hours', { for: '8h' }), choose('Until I resume', undefined)));
+  menu.addEventListener('keydown', (e) => {
+    if (e.key === 'Escape' && menu.open) {
+      menu.open = false;
+      summary.focus();
+    }
+  });
+  menu.addEventListener('focusout', (e) => {
+    // relatedTarget is null for a click that focuses nothing (WebKit's buttons): stay open.
+    if (e.relatedTarget && !menu.contains(e.relatedTarget)) menu.open = false;
+  });
+  return menu;
+}
+
+/** card is one destination: its facts, its actions, its task panel and its editor. */
+function card() {
+  const info = h('div');
+  const problem = h('div');
+  const panelSlot = h('div');
+  const editSlot = h('div');
+  let panel = null;
+  let editing = false;
+  let d = null;
+
+  // act posts a destination action; a task comes back from run, the config from the others.
+  const act = (verb, body) => api.post(`/api/v1/destinations/${enc(d.id)}/${verb}`, body).then(async (res) => {
+    problem.replaceChildren();
+    if (res?.kind && res?.state) putTask(res);
+    else await refreshConfig();
+    refreshOverview();
+  }).catch((err) => problem.replaceChildren(errorBox(err)));
+
+  const run = h('button', { type: 'button', class: 'primary', onclick: (e) => busy(e.currentTarget, () => act('run')) }, 'Run now');
+  const resume = h('button', { type: 'button', onclick: (e) => busy(e.currentTarget, () => act('resume')) }, 'Resume');
+  const pause = pauseMenu(act);
+  const edit = h('button', { type: 'button', 'aria-expanded': 'false', onclick: () => setEditing(!editing) }, 'Edit');
+  const removeBtn = h('button', { type: 'button', class: 'danger-text', onclick: remove }, 'Remove');
+  const el = h('section', { class: 'card destination' }, info,
+    h('div', { class: 'actions' }, run, resume, pause, edit, removeBtn), problem, panelSlot, editSlot);
+
+  function renderInfo() {
+    // Paused as the agent decides it (Destination.Paused), from the config that an action
+    // just reloaded rather than from the overview that follows it.
+    const paused = !!d.pause && (!d.pause.until || Date.parse(d.pause.until) > Date.now());
+    el.dataset.destination = d.id;
+    el.setAttribute('aria-label', d.name);
+    fill(info,
+      h('div', { class: 'card-head' }, h('h2', {}, d.name), badge(destinationKind(d.kind), 'info'),
+        paused ? badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused until resumed', 'paused') : null),
+      h('p', { class: 'path' }, d.path),
+      h('p', {}, scheduleText(d.schedule), ' · Last good backup: ',
+        d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'never'),
+      d.lastFailure ? errorBox({ message: d.lastError, hint: d.lastHint }, `Failing since ${fmtWhen(d.lastFailure)}`) : null);
+    resume.hidden = !paused;
+    pause.hidden = paused;
+    edit.setAttribute('aria-expanded', String(editing));
+  }
+
+  function setEditing(on) {
+    editing = on;
+    if (!on) {
+      editSlot.replaceChildren();
+    } else {
+      const ed = editor(d, { onDone: () => setEditing(false) });
+      editSlot.replaceChildren(ed.el);
+      ed.focus();
+    }
+    renderInfo();
+  }
+
+  async function remove() {
+    const ok = await confirmDialog({
+      title: `Remove ${d.name}?`,
+      body: 'walletsync stops backing up there. Files already written stay where they are.',
+      ok: 'Remove', danger: true,
+    });
+    if (!ok) return;
+    try {
+      await api.del(`/api/v1/destinations/${enc(d.id)}`);
+      await refreshConfig();
+      refreshOverview();
+    } catch (err) {
+      problem.replaceChildren(errorBox(err, 'Not removed'));
+    }
+  }
+
+  let hide = null;
+  function renderTask() {
+    const t = tasks().find((x) => x.target === d.id && (x.kind === 'sync' || x.kind === 'backup'));
+    if (!t || (terminal(t.state) && dismissed.has(t.id))) {
+      panel = null;
+      panelSlot.replaceChildren();
+      return;
+    }
+    if (panel?.task.id !== t.id) {
+      hide = h('button', { type: 'button', onclick: () => { dismissed.add(t.id); renderTask(); run.focus(); } }, 'Hide');
+      panel = taskPanel('', hide);
+      panelSlot.replaceChildren(panel.el);
+    }
+    panel.rename(`${t.kind === 'sync' ? 'Sync' : 'Backup'} to ${d.name}`);
+    panel.update(t);
+    hide.hidden = !terminal(t.state);
+  }
+
+  return {
+    el,
+    update(dest) {
+      d = dest;
+      renderInfo();
+      renderTask();
+    },
+    renderTask,
+  };
+}
+
+export default {
+  id: 'destinations',
+  title: 'Destinations',
+  mount(main) {
+    const list = h('div', { class: 'stack' });
+    const adder = h('div');
+    const add = h('button', { type: 'button', class: 'primary' }, 'Add a destination');
+    add.addEventListener('click', () => {
+      const ed = editor(null, { onDone: () => { adder.replaceChildren(); add.hidden = false; add.focus(); } });
+      adder.replaceChildren(ed.el);
+      add.hidden = true;
+      ed.focus();
+    });
+    main.append(pageHeader('Destinations', 'The places your wallet is backed up to, and when.', add), adder, list);
+    const cards = new Map();
+
+    function render() {
+      const views = store.overview?.destinations ?? store.config?.destinations;
+      if (!views) {
+        list.replaceChildren(store.loadError ? errorBox(store.loadError, 'Could not load the destinations') : h('p', { class: 'muted' }, 'Loading…'));
+        return;
+      }
+      // The config is newer than the overview right after an edit: its fields win, a pause
+      // that it no longer has included.
+      const byId = new Map((store.config?.destinations ?? []).map((c) => [c.id, c]));
+      const shown = views.filter((v) => !store.config || byId.has(v.id)).map((v) => {
+        const c = byId.get(v.id);
+        return c ? { ...v, ...c, pause: c.pause } : v;
+      });
+      for (const c of store.config?.destinations ?? []) if (!shown.some((v) => v.id === c.id)) shown.push(c);
+      for (const id of cards.keys()) if (!shown.some((v) => v.id === id)) cards.delete(id);
+      const els = shown.map((v) => {
+        let c = cards.get(v.id);
+        if (!c) cards.set(v.id, (c = card()));
+        c.update(v);
+        return c.el;
+      });
+      setChildren(list, els.length ? els : [notice('muted', h('p', {}, 'No destination yet. Add one: a backup wallet file on another disk, or a folder for encrypted backup files.'))]);
+    }
+    render();
+    const offs = [
+      on('overview', render), on('config', render), on('tick', render),
+      on('tasks', () => cards.forEach((c) => c.renderTask())),
+    ];
+    return () => offs.forEach((off) => off());
+  },
+};

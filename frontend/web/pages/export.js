@@ -1,0 +1,157 @@
+// Export: a guided way to write one encrypted BRC-39 backup file of an identity, where the
+// person chooses, under a password they choose.
+
+import { api, hooks } from '../api.js';
+import { store, on, putTask } from '../store.js';
+import { taskPanel } from '../task-panel.js';
+import {
+  h, field, errorBox, notice, busy, passwordPair, copyButton, uid, wizard,
+} from '../ui.js';
+import { shortKey, fmtSats, fmtBytes, fmtNumber, terminal } from '../format.js';
+
+const titles = ['What to export', 'Where to save it', 'Password', 'Writing', 'Done'];
+
+// The wizard's place survives leaving the page (the export goes on meanwhile); the password
+// is never kept here.
+const state = { step: 0, wallet: '', identity: '', path: '', taskId: '' };
+
+const dirname = (p) => p.replace(/[\\/][^\\/]*$/, '') || '.';
+const sep = (p) => (p.includes('\\') && !p.includes('/') ? '\\' : '/');
+
+function suggestPath() {
+  const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
+  return `${dirname(state.wallet)}${sep(state.wallet)}walletsync-export-${state.identity.slice(0, 8)}-${stamp}.brc39`;
+}
+
+function chooseStep(next) {
+  const wallets = store.overview?.wallets ?? [];
+  if (!wallets.length) return notice('muted', h('p', {}, 'No wallet is configured yet.'));
+  state.wallet ||= wallets[0].path;
+  const w = wallets.find((x) => x.path === state.wallet) ?? wallets[0];
+  state.identity = w.identities.some((i) => i.identityKey === state.identity) ? state.identity : w.identities[0]?.identityKey ?? '';
+  const walletSelect = wallets.length > 1 && h('select', { onchange: (e) => { state.wallet = e.target.value; next(0); } },
+    wallets.map((x) => h('option', { value: x.path, selected: x.path === state.wallet }, x.path)));
+  const group = uid('identity');
+  return h('div', { class: 'stack' },
+    walletSelect ? field('Wallet', walletSelect) : h('p', {}, 'Wallet: ', h('span', { class: 'path' }, w.path)),
+    h('fieldset', {}, h('legend', {}, 'Identity'),
+      w.identities.map((i) => h('label', { class: 'choice' },
+        h('input', { type: 'radio', name: group, value: i.identityKey, checked: i.identityKey === state.identity,
+          onchange: () => { state.identity = i.identityKey; } }),
+        h('code', {}, shortKey(i.identityKey)), h('span', { class: 'muted' }, ` ${fmtSats(i.balance)}`)))),
+    h('div', { class: 'actions' }, h('button', { type: 'button', class: 'primary', disabled: !state.identity, onclick: () => next(1) }, 'Next')));
+}
+
+function whereStep(next) {
+  state.path ||= suggestPath();
+  const path = h('input', { type: 'text', value: state.path, required: true, spellcheck: 'false', class: 'mono', name: 'path' });
+  const browse = hooks.chooseSavePath && h('button', { type: 'button', onclick: async () => {
+    const p = await hooks.chooseSavePath(path.value);
+    if (p) path.value = p;
+  } }, 'Browse…');
+  const problem = h('div');
+  const form = h('form', { class: 'stack' },
+    field('Save the backup file as', path, 'The full path of the new file. Keep backups off this computer\'s disk too: a USB stick, another disk or a cloud folder.'),
+    browse,
+    problem,
+    h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => next(0) }, 'Back'), h('button', { type: 'submit', class: 'primary' }, 'Next')));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (!path.value.trim()) {
+      problem.replaceChildren(notice('error', h('p', {}, 'Give the path of the file to write.')));
+      return;
+    }
+    state.path = path.value.trim();
+    next(2);
+  });
+  return form;
+}
+
+function passwordStep(next) {
+  const pw = passwordPair();
+  const ack = h('input', { type: 'checkbox', required: true });
+  const problem = h('div');
+  const go = h('button', { type: 'submit', class: 'primary' }, 'Export');
+  const form = h('form', { class: 'stack' },
+    h('p', {}, 'The file is encrypted with this password. Anyone who has the file and the password can read your wallet.'),
+    pw.el,
+    notice('warn', h('p', {}, h('strong', {}, 'A lost password means a lost backup. '),
+      'Nobody, walletsync included, can open the file without it. Write it down and keep it somewhere safe.')),
+    h('label', { class: 'choice' }, ack, 'I have written the password down.'),
+    problem,
+    h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => next(1) }, 'Back'), go));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    const wrong = pw.check() || (!ack.checked && 'Confirm that you have written the password down.');
+    if (wrong) {
+      problem.replaceChildren(notice('error', h('p', {}, wrong)));
+      return;
+    }
+    busy(go, async () => {
+      try {
+        const t = await api.post('/api/v1/export', { wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value() });
+        state.taskId = t.id;
+        putTask(t);
+        next(3);
+      } catch (err) {
+        problem.replaceChildren(errorBox(err, 'The export did not start'));
+      }
+    });
+  });
+  return form;
+}
+
+function writingStep(next, panel) {
+  const t = store.tasks.get(state.taskId);
+  if (!t) return notice('muted', h('p', {}, 'Starting…'));
+  panel.update(t);
+  return h('div', { class: 'stack' }, panel.el,
+    terminal(t.state) && t.state !== 'succeeded'
+      ? h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => next(2) }, 'Back: try again'))
+      : null);
+}
+
+function doneStep(next) {
+  const t = store.tasks.get(state.taskId);
+  const file = t?.result;
+  const rows = Object.values(file?.rows ?? {}).reduce((a, b) => a + b, 0);
+  return h('div', { class: 'stack', 'data-testid': 'export-result' },
+    notice('ok', h('p', {}, h('strong', {}, 'Saved. '), 'Keep the file and its password in different places.')),
+    h('dl', { class: 'facts' },
+      h('dt', {}, 'File'), h('dd', {}, h('span', { class: 'path', 'data-testid': 'export-path' }, file?.path ?? ''), ' ', copyButton(file?.path ?? '', 'the path')),
+      h('dt', {}, 'Size'), h('dd', {}, `${fmtBytes(file?.size)} (${fmtNumber(rows)} rows)`),
+      h('dt', {}, 'SHA-256'), h('dd', {}, h('code', { class: 'hash', 'data-testid': 'export-sha256' }, file?.sha256 ?? ''), ' ', copyButton(file?.sha256 ?? '', 'the SHA-256'))),
+    h('p', { class: 'muted' }, 'The SHA-256 fingerprint lets you check later that the file has not changed.'),
+    h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => {
+      Object.assign(state, { step: 0, path: '', taskId: '' });
+      next(0);
+    } }, 'Export another')));
+}
+
+export default {
+  id: 'export',
+  title: 'Export',
+  mount(main) {
+    const panel = taskPanel('Writing the backup file');
+    let loaded = !!store.overview;
+    const go = wizard(main, {
+      title: 'Export a backup file',
+      lead: 'Write an encrypted backup file of your wallet, to keep wherever you choose.',
+      titles,
+      state,
+      views: [chooseStep, whereStep, passwordStep, (next) => writingStep(next, panel), doneStep],
+    });
+    const offs = [
+      on('overview', () => {
+        if (!loaded && state.step === 0) go(0, false);
+        loaded = !!store.overview;
+      }),
+      on('tasks', (t) => {
+        if (!t || t.id !== state.taskId || state.step !== 3) return;
+        if (terminal(t.state)) go(t.state === 'succeeded' ? 4 : 3);
+        else panel.update(t);
+      }),
+    ];
+    return () => offs.forEach((off) => off());
+  },
+};

@@ -1,0 +1,140 @@
+// Overview: is my wallet backed up, where, and when was the last good backup? And is the
+// background work slowing the wallet down? (the live charts)
+
+import { store, on, chartWindow } from '../store.js';
+import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen } from '../ui.js';
+import { lineChart } from '../charts.js';
+import { parseDetail } from '../task-panel.js';
+import {
+  fmtAgo, fmtWhen, fmtSats, fmtNumber, fmtBytes, shortKey, chainLabel, tableLabel, tables,
+  destinationKind, scheduleText, terminal,
+} from '../format.js';
+
+// The tables a person recognises; the rest are under "All tables".
+const headline = ['transactions', 'outputs', 'output_baskets', 'tx_labels', 'certificates'];
+
+function healthCard(ov) {
+  return h('section', { class: `card health-card ${ov.healthy ? 'ok' : 'warn'}`, 'aria-labelledby': 'health-title' },
+    h('h2', { id: 'health-title', class: 'visually-hidden' }, 'Backup health'),
+    h('span', { class: 'health-icon', 'aria-hidden': 'true' }, ov.healthy ? '✓' : '!'),
+    h('p', { class: 'health-sentence', 'data-testid': 'health' }, ov.health));
+}
+
+function identityView(id) {
+  const counts = id.counts ?? {};
+  return h('div', { class: 'identity', 'data-identity': id.identityKey },
+    h('div', { class: 'identity-top' },
+      h('p', { class: 'balance' }, h('strong', {}, fmtSats(id.balance)),
+        h('span', { class: 'muted' }, ` in ${fmtNumber(id.spendableOutputs)} spendable outputs`)),
+      h('div', { class: 'identity-line' },
+        h('span', { class: 'muted' }, 'Identity '),
+        h('code', { title: id.identityKey }, shortKey(id.identityKey)),
+        copyButton(id.identityKey, 'the identity key'))),
+    h('dl', { class: 'counts' }, headline.map((t) => h('div', { 'data-table': t },
+      h('dt', {}, tableLabel(t)), h('dd', {}, fmtNumber(counts[t] ?? 0))))),
+    h('details', { class: 'all-tables', 'data-key': `tables-${id.identityKey}` },
+      h('summary', {}, 'All tables'),
+      h('table', { class: 'plain' },
+        h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Table'), h('th', { scope: 'col', class: 'num' }, 'Rows'))),
+        h('tbody', {}, tables(counts).map((t) => h('tr', { 'data-table': t },
+          h('td', {}, tableLabel(t)), h('td', { class: 'num' }, fmtNumber(counts[t]))))))));
+}
+
+function walletCard(w) {
+  return h('section', { class: 'card', 'aria-label': 'Wallet' },
+    h('div', { class: 'card-head' }, h('h2', {}, 'Your wallet'), w.chain ? badge(chainLabel(w.chain), 'info') : null,
+      h('span', { class: 'path small-text push' }, w.path)),
+    w.error ? errorBox({ message: w.error }, 'The wallet cannot be opened') : null,
+    w.identities.map(identityView));
+}
+
+function destinationStatus(d) {
+  const t = store.tasks.get(d.running?.id) ?? d.running;
+  if (t && !terminal(t.state)) {
+    const { phase } = parseDetail(t.detail);
+    return h('a', { href: '#/destinations', class: 'badge running' },
+      t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${fmtNumber(t.counters.rows)} rows`);
+  }
+  if (d.lastFailure) return h('span', {}, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastError}`));
+  if (d.paused) return badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused', 'paused');
+  return d.lastSuccess ? badge('OK', 'succeeded') : badge('Not backed up yet', 'queued');
+}
+
+// drillCell says when a restore drill last proved a destination's newest backup good; the
+// drill checks backup folders only.
+function drillCell(d) {
+  if (d.kind !== 'folder') return h('span', { class: 'muted', title: 'Restore drills check backup folders' }, '—');
+  if (!d.lastVerified) return h('span', { class: 'muted' }, 'Not yet');
+  return h('span', { title: fmtWhen(d.lastVerified) }, `Passed ${fmtAgo(d.lastVerified)}`);
+}
+
+function destinationsCard(ov) {
+  if (!ov.destinations.length) {
+    return h('section', { class: 'card' }, h('h2', {}, 'Where it is backed up'),
+      h('p', {}, 'Nowhere yet. ', h('a', { href: '#/destinations' }, 'Add a destination'), ' to start keeping your wallet safe.'));
+  }
+  return h('section', { class: 'card', 'aria-labelledby': 'dest-title' },
+    h('h2', { id: 'dest-title' }, 'Where it is backed up'),
+    h('table', { class: 'plain destinations-table' },
+      h('thead', {}, h('tr', {}, ['Destination', 'Last good backup', 'Last restore drill', 'Next run', 'Status'].map((c) => h('th', { scope: 'col' }, c)))),
+      h('tbody', {}, ov.destinations.map((d) => h('tr', { 'data-destination': d.id },
+        h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind))),
+        h('td', { 'data-testid': 'last-success' }, d.lastSuccess
+          ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess), h('span', { class: 'muted small-text' }, fmtWhen(d.lastSuccess)))
+          : 'Never'),
+        h('td', {}, drillCell(d)),
+        h('td', {}, d.paused ? h('span', { class: 'muted' }, 'Paused')
+          : d.nextRun ? h('span', { title: fmtWhen(d.nextRun) }, fmtAgo(d.nextRun)) : h('span', { class: 'muted' }, scheduleText(d.schedule))),
+        h('td', {}, destinationStatus(d)))))));
+}
+
+function charts() {
+  const ms = (v) => `${v < 10 ? v.toFixed(1) : Math.round(v)} ms`;
+  return h('section', { class: 'card', 'aria-labelledby': 'live-title' },
+    h('h2', { id: 'live-title' }, 'Live: does background work slow the wallet?'),
+    h('div', { class: 'chart-row' },
+      lineChart({
+        title: 'Wallet response time',
+        samples: store.latency,
+        series: [{ key: 'p50', label: 'typical (p50)', cls: 's1' }, { key: 'p95', label: 'slowest 5% (p95)', cls: 's2' }],
+        format: ms,
+        windowMs: chartWindow,
+        empty: 'Waiting for measurements…',
+      }),
+      lineChart({
+        title: 'Background sync throughput',
+        samples: store.throughput,
+        series: [{ key: 'bytes', label: 'data', cls: 's3' }],
+        format: (v) => `${fmtBytes(v)}/s`,
+        windowMs: chartWindow,
+        empty: 'No sync has run since this page opened.',
+      })));
+}
+
+export default {
+  id: 'overview',
+  title: 'Overview',
+  mount(main) {
+    const health = h('div');
+    const wallets = h('div', { class: 'stack' });
+    const dests = h('div');
+    const live = h('div');
+    main.append(pageHeader('Overview', 'Is your wallet backed up, where, and when?'), h('div', { class: 'stack' }, health, dests, wallets, live));
+    const render = onFrame(() => {
+      const ov = store.overview;
+      if (!ov) {
+        health.replaceChildren(store.loadError ? errorBox(store.loadError, 'Could not load the overview') : h('p', { class: 'muted' }, 'Loading…'));
+        return;
+      }
+      health.replaceChildren(healthCard(ov));
+      keepOpen(wallets, () => wallets.replaceChildren(...ov.wallets.map(walletCard)));
+      dests.replaceChildren(destinationsCard(ov));
+    });
+    const renderDestinations = onFrame(() => store.overview && dests.replaceChildren(destinationsCard(store.overview)));
+    const renderCharts = onFrame(() => live.replaceChildren(charts()));
+    render();
+    renderCharts();
+    const offs = [on('overview', render), on('tasks', renderDestinations), on('tick', renderDestinations), on('metrics', renderCharts)];
+    return () => offs.forEach((off) => off());
+  },
+};

@@ -1,0 +1,269 @@
+// Restore: a guided import of an encrypted backup file. The person chooses the file and
+// types its password; the agent checks the file and says exactly what importing it would
+// do (the preview); nothing touches the wallet until the person confirms.
+
+import { api, hooks } from '../api.js';
+import { store, on, putTask } from '../store.js';
+import { taskPanel } from '../task-panel.js';
+import {
+  h, field, errorBox, notice, busy, copyButton, uid, unavailable, wizard,
+} from '../ui.js';
+import {
+  shortKey, fmtBytes, fmtNumber, fmtWhen, chainLabel, tableLabel, tables, terminal,
+} from '../format.js';
+
+const titles = ['Choose the file', 'Password', 'Check what changes', 'Importing', 'Done'];
+
+// The wizard's place survives leaving the page. password lives only in this module's
+// memory, from the check to the confirm, so that the person types it once.
+const state = { step: 0, source: null, wallet: '', mode: 'merge', checkId: '', importId: '' };
+let password = '';
+
+const resultOf = (id) => store.tasks.get(id)?.result;
+
+/** request is what preview and import both send: the file, its password and the target. */
+const request = () => ({ ...(state.source.upload ? { upload: state.source.upload } : { path: state.source.path }),
+  password, wallet: state.wallet, mode: state.mode });
+
+function fileStep(go) {
+  const input = h('input', { type: 'file', accept: '.brc39,.json', class: 'visually-hidden', id: uid('file') });
+  const status = h('div', { 'aria-live': 'polite', id: uid('drop') });
+  const drop = h('div', { class: 'dropzone', tabindex: '0', role: 'button', 'aria-describedby': status.id, 'data-autofocus': true },
+    h('strong', {}, 'Drop a backup file here'), h('span', { class: 'muted' }, 'or press to choose one (.brc39)'));
+  const upload = async (file) => {
+    status.replaceChildren(h('p', {}, `Uploading ${file.name} (${fmtBytes(file.size)})…`));
+    drop.setAttribute('aria-disabled', 'true');
+    try {
+      const { upload: id } = await api.upload('/api/v1/import/upload', file);
+      state.source = { upload: id, name: file.name, size: file.size };
+      go(1);
+    } catch (err) {
+      status.replaceChildren(err.unavailable ? unavailable('Uploading a file from the browser')
+        : errorBox(err, 'Could not upload the file'));
+    } finally {
+      drop.removeAttribute('aria-disabled');
+    }
+  };
+  drop.addEventListener('click', () => input.click());
+  drop.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' || e.key === ' ') {
+      e.preventDefault();
+      input.click();
+    }
+  });
+  drop.addEventListener('dragover', (e) => {
+    e.preventDefault();
+    drop.classList.add('over');
+  });
+  drop.addEventListener('dragleave', () => drop.classList.remove('over'));
+  drop.addEventListener('drop', (e) => {
+    e.preventDefault();
+    drop.classList.remove('over');
+    const file = e.dataTransfer.files[0];
+    if (file) upload(file);
+  });
+  input.addEventListener('change', () => input.files[0] && upload(input.files[0]));
+
+  const path = h('input', { type: 'text', spellcheck: 'false', class: 'mono', name: 'path' });
+  const browse = hooks.chooseOpenPath && h('button', { type: 'button', onclick: async () => {
+    const p = await hooks.chooseOpenPath();
+    if (p) path.value = p;
+  } }, 'Browse…');
+  const byPath = h('form', { class: 'inline-form' }, field('Or type the path of a file on this computer', path), browse,
+    h('button', { type: 'submit' }, 'Use this file'));
+  byPath.addEventListener('submit', (e) => {
+    e.preventDefault();
+    if (!path.value.trim()) return;
+    state.source = { path: path.value.trim(), name: path.value.trim() };
+    go(1);
+  });
+  return h('div', { class: 'stack' },
+    h('p', {}, 'Choose the encrypted backup file (.brc39) to bring back. You will see what it holds before anything changes.'),
+    drop, input, status, byPath);
+}
+
+/** facts says what a backup file holds: whose wallet, which network, from where, when. */
+function facts(p) {
+  const wallet = store.overview?.wallets.find((w) => w.path === state.wallet);
+  return h('dl', { class: 'facts' },
+    h('dt', {}, 'Identity'), h('dd', {}, h('code', { 'data-testid': 'preview-identity' }, shortKey(p.identityKey)), ' ', copyButton(p.identityKey, 'the identity key')),
+    h('dt', {}, 'Network'), h('dd', { 'data-testid': 'preview-chain' }, chainLabel(p.chain),
+      wallet?.chain && wallet.chain !== p.chain ? h('strong', { class: 'danger-text' }, ` (your wallet is on the ${chainLabel(wallet.chain)})`) : null),
+    h('dt', {}, 'Written by'), h('dd', {}, p.sourceStorage?.storageName || 'a wallet', ' ', h('code', {}, shortKey(p.sourceStorage?.storageIdentityKey))),
+    h('dt', {}, 'Exported'), h('dd', {}, fmtWhen(p.exportedAt)));
+}
+
+/** targetControl chooses where the file goes: a configured wallet to merge into, or for a
+ * restore an empty wallet or a new wallet file. */
+function targetControl() {
+  const wallets = store.overview?.wallets ?? [];
+  if (state.mode === 'restore') {
+    return field('Restore into', h('input', { type: 'text', class: 'mono', value: state.wallet, spellcheck: 'false',
+      oninput: (e) => { state.wallet = e.target.value.trim(); } }), 'An empty wallet, or the path of a new wallet file to create.');
+  }
+  if (!wallets.some((w) => w.path === state.wallet)) state.wallet = wallets[0]?.path ?? '';
+  if (wallets.length < 2) return h('p', {}, 'Import into: ', h('span', { class: 'path' }, state.wallet));
+  return field('Import into', h('select', { onchange: (e) => { state.wallet = e.target.value; } },
+    wallets.map((w) => h('option', { value: w.path, selected: w.path === state.wallet }, w.path))));
+}
+
+function passwordStep(go) {
+  const pw = h('input', { type: 'password', autocomplete: 'current-password', required: true, 'data-autofocus': true });
+  const target = h('div', {}, targetControl());
+  const group = uid('mode');
+  const modes = [
+    ['merge', 'Merge into this wallet', 'Adds what the file has and the wallet lacks, and newer versions of what both have. Nothing in the wallet is lost.'],
+    ['restore', 'Restore into an empty wallet', 'For a new computer: the file becomes the whole wallet. Refused if the wallet is not empty.'],
+  ].map(([value, label, help]) => h('label', { class: 'choice' },
+    h('input', { type: 'radio', name: group, value, checked: state.mode === value, onchange: () => {
+      state.mode = value;
+      target.replaceChildren(targetControl());
+    } }),
+    h('span', { class: 'choice-text' }, h('strong', {}, label), h('span', { class: 'help' }, help))));
+  const problem = h('div', { 'data-testid': 'import-problem' });
+  const check = h('button', { type: 'submit', class: 'primary' }, 'Check the file');
+  const panelSlot = h('div');
+  const form = h('form', { class: 'stack' },
+    h('p', {}, 'File: ', h('span', { class: 'path' }, state.source?.name ?? ''), state.source?.size ? ` (${fmtBytes(state.source.size)})` : ''),
+    field('Password of the backup file', pw),
+    h('fieldset', {}, h('legend', {}, 'How'), modes),
+    target,
+    problem,
+    panelSlot,
+    h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(0) }, 'Back'), check));
+
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    password = pw.value;
+    problem.replaceChildren();
+    busy(check, async () => {
+      try {
+        const t = await api.post('/api/v1/import/preview', request());
+        state.checkId = t.id;
+        putTask(t);
+        const panel = taskPanel('Checking the file');
+        panelSlot.replaceChildren(panel.el);
+        const done = await finished(t.id, panel);
+        panelSlot.replaceChildren();
+        if (done.state === 'succeeded') {
+          go(2);
+          return;
+        }
+        // A refusal (another network, already imported, not empty) still says what the file holds.
+        const p = resultOf(done.id);
+        problem.replaceChildren(...(p?.identityKey
+          ? [errorBox({ message: done.error, hint: done.hint }, 'This file cannot be imported here'), facts(p)]
+          : [errorBox({ message: done.error, hint: done.hint })]));
+      } catch (err) {
+        problem.replaceChildren(err.unavailable ? unavailable('Checking a backup file before import') : errorBox(err, 'Could not check the file'));
+      }
+      password = '';
+      pw.value = '';
+      pw.focus();
+    });
+  });
+  return form;
+}
+
+/** finished resolves with task id once it has ended, updating panel meanwhile. */
+function finished(id, panel) {
+  return new Promise((resolve) => {
+    const look = (t) => {
+      if (t?.id !== id) return;
+      panel.update(t);
+      if (terminal(t.state)) {
+        off();
+        resolve(t);
+      }
+    };
+    const off = on('tasks', look);
+    look(store.tasks.get(id));
+  });
+}
+
+function previewStep(go) {
+  const p = resultOf(state.checkId);
+  if (!p || !password) {
+    return h('div', { class: 'stack' }, notice('muted', h('p', {}, 'Check the file again: the password is not kept when you leave this page.')),
+      h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(1) }, 'Back')));
+  }
+  const restore = state.mode === 'restore';
+  const ack = h('input', { type: 'checkbox', 'aria-describedby': 'nothing-yet' });
+  const confirm = h('button', { type: 'submit', class: restore ? 'danger' : 'primary', disabled: true }, restore ? 'Restore now' : 'Import now');
+  ack.addEventListener('change', () => { confirm.disabled = !ack.checked; });
+  const problem = h('div');
+  const num = (v) => h('td', { class: 'num' }, fmtNumber(v ?? 0));
+  const form = h('form', { class: 'stack', 'data-testid': 'import-preview' },
+    facts(p),
+    p.resumes ? notice('muted', h('p', {}, 'An earlier import of this file stopped before the end: importing it now finishes that one.')) : null,
+    h('div', { class: 'table-scroll' }, h('table', { class: 'plain preview-table' },
+      h('thead', {}, h('tr', {}, ['What', 'In the file', 'New', 'Updated', 'Unchanged', 'Skipped (older)'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : '' }, c)))),
+      // sync_states rows are not in the document's counts, yet the merge may update one.
+      h('tbody', {}, tables({ ...p.counts, ...p.plan }).map((t) => {
+        const c = p.plan?.[t] ?? {};
+        return h('tr', { 'data-table': t }, h('th', { scope: 'row' }, tableLabel(t)), num(p.counts[t]), num(c.inserts), num(c.updates), num(c.unchanged), num(c.older));
+      })),
+      h('tfoot', {}, h('tr', {}, h('th', { scope: 'row' }, 'Total'),
+        num(Object.values(p.counts).reduce((a, b) => a + b, 0)), num(p.total?.inserts), num(p.total?.updates), num(p.total?.unchanged), num(p.total?.older))))),
+    h('p', { id: 'nothing-yet' }, h('strong', {}, 'Nothing has been written yet. '), 'Your wallet changes only when you confirm below.'),
+    h('label', { class: 'choice' }, ack, `I want to ${restore ? 'restore' : 'import'} this file into ${state.wallet}.`),
+    problem,
+    h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(1) }, 'Back'), confirm));
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    busy(confirm, async () => {
+      try {
+        const t = await api.post('/api/v1/import', { ...request(), confirm: true });
+        password = '';
+        state.importId = t.id;
+        putTask(t);
+        go(3);
+      } catch (err) {
+        problem.replaceChildren(errorBox(err, 'The import did not start'));
+      }
+    });
+  });
+  return form;
+}
+
+function importingStep(go, panel) {
+  const t = store.tasks.get(state.importId);
+  if (!t) return notice('muted', h('p', {}, 'Starting…'));
+  panel.update(t);
+  return h('div', { class: 'stack' }, panel.el,
+    terminal(t.state) && t.state !== 'succeeded' ? h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(1) }, 'Back')) : null);
+}
+
+function doneStep(go) {
+  const r = resultOf(state.importId) ?? {};
+  return h('div', { class: 'stack', 'data-testid': 'import-result' },
+    notice('ok', h('p', {}, h('strong', {}, r.mode === 'restore' ? 'Restored. ' : 'Imported. '),
+      `${fmtNumber(r.inserts)} rows added and ${fmtNumber(r.updates)} updated in ${r.target ?? state.wallet}.`)),
+    h('div', { class: 'actions' },
+      h('a', { href: '#/overview', class: 'button' }, 'See the wallet'),
+      h('button', { type: 'button', onclick: () => {
+        Object.assign(state, { source: null, checkId: '', importId: '' });
+        go(0);
+      } }, 'Import another file')));
+}
+
+export default {
+  id: 'restore',
+  title: 'Restore',
+  mount(main) {
+    const panel = taskPanel('Importing');
+    const go = wizard(main, {
+      title: 'Restore from a backup file',
+      lead: 'Bring back a wallet from an encrypted backup file. You see what changes before anything is written.',
+      titles,
+      state,
+      views: [fileStep, passwordStep, previewStep, (next) => importingStep(next, panel), doneStep],
+    });
+    const off = on('tasks', (t) => {
+      if (!t || t.id !== state.importId || state.step !== 3) return;
+      if (terminal(t.state)) go(t.state === 'succeeded' ? 4 : 3);
+      else panel.update(t);
+    });
+    return off;
+  },
+};

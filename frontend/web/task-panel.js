@@ -1,0 +1,156 @@
+// The live progress panel of one task: the page state a sync is in (reading, preparing,
+// committing, committed, then how it ended), its counters, rate and time left, the table
+// it is on, and Cancel, which reads "Cancelling…" until the agent confirms the safe stop
+// and then shows the checkpoint that stays acknowledged.
+
+import { api, enc } from './api.js';
+import { putTask } from './store.js';
+import { h, stats, errorBox, badge, busy, fill } from './ui.js';
+import {
+  fmtNumber, fmtBytes, fmtDuration, tableLabel, syncOrder, taskState, terminal,
+} from './format.js';
+
+const phases = ['reading', 'preparing', 'committing', 'committed'];
+const phaseWords = {
+  reading: 'Reading a page from the wallet',
+  preparing: 'Preparing the page',
+  committing: 'Storing the page at the destination',
+  committed: 'Page stored and acknowledged',
+};
+// The words for the steps of an import, a verify and a drill (their details).
+const stepWords = {
+  decrypting: 'Decrypting the file (deriving the key from the password takes a few seconds)',
+  validating: 'Checking everything in the file',
+  staging: 'Loading the file into a private staging area',
+  previewing: 'Comparing the file with your wallet',
+  merging: 'Merging into your wallet',
+  restoring: 'Restoring the wallet',
+  finishing: 'Finishing',
+};
+const endings = { succeeded: 'Completed', cancelled: 'Cancelled', failed: 'Failed', interrupted: 'Interrupted' };
+
+const capitalize = (s) => s.charAt(0).toUpperCase() + s.slice(1);
+
+/** parseDetail splits a sync's detail ("committing tx_labels") into its phase and table. */
+export function parseDetail(detail = '') {
+  const [first, ...rest] = detail.split(' ');
+  return phases.includes(first) ? { phase: first, table: rest.join(' ') } : { phase: '', table: '', text: detail };
+}
+
+/** checkpointOf is the last acknowledged checkpoint in a sync task's result, if any. */
+const checkpointOf = (task) => task.result?.sessions?.at(-1)?.checkpoint ?? null;
+
+/**
+ * taskPanel makes the panel for a task, with extra buttons beside Cancel; update(task)
+ * redraws it in place (the Cancel button keeps its focus).
+ */
+export function taskPanel(title, ...extra) {
+  const heading = h('h3', {}, title);
+  const state = badge('');
+  const phaseList = h('ol', { class: 'phases', 'aria-label': 'Page progress' },
+    [...phases, 'end'].map((p) => h('li', { 'data-phase': p }, p === 'end' ? 'Done' : p)));
+  const line = h('p', { class: 'state-line', 'aria-live': 'polite' });
+  const bar = h('progress', { max: 1, 'aria-label': `${title}: progress` });
+  const figures = h('div');
+  const problem = h('div');
+  const cancel = h('button', { type: 'button', class: 'danger' }, 'Cancel');
+  let current = null;
+  let cancelling = false; // asked, and not yet confirmed by the agent
+  let cancelError = null;
+  cancel.addEventListener('click', () => busy(cancel, async () => {
+    cancelling = true;
+    cancelError = null;
+    render();
+    try {
+      putTask(await api.post(`/api/v1/tasks/${enc(current.id)}/cancel`));
+    } catch (err) {
+      cancelling = false;
+      cancelError = err;
+    }
+  }).finally(render));
+  const el = h('section', { class: 'task-panel', 'aria-label': title },
+    h('div', { class: 'task-head' }, heading, state), phaseList, line, bar, figures, problem, h('div', { class: 'actions' }, cancel, extra));
+
+  function render() {
+    const t = current;
+    const ended = terminal(t.state);
+    const { phase, table, text } = parseDetail(t.detail);
+    const isSync = phase !== '' || t.kind === 'sync';
+    state.textContent = taskState(t.state);
+    state.className = `badge ${t.state}`;
+    el.dataset.state = t.state;
+    el.dataset.phase = ended ? t.state : phase;
+
+    phaseList.hidden = !isSync;
+    for (const li of phaseList.children) {
+      const p = li.dataset.phase;
+      const reached = ended || phases.indexOf(p) <= phases.indexOf(phase);
+      li.className = (ended ? p === 'end' : p === phase) ? 'current' : reached && p !== 'end' ? 'done' : '';
+      if (p === 'end') li.textContent = ended ? endings[t.state] ?? t.state : 'Done';
+    }
+
+    if (t.state === 'cancelling' || (cancelling && !ended)) {
+      line.textContent = 'Cancelling… waiting for the page in flight to be safely stored or dropped.';
+    } else if (t.state === 'cancelled') {
+      const cp = checkpointOf(t);
+      line.textContent = cp
+        ? `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; the next run continues from there.`
+        : 'Cancelled safely. Nothing had been stored yet.';
+    } else if (t.state === 'succeeded') {
+      const pages = isSync ? ` in ${fmtNumber(t.counters.pages)} pages` : '';
+      line.textContent = t.counters.rows || !isSync
+        ? `Completed: ${fmtNumber(t.counters.rows)} rows${pages}.`
+        : 'Completed: already up to date, nothing new to copy.';
+    } else if (t.state === 'queued') {
+      line.textContent = 'Waiting for the task before it to finish.';
+    } else if (!ended) {
+      line.textContent = phase ? `${phaseWords[phase]}${table ? ` (${tableLabel(table)})` : ''}` : stepWords[text] ?? capitalize(text || 'starting…');
+    } else {
+      line.textContent = '';
+    }
+
+    bar.hidden = ended;
+    if (t.total > 0) {
+      bar.max = t.total;
+      bar.value = t.counters.rows;
+    } else {
+      bar.removeAttribute('value'); // the total is unknown: an indeterminate bar
+    }
+
+    const c = t.counters;
+    const elapsed = t.startedAt ? ((ended ? Date.parse(t.finishedAt) : Date.now()) - Date.parse(t.startedAt)) / 1000 : null;
+    figures.replaceChildren(stats([
+      ...(isSync ? [['Pages', fmtNumber(c.pages)]] : []),
+      ['Rows', fmtNumber(c.rows)],
+      ['Data', fmtBytes(c.bytes)],
+      ['Rate', `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s · ${fmtBytes(t.bytesPerSec ?? 0)}/s`],
+      ended ? ['Took', fmtDuration(elapsed)] : ['Time left', t.etaSeconds ? fmtDuration(t.etaSeconds) : 'estimating…'],
+      ...(isSync && !ended ? [['Table', table ? tableLabel(table) : '—']] : []),
+    ]));
+
+    if (t.state === 'failed' || t.state === 'interrupted') problem.replaceChildren(errorBox({ message: t.error, hint: t.hint }));
+    else fill(problem, cancelError && errorBox(cancelError, 'Could not cancel'));
+
+    cancel.hidden = ended;
+    const stopping = t.state === 'cancelling' || cancelling;
+    cancel.textContent = stopping ? 'Cancelling…' : 'Cancel';
+    cancel.disabled = stopping;
+    if (ended) cancelling = false;
+  }
+
+  return {
+    el,
+    update(task) {
+      current = task;
+      render();
+    },
+    rename(text) {
+      heading.textContent = text;
+      el.setAttribute('aria-label', text);
+      bar.setAttribute('aria-label', `${text}: progress`);
+    },
+    get task() {
+      return current;
+    },
+  };
+}

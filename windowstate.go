@@ -1,0 +1,95 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"walletsync/agent"
+)
+
+// The window's size: what it opens at the first time, and the least it can shrink to (the
+// dashboard's layout holds down to 900x600).
+const (
+	windowWidth     = 1200
+	windowHeight    = 800
+	windowMinWidth  = 900
+	windowMinHeight = 600
+	// windowMaxSide bounds a remembered side, so that a damaged file cannot ask for a
+	// window no screen holds.
+	windowMaxSide = 16384
+)
+
+// windowStateFile is the window's remembered size and position, in the data folder.
+const windowStateFile = "window.json"
+
+// WindowState is the window's size and position, remembered in the data folder between
+// runs so that the window reopens where the person left it. Positioned is false until a
+// position was saved: the window is then centred by the platform.
+type WindowState struct {
+	Width      int  `json:"width"`
+	Height     int  `json:"height"`
+	X          int  `json:"x"`
+	Y          int  `json:"y"`
+	Positioned bool `json:"positioned"`
+	Maximised  bool `json:"maximised"`
+}
+
+// defaultWindowState is the window of a first run.
+func defaultWindowState() WindowState { return WindowState{Width: windowWidth, Height: windowHeight} }
+
+// loadWindowState returns the remembered window of dir, or the default window when none
+// was saved. A file that cannot be read or decoded yields the default window and the
+// error, for the log: the window still opens.
+func loadWindowState(dir agent.DataDir) (WindowState, error) {
+	b, err := os.ReadFile(filepath.Join(string(dir), windowStateFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return defaultWindowState(), nil
+	}
+	if err != nil {
+		return defaultWindowState(), fmt.Errorf("read window state: %w", err)
+	}
+	var s WindowState
+	if err := json.Unmarshal(b, &s); err != nil {
+		return defaultWindowState(), fmt.Errorf("read window state %s: %w", windowStateFile, err)
+	}
+	return s.clamped(), nil
+}
+
+// saveWindowState remembers s in dir, replacing the file atomically (a temp file renamed
+// over it), so that a crash mid-write leaves the old state rather than half a file.
+func saveWindowState(dir agent.DataDir, s WindowState) error {
+	if err := dir.Ensure(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(s.clamped())
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(string(dir), "."+windowStateFile+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("save window state: %w", err)
+	}
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), filepath.Join(string(dir), windowStateFile))
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return fmt.Errorf("save window state: %w", err)
+	}
+	return nil
+}
+
+// clamped returns s with its size within the minimum and windowMaxSide.
+func (s WindowState) clamped() WindowState {
+	s.Width = min(max(s.Width, windowMinWidth), windowMaxSide)
+	s.Height = min(max(s.Height, windowMinHeight), windowMaxSide)
+	return s
+}
