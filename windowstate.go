@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"walletsync/agent"
+	"walletsync/internal/safefile"
 )
 
 // The window's size: what it opens at the first time, and the least it can shrink to (the
@@ -59,8 +60,8 @@ func loadWindowState(dir agent.DataDir) (WindowState, error) {
 	return s.clamped(), nil
 }
 
-// saveWindowState remembers s in dir, replacing the file atomically (a temp file renamed
-// over it), so that a crash mid-write leaves the old state rather than half a file.
+// saveWindowState remembers s in dir, replacing the file atomically, so that a crash
+// mid-write leaves the old state rather than half a file.
 func saveWindowState(dir agent.DataDir, s WindowState) error {
 	if err := dir.Ensure(); err != nil {
 		return err
@@ -69,19 +70,7 @@ func saveWindowState(dir agent.DataDir, s WindowState) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(string(dir), "."+windowStateFile+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("save window state: %w", err)
-	}
-	_, err = f.Write(b)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), filepath.Join(string(dir), windowStateFile))
-	}
-	if err != nil {
-		os.Remove(f.Name())
+	if err := safefile.WriteAtomic(filepath.Join(string(dir), windowStateFile), b, 0o600); err != nil {
 		return fmt.Errorf("save window state: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -248,7 +249,7 @@ func SaveConfig(path string, c Config) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("save config: %w", err)
 	}
-	if err := writeFileAtomic(path, append(b, '\n'), 0o600); err != nil {
+	if err := safefile.WriteAtomic(path, append(b, '\n'), 0o600); err != nil {
 		return fmt.Errorf("save config: %w", err)
 	}
 	return nil

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -84,9 +85,9 @@ func (d DataDir) Lock() (*DirLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open agent lock: %w", err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := safefile.TryLock(f); err != nil {
 		f.Close()
-		if errors.Is(err, errLockHeld) {
+		if errors.Is(err, safefile.ErrLocked) {
 			return nil, &AgentRunningError{Dir: string(d), PID: readPID(d.lockPath())}
 		}
 		return nil, fmt.Errorf("lock data folder %s: %w", d, err)
@@ -96,7 +97,7 @@ func (d DataDir) Lock() (*DirLock, error) {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
-		unlockFile(f)
+		safefile.Unlock(f)
 		f.Close()
 		return nil, fmt.Errorf("write agent lock: %w", err)
 	}
@@ -109,13 +110,10 @@ func (l *DirLock) Release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := errors.Join(unlockFile(l.f), l.f.Close())
+	err := errors.Join(safefile.Unlock(l.f), l.f.Close())
 	l.f = nil
 	return err
 }
-
-// errLockHeld is what lockFile returns when another open file holds the lock.
-var errLockHeld = errors.New("lock held")
 
 func readPID(path string) int {
 	b, err := os.ReadFile(path)
@@ -144,7 +142,7 @@ func (d DataDir) Token() (string, error) {
 	if err := d.Ensure(); err != nil {
 		return "", err
 	}
-	if err := writeFileAtomic(d.tokenPath(), []byte(tok+"\n"), 0o600); err != nil {
+	if err := safefile.WriteAtomic(d.tokenPath(), []byte(tok+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("create API token: %w", err)
 	}
 	return tok, nil
@@ -164,7 +162,7 @@ func (d DataDir) readToken() (string, error) {
 
 // PublishAddr records the running agent's API address (host:port) for the command line.
 func (d DataDir) PublishAddr(addr string) error {
-	if err := writeFileAtomic(d.addrPath(), []byte(addr+"\n"), 0o600); err != nil {
+	if err := safefile.WriteAtomic(d.addrPath(), []byte(addr+"\n"), 0o600); err != nil {
 		return fmt.Errorf("publish API address: %w", err)
 	}
 	return nil
@@ -201,38 +199,4 @@ func (d DataDir) Endpoint() (Endpoint, error) {
 		return Endpoint{}, err
 	}
 	return Endpoint{Addr: strings.TrimSpace(string(b)), Token: tok}, nil
-}
-
-// writeFileAtomic replaces path with data so that a reader sees the old file or the new
-// one, never a part, even across a power cut: a private temp file in the same folder,
-// written, fsynced, given perm, renamed over path, then the folder fsynced so the rename
-// itself is durable.
-func writeFileAtomic(path string, data []byte, perm os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(f.Name(), path); err != nil {
-		return err
-	}
-	return syncDir(dir)
 }

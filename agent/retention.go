@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -190,7 +191,7 @@ func Apply(ctx context.Context, dir string, decisions []Decision) error {
 		deleted = true
 	}
 	if deleted {
-		if serr := syncDir(dir); serr != nil {
+		if serr := safefile.SyncDir(dir); serr != nil {
 			err = errors.Join(err, fmt.Errorf("sync folder: %w", serr))
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -162,7 +163,7 @@ func (s *Secrets) saveLocked() error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o700); err != nil {
 		return err
 	}
-	return writeFileAtomic(s.path, b, 0o600)
+	return safefile.WriteAtomic(s.path, b, 0o600)
 }
 
 // Set stores value under key, replacing any value it had. key is 1-64 of a-z, 0-9, '-',

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -29,9 +30,9 @@ func acquireWriterLock(dbPath string) (*writerLock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open lock file: %w", classify(err))
 	}
-	if err := lockFile(f); err != nil {
+	if err := safefile.TryLock(f); err != nil {
 		f.Close()
-		if errors.Is(err, errLockHeld) {
+		if errors.Is(err, safefile.ErrLocked) {
 			return nil, &wallet.LockedError{Path: dbPath, PID: readHolder(path)}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
@@ -51,7 +52,7 @@ func (l *writerLock) release() error {
 	if l == nil || l.f == nil {
 		return nil
 	}
-	err := unlockFile(l.f)
+	err := safefile.Unlock(l.f)
 	if cerr := l.f.Close(); err == nil {
 		err = cerr
 	}
@@ -67,5 +68,3 @@ func readHolder(path string) int {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid
 }
-
-var errLockHeld = errors.New("lock held")

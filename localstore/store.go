@@ -24,6 +24,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -298,31 +299,10 @@ func (s *Store) Settings(ctx context.Context) (wallet.Settings, error) {
 	return st, nil
 }
 
-// renameDurably moves a finished file into place: fsync the file, rename, fsync the folder,
-// so that after a crash the path holds either nothing or the whole file.
+// renameDurably moves a finished file into place durably (safefile.RenameDurably), with
+// disk full, read-only and the rest told apart.
 func renameDurably(from, to string) error {
-	f, err := os.Open(from)
-	if err != nil {
-		return classify(err)
-	}
-	err = f.Sync()
-	f.Close()
-	if err != nil {
-		return classify(err)
-	}
-	if err := os.Rename(from, to); err != nil {
-		return classify(err)
-	}
-	return syncDir(filepath.Dir(to))
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return classify(err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
+	if err := safefile.RenameDurably(from, to); err != nil {
 		return classify(err)
 	}
 	return nil

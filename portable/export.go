@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -132,25 +133,11 @@ func export(ctx context.Context, v wallet.View, settings wallet.Settings, identi
 	renamed = true
 	res = ExportResult{Path: dstPath, Size: out.n, Stats: stats, KDFTime: kdfTime}
 	hash.Sum(res.SHA256[:0])
-	if err := syncDir(dir); err != nil {
+	if err := safefile.SyncDir(dir); err != nil {
 		return res, fmt.Errorf("sync folder %s (the file is complete): %w", dir, err)
 	}
 	res.Elapsed = time.Since(start)
 	return res, nil
-}
-
-// syncDir makes a rename in dir durable. Some systems cannot sync a folder (os.ErrInvalid);
-// there the rename is as durable as they make it.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return err
-	}
-	return nil
 }
 
 // verifyError marks a document that the encoder wrote and the decoder refused.

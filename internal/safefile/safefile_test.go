@@ -1,0 +1,95 @@
+package safefile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestWriteAtomic_ReplacesWholeAndLeavesNoTemp(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "config.json")
+	for _, content := range []string{"first", "second, longer than the first"} {
+		if err := WriteAtomic(path, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(path)
+		if err != nil || string(got) != content {
+			t.Fatalf("read back %q, %v; want %q", got, err, content)
+		}
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v; want 0600", fi.Mode(), err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Fatalf("folder holds %v; want only the file", entries)
+	}
+}
+
+func TestWriteAtomic_FailureLeavesTheOldFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "f")
+	if err := WriteAtomic(path, []byte("old"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// A folder in the way of the rename: the write fails, the temp file goes.
+	blocked := filepath.Join(dir, "sub")
+	if err := os.MkdirAll(filepath.Join(blocked, "x"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteAtomic(blocked, []byte("new"), 0o600); err == nil {
+		t.Fatal("rename over a non-empty folder succeeded")
+	}
+	if got, _ := os.ReadFile(path); string(got) != "old" {
+		t.Fatalf("the old file says %q", got)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Fatalf("folder holds %v; want the file and the folder, no temp file", entries)
+	}
+}
+
+func TestRenameDurably_MovesTheFile(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "a.tmp"), filepath.Join(dir, "a")
+	if err := os.WriteFile(from, []byte("whole"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := RenameDurably(from, to); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := os.ReadFile(to); err != nil || string(got) != "whole" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+	if _, err := os.Stat(from); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the source is still there: %v", err)
+	}
+	if err := RenameDurably(from, to); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("renaming a missing file: %v; want ErrNotExist", err)
+	}
+}
+
+func TestTryLock_SecondOpenRefusedUntilUnlocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "lock")
+	open := func() *os.File {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f
+	}
+	first, second := open(), open()
+	if err := TryLock(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := TryLock(second); !errors.Is(err, ErrLocked) {
+		t.Fatalf("second lock: %v; want ErrLocked", err)
+	}
+	if err := Unlock(first); err != nil {
+		t.Fatal(err)
+	}
+	if err := TryLock(second); err != nil {
+		t.Fatalf("lock after unlock: %v", err)
+	}
+}
