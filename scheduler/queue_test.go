@@ -104,10 +104,13 @@ func (r *request) release(t *testing.T) {
 }
 
 // drain releases every request as soon as it is granted until all have finished, and
-// returns the grant order.
+// returns the grant order. When nothing finished in a round it lets the foreground grace
+// (of a queue made with the default) pass once: a background request waits it out after a
+// foreground release. Still nothing after that means a request was lost.
 func drain(t *testing.T, o *order, rs ...*request) []string {
 	t.Helper()
 	released := map[*request]bool{}
+	graceWaited := false
 	for len(released) < len(rs) {
 		progress := false
 		for _, r := range rs {
@@ -119,11 +122,25 @@ func drain(t *testing.T, o *order, rs ...*request) []string {
 				progress = true
 			}
 		}
-		if !progress {
+		switch {
+		case progress:
+			graceWaited = false
+		case !graceWaited:
+			time.Sleep(defaultForegroundGrace)
+			synctest.Wait()
+			graceWaited = true
+		default:
 			t.Fatalf("drain: requests wait with nobody holding a grant; granted so far %v", o.get())
 		}
 	}
 	return o.get()
+}
+
+// passGrace lets the default foreground grace pass: after a foreground release, a background
+// request that is not yet due waits it out before it is granted.
+func passGrace() {
+	time.Sleep(defaultForegroundGrace)
+	synctest.Wait()
 }
 
 func wantGranted(t *testing.T, want bool, rs ...*request) {
@@ -267,6 +284,149 @@ func TestQueue_BackgroundDeadlineGrantsWithoutAnEvent(t *testing.T) {
 	})
 }
 
+func TestQueue_ForegroundGrace(t *testing.T) {
+	t.Run("a foreground caller asking again at once goes first", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := mustQueue(t, wal, Options{})
+			fg := q.NewSession("wallet", "dest")
+			cur := startSession(t, fg, nil, "fg", Foreground, Write)
+			bg := start(t, q, nil, "bg", Background, Write)
+			// Between a release and the next request the foreground line is empty; the
+			// background must not slip in there (no time passes in the bubble).
+			for range 3 {
+				cur.release(t)
+				wantGranted(t, false, bg)
+				cur = startSession(t, fg, nil, "fg again", Foreground, Write)
+				wantGranted(t, true, cur)
+			}
+			cur.release(t)
+			passGrace()
+			wantGranted(t, true, bg)
+			bg.release(t)
+		})
+	})
+	t.Run("the bypass bound still holds", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := mustQueue(t, wal, Options{})
+			o := &order{}
+			fg := q.NewSession("wallet", "dest")
+			cur := startSession(t, fg, o, "holder", Foreground, Write)
+			bg := start(t, q, o, "bg", Background, Write)
+			for range 8 {
+				cur.release(t)
+				cur = startSession(t, fg, o, "fg", Foreground, Write)
+			}
+			// Eight foreground grants overtook bg: it is due, grace or not.
+			cur.release(t)
+			wantGranted(t, true, bg)
+			next := startSession(t, fg, o, "fg after bg", Foreground, Write)
+			bg.release(t)
+			wantGranted(t, true, next)
+			next.release(t)
+			if got := o.get(); slices.Index(got, "bg") != 9 {
+				t.Fatalf("bg granted at position %d, want 9: %v", slices.Index(got, "bg"), got)
+			}
+		})
+	})
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		grace time.Duration
+	}{
+		{"default 1ms ends without an event", Options{}, time.Millisecond},
+		{"option 10ms", Options{ForegroundGrace: 10 * time.Millisecond}, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				q := mustQueue(t, wal, tc.opts)
+				holder := start(t, q, nil, "holder", Foreground, Read)
+				bg := start(t, q, nil, "bg", Background, Write)
+				holder.release(t)
+				time.Sleep(tc.grace - time.Nanosecond)
+				synctest.Wait()
+				wantGranted(t, false, bg)
+				time.Sleep(time.Nanosecond)
+				synctest.Wait()
+				wantGranted(t, true, bg)
+				if w := bg.grant.Wait(); w != tc.grace {
+					t.Fatalf("bg waited %v, want the grace %v", w, tc.grace)
+				}
+				bg.release(t)
+			})
+		})
+	}
+	t.Run("no grace after a background release", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			q := mustQueue(t, wal, Options{})
+			bg1 := start(t, q, nil, "bg1", Background, Write)
+			bg2 := start(t, q, nil, "bg2", Background, Write)
+			bg1.release(t)
+			wantGranted(t, true, bg2)
+			bg2.release(t)
+		})
+	})
+}
+
+// TestQueue_SequentialForegroundCatchesUp is the wallet front end against a background copy,
+// in fake time: a foreground caller due every 5 ms, running one 2 ms request after another
+// (so it falls behind whenever it waits), and a background job that reads a page for 3 ms and
+// commits it for 10 ms under a write grant, again and again. The foreground waits for at most
+// one commit and then catches up: no request finishes later than one commit plus two of its
+// own after it was due. Without the grace the copy took the store between every two
+// foreground requests, each request waited for a commit, and the lateness grew without
+// bound (to some 800 ms in this schedule).
+func TestQueue_SequentialForegroundCatchesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const interval, service, read, commit = 5 * time.Millisecond, 2 * time.Millisecond, 3 * time.Millisecond, 10 * time.Millisecond
+		q := mustQueue(t, wal, Options{})
+		ctx, stop := context.WithCancel(t.Context())
+		var commits atomic.Int64
+		bgDone := make(chan struct{})
+		go func() {
+			defer close(bgDone)
+			s := q.NewSession("wallet", "dest")
+			for ctx.Err() == nil {
+				time.Sleep(read)
+				g, err := s.Acquire(ctx, Background, Write)
+				if err != nil {
+					return
+				}
+				time.Sleep(commit)
+				s.Release(g)
+				commits.Add(1)
+			}
+		}()
+		fg := q.NewSession("wallet", "dest")
+		begin := time.Now()
+		var worst time.Duration
+		for i := range 400 { // 2 s
+			due := begin.Add(time.Duration(i) * interval)
+			time.Sleep(time.Until(due))
+			g, err := fg.Acquire(t.Context(), Foreground, Write)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(service)
+			if err := fg.Release(g); err != nil {
+				t.Fatal(err)
+			}
+			worst = max(worst, time.Since(due))
+		}
+		stop()
+		<-bgDone
+		if limit := commit + 2*service; worst > limit {
+			t.Fatalf("a foreground request finished %v after it was due, want at most %v", worst, limit)
+		}
+		// The copy still gets what the foreground leaves: 60% of the store here, less the
+		// graces and the reads it does not overlap. A fraction of that is enough to show it
+		// is not starved.
+		if n := commits.Load(); n < 40 {
+			t.Fatalf("%d background commits in 2 s, want at least 40", n)
+		}
+		t.Logf("worst foreground lateness %v, %d background commits in 2 s", worst, commits.Load())
+	})
+}
+
 func TestQueue_ReadersShareWritersExclusive(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -306,6 +466,7 @@ func TestQueue_ReadersShareWritersExclusive(t *testing.T) {
 				writer.release(t)
 				wantGranted(t, true, late)
 				late.release(t)
+				passGrace()
 				wantGranted(t, true, bgWriter)
 				bgWriter.release(t)
 			})
@@ -449,6 +610,7 @@ func TestQueue_Fence_RejectsQueuedStaleRequests(t *testing.T) {
 		holder.release(t)
 		wantGranted(t, true, fresh)
 		fresh.release(t)
+		passGrace()
 		wantGranted(t, true, bystander)
 		bystander.release(t)
 		if m := q.Metrics(); m.Background.Stale != 1 || m.Foreground.Stale != 1 {
@@ -507,6 +669,7 @@ func TestSession_Acquire_Reentrant(t *testing.T) {
 				}
 				if blocker != nil {
 					blocker.release(t)
+					passGrace()
 				}
 				first.release(t)
 				// Once released, the session may ask again.
@@ -570,6 +733,7 @@ func TestQueue_Switch_PendingSwitchesApplyInOrder(t *testing.T) {
 			t.Fatal(err)
 		}
 		onA := startSession(t, q.NewSession("wallet", "A"), nil, "held on A", Background, Read)
+		passGrace() // the switch's own foreground grant was just released
 		wantGranted(t, true, onA)
 
 		applied := &order{}
@@ -660,7 +824,8 @@ func TestQueue_Metrics(t *testing.T) {
 		// Durations below are the bubble's fake time, exact by construction.
 		time.Sleep(30 * time.Millisecond)
 		holder.release(t)
-		time.Sleep(5 * time.Millisecond)
+		// bg waits out the foreground grace after the holder's release, then holds 5 ms.
+		time.Sleep(defaultForegroundGrace + 5*time.Millisecond)
 		bg.release(t)
 		for range 2 {
 			r := start(t, q, nil, "quick", Foreground, Read)
@@ -670,8 +835,8 @@ func TestQueue_Metrics(t *testing.T) {
 		if m.Foreground.Grants != 3 || m.Background.Grants != 1 {
 			t.Fatalf("grants fg %d bg %d, want 3 and 1", m.Foreground.Grants, m.Background.Grants)
 		}
-		if m.Background.MaxWait != 30*time.Millisecond || m.Background.MaxHold != 5*time.Millisecond {
-			t.Fatalf("background max wait %v, hold %v; want 30ms, 5ms", m.Background.MaxWait, m.Background.MaxHold)
+		if want := 30*time.Millisecond + defaultForegroundGrace; m.Background.MaxWait != want || m.Background.MaxHold != 5*time.Millisecond {
+			t.Fatalf("background max wait %v, hold %v; want %v, 5ms", m.Background.MaxWait, m.Background.MaxHold, want)
 		}
 		if m.Foreground.MaxHold != 30*time.Millisecond || m.Foreground.TotalWait != 0 {
 			t.Fatalf("foreground max hold %v, total wait %v; want 30ms, 0", m.Foreground.MaxHold, m.Foreground.TotalWait)
@@ -710,6 +875,7 @@ func TestNew_RejectsInvalidOptions(t *testing.T) {
 		{"negative bypass", wal, Options{BypassGrants: -1}},
 		{"negative wait", wal, Options{MaxBackgroundWait: -time.Second}},
 		{"negative samples", wal, Options{RecentSamples: -1}},
+		{"negative grace", wal, Options{ForegroundGrace: -time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := New(tc.cap, tc.opts); !errors.Is(err, wallet.ErrInvalidArgument) {

@@ -87,7 +87,8 @@ var destinations = []string{"d0", "d1", "d2"}
 type schedule struct {
 	stats    *scheduleStats
 	q        *Queue
-	readers  int // the reader limit the queue must keep
+	readers  int           // the reader limit the queue must keep
+	grace    time.Duration // the queue's foreground grace
 	step     int
 	sessions []*simSession
 	requests []*simRequest
@@ -131,12 +132,14 @@ func newSchedule(rt *rapid.T, stats *scheduleStats) *schedule {
 		MaxReaders:        rapid.IntRange(0, 4).Draw(rt, "maxReaders"), // 0: the default, 8
 		BypassGrants:      rapid.IntRange(0, 4).Draw(rt, "bypassGrants"),
 		MaxBackgroundWait: time.Duration(rapid.IntRange(1, 2000).Draw(rt, "maxBackgroundWaitMs")) * time.Millisecond,
+		ForegroundGrace:   time.Duration(rapid.IntRange(0, 50).Draw(rt, "foregroundGraceMs")) * time.Millisecond, // 0: the default, 1 ms
 	}
 	q, err := New(Capability{ConcurrentReads: reads}, opts)
 	if err != nil {
 		rt.Fatal(err)
 	}
-	return &schedule{stats: stats, q: q, readers: max(1, min(reads, opts.withDefaults().MaxReaders)), fences: map[string][]int{}}
+	opts = opts.withDefaults()
+	return &schedule{stats: stats, q: q, readers: max(1, min(reads, opts.MaxReaders)), grace: opts.ForegroundGrace, fences: map[string][]int{}}
 }
 
 // stale reports whether sess's destination was fenced after sess was made, by step.
@@ -304,31 +307,41 @@ func (s *schedule) checkOutcome(rt *rapid.T, r *simRequest) {
 	r.cancel()
 }
 
-// drain releases every held grant, round after round, until nobody waits. A round in which
-// nobody holds a grant yet somebody still waits means a request was lost.
+// drain releases every held grant, round after round, until nobody waits. Somebody waiting
+// while nobody holds a grant, even once the foreground grace has passed (a background
+// request waits it out after a foreground release), means a request was lost.
 func (s *schedule) drain(rt *rapid.T) {
 	for {
 		s.step++
-		released := 0
 		for _, r := range s.requests {
 			if r.held() {
 				s.release(rt, r)
-				released++
 			}
 		}
 		synctest.Wait()
 		s.check(rt)
-		waiting := 0
-		for _, r := range s.requests {
-			if !r.finished() {
-				waiting++
-			}
+		if s.count((*simRequest).held) == 0 {
+			time.Sleep(s.grace)
+			synctest.Wait()
+			s.check(rt)
 		}
+		waiting := s.count(s.waiting)
 		if waiting == 0 {
 			return
 		}
-		if released == 0 {
+		if s.count((*simRequest).held) == 0 {
 			rt.Fatalf("drain: %d requests wait on a queue nobody holds", waiting)
 		}
 	}
+}
+
+// count returns how many requests satisfy ok.
+func (s *schedule) count(ok func(*simRequest) bool) int {
+	n := 0
+	for _, r := range s.requests {
+		if ok(r) {
+			n++
+		}
+	}
+	return n
 }
