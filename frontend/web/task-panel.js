@@ -4,8 +4,8 @@
 // and then shows the checkpoint that stays acknowledged.
 
 import { api, enc } from './api.js';
-import { putTask } from './store.js';
-import { h, stats, errorBox, badge, busy, fill } from './ui.js';
+import { store, putTask } from './store.js';
+import { h, stats, errorBox, notice, badge, busy, fill } from './ui.js';
 import {
   fmtNumber, fmtBytes, fmtDuration, tableLabel, syncOrder, taskState, terminal,
 } from './format.js';
@@ -153,4 +153,33 @@ export function taskPanel(title, ...extra) {
       return current;
     },
   };
+}
+
+/**
+ * startTask is a wizard's "go" button: while button is busy it posts (post() returns the
+ * agent's answer, a task), keeps the task in the store and calls started(task); when the
+ * agent refuses, problem shows why, led by what.
+ */
+export function startTask(button, problem, post, started, what) {
+  busy(button, async () => {
+    try {
+      const t = await post();
+      putTask(t);
+      started(t);
+    } catch (err) {
+      problem.replaceChildren(errorBox(err, what));
+    }
+  });
+}
+
+/**
+ * taskStep is a wizard step that follows task id in panel; once the task has ended without
+ * success it offers back, a button to an earlier step.
+ */
+export function taskStep(id, panel, back) {
+  const t = store.tasks.get(id);
+  if (!t) return notice('muted', h('p', {}, 'Starting…'));
+  panel.update(t);
+  return h('div', { class: 'stack' }, panel.el,
+    terminal(t.state) && t.state !== 'succeeded' ? h('div', { class: 'actions' }, back) : null);
 }

@@ -2,10 +2,10 @@
 // person chooses, under a password they choose.
 
 import { api, hooks } from '../api.js';
-import { store, on, putTask } from '../store.js';
-import { taskPanel } from '../task-panel.js';
+import { store, on } from '../store.js';
+import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, errorBox, notice, busy, passwordPair, copyButton, uid, wizard,
+  h, field, notice, passwordPair, copyButton, uid, wizard,
 } from '../ui.js';
 import { shortKey, fmtSats, fmtBytes, fmtNumber, terminal } from '../format.js';
 
@@ -87,28 +87,16 @@ function passwordStep(next) {
       problem.replaceChildren(notice('error', h('p', {}, wrong)));
       return;
     }
-    busy(go, async () => {
-      try {
-        const t = await api.post('/api/v1/export', { wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value() });
-        state.taskId = t.id;
-        putTask(t);
-        next(3);
-      } catch (err) {
-        problem.replaceChildren(errorBox(err, 'The export did not start'));
-      }
-    });
+    startTask(go, problem,
+      () => api.post('/api/v1/export', { wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value() }),
+      (t) => { state.taskId = t.id; next(3); },
+      'The export did not start');
   });
   return form;
 }
 
 function writingStep(next, panel) {
-  const t = store.tasks.get(state.taskId);
-  if (!t) return notice('muted', h('p', {}, 'Starting…'));
-  panel.update(t);
-  return h('div', { class: 'stack' }, panel.el,
-    terminal(t.state) && t.state !== 'succeeded'
-      ? h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => next(2) }, 'Back: try again'))
-      : null);
+  return taskStep(state.taskId, panel, h('button', { type: 'button', onclick: () => next(2) }, 'Back: try again'));
 }
 
 function doneStep(next) {

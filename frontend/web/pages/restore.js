@@ -4,7 +4,7 @@
 
 import { api, hooks } from '../api.js';
 import { store, on, putTask } from '../store.js';
-import { taskPanel } from '../task-panel.js';
+import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
   h, field, errorBox, notice, busy, copyButton, uid, unavailable, wizard,
 } from '../ui.js';
@@ -211,27 +211,16 @@ function previewStep(go) {
     h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(1) }, 'Back'), confirm));
   form.addEventListener('submit', (e) => {
     e.preventDefault();
-    busy(confirm, async () => {
-      try {
-        const t = await api.post('/api/v1/import', { ...request(), confirm: true });
-        password = '';
-        state.importId = t.id;
-        putTask(t);
-        go(3);
-      } catch (err) {
-        problem.replaceChildren(errorBox(err, 'The import did not start'));
-      }
-    });
+    startTask(confirm, problem,
+      () => api.post('/api/v1/import', { ...request(), confirm: true }),
+      (t) => { password = ''; state.importId = t.id; go(3); },
+      'The import did not start');
   });
   return form;
 }
 
 function importingStep(go, panel) {
-  const t = store.tasks.get(state.importId);
-  if (!t) return notice('muted', h('p', {}, 'Starting…'));
-  panel.update(t);
-  return h('div', { class: 'stack' }, panel.el,
-    terminal(t.state) && t.state !== 'succeeded' ? h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(1) }, 'Back')) : null);
+  return taskStep(state.importId, panel, h('button', { type: 'button', onclick: () => go(1) }, 'Back'));
 }
 
 function doneStep(go) {
