@@ -22,18 +22,8 @@ cd "$(dirname "$0")/.."
 tags="desktop,production,webkit2_41"
 t0=$(date +%s)
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
-packages=(libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth x11-utils imagemagick fonts-dejavu-core)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "desktop: installing ${missing[*]}"
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. scripts/packages.sh
+ensure_packages libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth x11-utils imagemagick fonts-dejavu-core
 t1=$(date +%s)
 
 echo "== go build -tags $tags -o bin/walletsync-desktop ."

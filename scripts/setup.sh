@@ -5,22 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+. scripts/packages.sh
 
 # better-sqlite3 (the toolbox's SQLite driver) compiles its native module with node-gyp,
 # which needs python3, make and a C++ compiler. The dashboard's end-to-end tests drive
 # Debian's Chromium (headless, through chromedp), with a font so that pages render text.
 packages=(build-essential python3 chromium fonts-liberation)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "setup: installing ${missing[*]}"
-  $sudo apt-get update -qq
-  $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+ensure_packages "${packages[@]}"
 
 # The toolbox peer, pinned by interop/package-lock.json. npm ci takes a minute or two
 # (it compiles better-sqlite3), so it only runs when the lock file changed.
