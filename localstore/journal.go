@@ -202,11 +202,14 @@ func (s *Store) repairJournal(ctx context.Context) (reinstalled bool, err error)
 }
 
 // AckJournal records that consumer (a destination) has applied every change up to seq.
-// Acknowledgements only move forward; an older seq is ignored.
+// Acknowledgements only move forward; an older or equal seq is ignored and writes nothing,
+// so an unchanged sync leaves the wallet file untouched: the agent's on-change schedule
+// watches the file, and a write of its own would make it sync again, forever.
 func (s *Store) AckJournal(ctx context.Context, consumer string, seq int64) error {
 	return s.writeTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO `+journalConsumersTable+` (consumer, acked_seq, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (consumer) DO UPDATE SET acked_seq = max(acked_seq, excluded.acked_seq), updated_at = excluded.updated_at`,
+			ON CONFLICT (consumer) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
+			WHERE excluded.acked_seq > acked_seq`,
 			consumer, seq, wallet.FormatTime(wallet.Now()))
 		return classify(err)
 	})

@@ -173,3 +173,44 @@ func TestJournal_PruneKeepsWhatAConsumerLacks(t *testing.T) {
 		t.Fatalf("after the slow consumer left: %+v", j)
 	}
 }
+
+// TestJournal_RepeatedAckWritesNothing: the agent's on-change schedule watches the wallet
+// file, so an acknowledgement that changes nothing must not write to it, or every unchanged
+// sync would trigger the next one.
+func TestJournal_RepeatedAckWritesNothing(t *testing.T) {
+	s := mustCreate(t, Options{})
+	mustSeed(t, s, FixtureSmall, 1)
+	ctx := context.Background()
+	hw := mustJournalState(t, s).HighWater
+	// data_version changes, for one connection, exactly when another one commits a change.
+	conn, err := s.readDB.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	version := func() (v int64) {
+		t.Helper()
+		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	for _, tc := range []struct {
+		seq    int64
+		writes bool
+	}{
+		{hw - 1, true},  // the first acknowledgement
+		{hw - 1, false}, // the same again
+		{hw - 2, false}, // an older one
+		{hw, true},      // a newer one
+		{hw, false},
+	} {
+		before := version()
+		if err := s.AckJournal(ctx, "backup-a", tc.seq); err != nil {
+			t.Fatal(err)
+		}
+		if wrote := version() != before; wrote != tc.writes {
+			t.Errorf("ack %d: wrote to the file = %v, want %v", tc.seq, wrote, tc.writes)
+		}
+	}
+}
