@@ -110,7 +110,7 @@ func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error 
 		return err
 	}
 	defer dst.Close()
-	opts := syncer.Options{Active: wallet.KeepSourceActive}
+	opts := syncer.Options{Active: wallet.KeepSourceActive, Bulk: true}
 	sync := func() (syncer.Result, error) { return syncer.Run(ctx, src, dst, identity, opts) }
 	measure := func(step func() error) error {
 		start := time.Now()

@@ -91,13 +91,13 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		m := newMerger(ctx, tx, userID, ids, b.Active)
 		defer m.close()
 		t, _ := wallet.LookupTable(b.Page.Table)
-		if err := ids.load(ctx, tx, referencedIDs(t, b.Page.Rows)); err != nil {
+		if err := ids.load(ctx, m.stmt, referencedIDs(t, b.Page.Rows)); err != nil {
 			return err
 		}
 		if err := m.mergePage(t, b.Page.Rows); err != nil {
 			return err
 		}
-		if err := ids.flush(ctx, tx); err != nil {
+		if err := ids.flush(ctx, m.stmt); err != nil {
 			return err
 		}
 		s.hook(HookRowsWritten)

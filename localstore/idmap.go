@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"walletsync/wallet"
@@ -65,8 +66,13 @@ func (m *tableIDs) record(t *wallet.Table, src, local int64) error {
 	return nil
 }
 
+// preparer returns a statement prepared once per transaction: a page's id map lookups and
+// writes run the same few statements many times, and preparing one of 512 parameters
+// costs more than running it.
+type preparer func(q string) (*sql.Stmt, error)
+
 // load reads the mappings of the given source ids, grouped by table.
-func (m *tableIDs) load(ctx context.Context, tx *sql.Tx, wanted map[wallet.TableName][]int64) error {
+func (m *tableIDs) load(ctx context.Context, prep preparer, wanted map[wallet.TableName][]int64) error {
 	total := 0
 	for _, ids := range wanted {
 		total += len(ids)
@@ -78,35 +84,59 @@ func (m *tableIDs) load(ctx context.Context, tx *sql.Tx, wanted map[wallet.Table
 		if m.known[table] == nil {
 			m.known[table] = map[int64]int64{}
 		}
+		if len(ids) == 0 {
+			continue
+		}
+		lo, hi := slices.Min(ids), slices.Max(ids)
+		if hi-lo < 2*int64(len(ids)) {
+			// Dense ids (a page of a full traversal, the rows it points at): one range scan
+			// of the map's primary key instead of a statement per batch. The range holds at
+			// most twice the wanted ids, so a range never loads much more than asked for.
+			if err := m.loadQuery(ctx, prep, table, "source_id BETWEEN ? AND ?", lo, hi); err != nil {
+				return err
+			}
+			continue
+		}
 		for start := 0; start < len(ids); start += idBatchSize {
 			batch := ids[start:min(start+idBatchSize, len(ids))]
-			args := []any{m.source, string(table)}
-			for _, id := range batch {
-				args = append(args, id)
+			args := make([]any, len(batch))
+			for i, id := range batch {
+				args[i] = id
 			}
-			rows, err := tx.QueryContext(ctx, "SELECT source_id, local_id FROM "+idMapTable+
-				" WHERE source_storage = ? AND tbl = ? AND source_id IN ("+placeholders(len(batch))+")", args...)
-			if err != nil {
-				return fmt.Errorf("load id maps: %w", classify(err))
-			}
-			for rows.Next() {
-				var src, local int64
-				if err := rows.Scan(&src, &local); err != nil {
-					rows.Close()
-					return fmt.Errorf("load id maps: %w", classify(err))
-				}
-				m.known[table][src] = local
-			}
-			if err := rows.Close(); err != nil {
-				return fmt.Errorf("load id maps: %w", classify(err))
+			if err := m.loadQuery(ctx, prep, table, "source_id IN ("+placeholders(len(batch))+")", args...); err != nil {
+				return err
 			}
 		}
 	}
 	return nil
 }
 
+// loadQuery adds to m.known the mappings of table whose source_id meets cond.
+func (m *tableIDs) loadQuery(ctx context.Context, prep preparer, table wallet.TableName, cond string, args ...any) error {
+	st, err := prep("SELECT source_id, local_id FROM " + idMapTable + " WHERE source_storage = ? AND tbl = ? AND " + cond)
+	if err != nil {
+		return fmt.Errorf("load id maps: %w", err)
+	}
+	rows, err := st.QueryContext(ctx, append([]any{m.source, string(table)}, args...)...)
+	if err != nil {
+		return fmt.Errorf("load id maps: %w", classify(err))
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var src, local int64
+		if err := rows.Scan(&src, &local); err != nil {
+			return fmt.Errorf("load id maps: %w", classify(err))
+		}
+		m.known[table][src] = local
+	}
+	if err := rows.Err(); err != nil {
+		return fmt.Errorf("load id maps: %w", classify(err))
+	}
+	return nil
+}
+
 // flush writes the mappings made since load, in batches.
-func (m *tableIDs) flush(ctx context.Context, tx *sql.Tx) error {
+func (m *tableIDs) flush(ctx context.Context, prep preparer) error {
 	for table, ids := range m.fresh {
 		pairs := make([][2]int64, 0, len(ids))
 		for src, local := range ids {
@@ -118,8 +148,12 @@ func (m *tableIDs) flush(ctx context.Context, tx *sql.Tx) error {
 			for _, p := range batch {
 				args = append(args, m.source, string(table), p[0], p[1])
 			}
-			if _, err := tx.ExecContext(ctx, "INSERT INTO "+idMapTable+" (source_storage, tbl, source_id, local_id) VALUES "+
-				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(batch)), ", "), args...); err != nil {
+			st, err := prep("INSERT INTO " + idMapTable + " (source_storage, tbl, source_id, local_id) VALUES " +
+				strings.TrimSuffix(strings.Repeat("(?, ?, ?, ?), ", len(batch)), ", "))
+			if err != nil {
+				return fmt.Errorf("write id maps: %w", err)
+			}
+			if _, err := st.ExecContext(ctx, args...); err != nil {
 				return fmt.Errorf("write id maps: %w", classify(err))
 			}
 		}

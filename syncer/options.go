@@ -27,6 +27,11 @@ const (
 	DefaultBackoff = 100 * time.Millisecond
 	// maxViewRestarts bounds how often a session reopens an ended view before giving up.
 	maxViewRestarts = 3
+	// BulkMaxBytes is the byte limit of a full traversal's pages in bulk mode (Options.Bulk):
+	// large enough that the 1,000-row limit decides most pages, and small enough that the one
+	// page in memory (about half its charge in payload) keeps a sync well inside its 64 MiB
+	// memory goal.
+	BulkMaxBytes = 8 << 20
 )
 
 // Options tune a session. The zero value is the defaults; anything out of range is refused
@@ -46,7 +51,18 @@ type Options struct {
 	// Progress, when set, is called at every state change, outside every lock. Returning an
 	// error stops the session; what was acknowledged stays.
 	Progress func(Progress) error
-	// Budget, when set, sizes pages adaptively within MaxRows and MaxBytes.
+	// Bulk, when set, lets the pages of a full traversal (a first copy, or a copy the change
+	// journal cannot cover) carry up to BulkMaxBytes instead of MaxBytes (or MaxBytes when it
+	// is larger). A full copy's time goes mostly to the fixed cost of each page commit (an
+	// fsync of the destination's WAL, the checkpoint, the statements around them), and at
+	// 256 KiB a wallet of large raw transactions needs hundreds of pages; bulk pages copy the
+	// same rows in a few dozen. Every page still commits atomically with its checkpoint, and
+	// incremental pages keep MaxBytes. Use it for a destination no foreground work waits on
+	// (a backup file or server); it is refused together with Grants, since a commit into the
+	// local wallet must stay short enough for the foreground to wait it out.
+	Bulk bool
+	// Budget, when set, sizes pages adaptively within MaxRows and MaxBytes (BulkMaxBytes for
+	// bulk pages).
 	Budget *scheduler.Budget
 	// Grants, when set, is the access-queue session that every commit takes a background
 	// write grant from: set it when the destination is the local wallet.
@@ -84,6 +100,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("snapshot lifetime %v outside 0..1h: %w", o.SnapshotLifetime, wallet.ErrInvalidArgument)
 	case o.Retries < 0 || o.Backoff < 0:
 		return o, fmt.Errorf("negative retries or backoff: %w", wallet.ErrInvalidArgument)
+	case o.Bulk && o.Grants != nil:
+		return o, fmt.Errorf("bulk pages into a destination that takes access grants (the local wallet): %w", wallet.ErrInvalidArgument)
 	}
 	switch o.Active {
 	case wallet.KeepSourceActive, wallet.KeepDestinationActive:

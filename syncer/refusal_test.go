@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"walletsync/localstore"
+	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -25,6 +26,7 @@ func TestRun_InvalidOptionsRefusedBeforeWork(t *testing.T) {
 		{"lifetime above an hour", syncer.Options{SnapshotLifetime: 2 * time.Hour, Active: wallet.KeepSourceActive}},
 		{"no active-storage policy", syncer.Options{}},
 		{"negative retries", syncer.Options{Retries: -1, Active: wallet.KeepSourceActive}},
+		{"bulk pages with access grants", syncer.Options{Bulk: true, Grants: &scheduler.Session{}, Active: wallet.KeepSourceActive}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -244,6 +244,9 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 // alone, up to the frame ceiling, and a row above it fails the session without advancing.
 func (s *session) readPage(ctx context.Context, t *wallet.Table, cursor wallet.Cursor, p plan) (wallet.Page, error) {
 	limits := wallet.Limits{Rows: s.opts.MaxRows, Bytes: s.opts.MaxBytes}
+	if s.opts.Bulk && p.mode == wallet.ModeFull {
+		limits.Bytes = max(limits.Bytes, BulkMaxBytes)
+	}
 	if s.opts.Budget != nil {
 		limits = s.opts.Budget.Next(t.Name, limits)
 	}
