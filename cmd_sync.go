@@ -105,7 +105,6 @@ func openSource(ctx context.Context, path string) (*localstore.Store, error) {
 	return s, err
 }
 
-
 // onlyIdentity returns the identity of a store's single user, or asks for --identity.
 func onlyIdentity(ctx context.Context, s *localstore.Store) (string, error) {
 	info, err := s.Info(ctx)

@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 
 ./scripts/setup.sh
 
-echo "== go vet"
+echo "== gofmt, go vet"
+unformatted=$(gofmt -l $(git ls-files '*.go'))
+if [ -n "$unformatted" ]; then echo "not gofmt'ed: $unformatted"; exit 1; fi
 go vet ./...
 
 echo "== go test -race"
