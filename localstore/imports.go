@@ -122,29 +122,48 @@ func checkEmpty(ctx context.Context, q queryer, path string) error {
 
 // LoadDocument fills this store, which must be empty (CheckEmpty), with the rows of one
 // document, keeping their ids: the staging side of an import. fill calls put once per row, in
-// any table order (a BRC-38 document lists rows before the rows they refer to, so foreign keys
-// are checked at the commit), and rec goes into the import journal in the same transaction.
-// Nothing is committed unless fill returns nil: a document that fails validation half-way
-// leaves the store as empty as it was. A row that breaks the schema (a duplicate in a unique
-// index, a reference to nothing) fails with an error matching wallet.ErrConstraint.
+// any table order (a BRC-38 document lists rows before the rows they refer to), and rec goes
+// into the import journal in the same transaction. Nothing is committed unless fill returns
+// nil: a document that fails validation half-way leaves the store as empty as it was. A row
+// that breaks the schema (a duplicate in a unique index, a reference to nothing) fails with
+// an error matching wallet.ErrConstraint.
+//
+// Foreign keys are checked once, over the whole load, before the commit, not row by row:
+// with children arriving before their parents, SQLite would otherwise look for a new
+// parent's children in every child table, and where the child column has no index
+// (proven_tx_reqs.provenTxId, certificate_fields.certificateId) that is a scan per parent
+// row, which made a large wallet's import quadratic.
 func (s *Store) LoadDocument(ctx context.Context, rec wallet.ImportRecord, fill func(put func(t *wallet.Table, r wallet.Row) error) error) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		if err := checkEmpty(ctx, tx, s.path); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, "PRAGMA defer_foreign_keys = ON"); err != nil {
+	err := s.writeConn(ctx, func(conn *sql.Conn) error {
+		// foreign_keys cannot change inside a transaction, so it is set on the writer
+		// connection around it, and set back whatever happens.
+		if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 			return classify(err)
 		}
-		w := newRowWriter(tx)
-		defer w.close()
-		err := fill(func(t *wallet.Table, r wallet.Row) error {
-			_, err := w.insert(ctx, t, r, true)
-			return err
+		defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
+		return inTx(ctx, conn, func(tx *sql.Tx) error {
+			if err := checkEmpty(ctx, tx, s.path); err != nil {
+				return err
+			}
+			w := newRowWriter(tx)
+			defer w.close()
+			err := fill(func(t *wallet.Table, r wallet.Row) error {
+				_, err := w.insert(ctx, t, r, true)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			problems, err := foreignKeyProblems(ctx, tx)
+			if err != nil {
+				return err
+			}
+			if len(problems) > 0 {
+				p := problems[0]
+				return fmt.Errorf("%d rows refer to nothing, the first %s row %d (to %s): %w", len(problems), p.Table, p.RowID, p.Parent, wallet.ErrConstraint)
+			}
+			return putImportRecord(ctx, tx, rec)
 		})
-		if err != nil {
-			return err
-		}
-		return putImportRecord(ctx, tx, rec)
 	})
 	if err != nil {
 		return fmt.Errorf("load document into %s: %w", s.path, err)

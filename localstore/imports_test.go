@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"os"
 	"path/filepath"
@@ -103,6 +104,12 @@ func TestStore_LoadDocumentCommitsAllOrNothing(t *testing.T) {
 		}
 		if got, err := dst.ImportRecord(ctx, rec.Digest); err != nil || got.State != wallet.ImportStaged {
 			t.Fatalf("journal: %+v, %v", got, err)
+		}
+		// The load turns foreign keys off on the writer connection; every later write must
+		// find them on again.
+		var on int
+		if err := dst.writeTx(ctx, func(tx *sql.Tx) error { return tx.QueryRowContext(ctx, "PRAGMA foreign_keys").Scan(&on) }); err != nil || on != 1 {
+			t.Fatalf("foreign_keys on the writer after the load = %d (%v), want 1", on, err)
 		}
 		want, _ := src.Summary(ctx, identity)
 		got, _ := dst.Summary(ctx, identity)

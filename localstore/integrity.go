@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 )
 
@@ -35,26 +36,35 @@ func (s *Store) CheckIntegrity(ctx context.Context) (IntegrityReport, error) {
 			rep.Problems = append(rep.Problems, m)
 		}
 	}
-	rows, err := s.readDB.QueryContext(ctx, "PRAGMA foreign_key_check")
+	if rep.ForeignKeys, err = foreignKeyProblems(ctx, s.readDB); err != nil {
+		return rep, fmt.Errorf("check foreign keys: %w", err)
+	}
+	rep.OK = len(rep.Problems) == 0 && len(rep.ForeignKeys) == 0
+	return rep, nil
+}
+
+// foreignKeyProblems runs foreign_key_check on q (a pool or a transaction): every row that
+// refers to a missing parent.
+func foreignKeyProblems(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}) ([]ForeignKeyProblem, error) {
+	rows, err := q.QueryContext(ctx, "PRAGMA foreign_key_check")
 	if err != nil {
-		return rep, fmt.Errorf("check foreign keys: %w", classify(err))
+		return nil, classify(err)
 	}
 	defer rows.Close()
+	problems := []ForeignKeyProblem{}
 	for rows.Next() {
 		var p ForeignKeyProblem
 		var rowid *int64
 		var fkid int64
 		if err := rows.Scan(&p.Table, &rowid, &p.Parent, &fkid); err != nil {
-			return rep, fmt.Errorf("check foreign keys: %w", classify(err))
+			return nil, classify(err)
 		}
 		if rowid != nil {
 			p.RowID = *rowid
 		}
-		rep.ForeignKeys = append(rep.ForeignKeys, p)
+		problems = append(problems, p)
 	}
-	if err := rows.Err(); err != nil {
-		return rep, fmt.Errorf("check foreign keys: %w", classify(err))
-	}
-	rep.OK = len(rep.Problems) == 0 && len(rep.ForeignKeys) == 0
-	return rep, nil
+	return problems, classify(rows.Err())
 }

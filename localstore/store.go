@@ -265,7 +265,29 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	if s.writeDB == nil {
 		return fmt.Errorf("write %s: %w", s.path, wallet.ErrReadOnly)
 	}
-	tx, err := s.writeDB.BeginTx(ctx, nil)
+	return inTx(ctx, s.writeDB, fn)
+}
+
+// writeConn runs fn with the writer connection to itself, for the rare write that must set
+// a connection's pragma around its transaction.
+func (s *Store) writeConn(ctx context.Context, fn func(conn *sql.Conn) error) error {
+	if s.writeDB == nil {
+		return fmt.Errorf("write %s: %w", s.path, wallet.ErrReadOnly)
+	}
+	conn, err := s.writeDB.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close()
+	return fn(conn)
+}
+
+// inTx runs fn in a transaction of db (a pool or one connection), committed when fn returns
+// nil and rolled back otherwise.
+func inTx(ctx context.Context, db interface {
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
+}, fn func(tx *sql.Tx) error) error {
+	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)
 	}
