@@ -90,7 +90,7 @@ var docTables = func() map[*wallet.Table]*docTable {
 	for _, t := range append(slices.Clone(DocumentTables), wallet.Users, settingsTable) {
 		dt := &docTable{Table: t, byName: map[string]int{}, idCol: -1, userCol: -1}
 		for i, c := range t.Columns {
-			key, _ := AppendJSString(nil, c.Name)
+			key, _ := wallet.AppendJSString(nil, c.Name)
 			dc := docColumn{Column: c, index: i, key: append(key, ':'),
 				numericBool: slices.Contains(numericBools[t.Name], c.Name), def: columnDefaults[t.Name][c.Name]}
 			dt.cols = append(dt.cols, dc)

@@ -464,8 +464,8 @@ func TestEncode_RefusesValuesWithoutAJSONForm(t *testing.T) {
 		name, sql, path string
 		want            error
 	}{
-		{"InvalidUTF8", `UPDATE tx_labels SET label = CAST(X'61C3' AS TEXT) WHERE txLabelId = 1`, "tables.txLabels[0].label", ErrNotJSValue},
-		{"IntegerBeyond2To53", `UPDATE transactions SET satoshis = 9007199254740993 WHERE transactionId = 2`, "tables.transactions[1].satoshis", ErrNotJSValue},
+		{"InvalidUTF8", `UPDATE tx_labels SET label = CAST(X'61C3' AS TEXT) WHERE txLabelId = 1`, "tables.txLabels[0].label", wallet.ErrNotJSValue},
+		{"IntegerBeyond2To53", `UPDATE transactions SET satoshis = 9007199254740993 WHERE transactionId = 2`, "tables.transactions[1].satoshis", wallet.ErrNotJSValue},
 		{"JSONTextTruncated", `UPDATE proven_tx_reqs SET history = '{"notes":' WHERE provenTxReqId = 1`, "tables.provenTxReqs[0].history", ErrNotExportable},
 		{"JSONTextNotAnObject", `UPDATE proven_tx_reqs SET notify = '[1,2]' WHERE provenTxReqId = 2`, "tables.provenTxReqs[1].notify", ErrNotExportable},
 		{"JSONTextWithNull", `UPDATE sync_states SET syncMap = '{"a":{"b":null}}'`, "tables.syncStates[0].syncMap", ErrNotExportable},

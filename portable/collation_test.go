@@ -10,6 +10,8 @@ import (
 
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
+
+	"walletsync/internal/jsoracle"
 )
 
 // fieldNames are certificate field names as people and apps write them: mixed case,
@@ -101,7 +103,7 @@ func TestLocaleCompare_MatchesNode(t *testing.T) {
 			t.Fatalf("test name %+q is outside the verified set", s)
 		}
 	}
-	resp := askNode(t, oracleRequest{Ranks: [][]string{jsStrings(fieldNames), jsStrings(verified)}})
+	resp := jsoracle.Ask(t, jsoracle.Request{Ranks: [][]string{jsoracle.Strings(fieldNames), jsoracle.Strings(verified)}})
 	t.Logf("Node collator %s, ICU %s; x/text collate CLDR %s", resp.Locale, resp.ICU, collate.CLDRVersion)
 	for li, list := range [][]string{fieldNames, verified} {
 		if i, j, found := firstDisagreement(denseRanks(list), resp.Ranks[li]); found {
@@ -151,11 +153,11 @@ func TestLocaleCompare_Examples(t *testing.T) {
 }
 
 func TestLocaleCompare_KnownDiscrepanciesAreFlagged(t *testing.T) {
-	req := oracleRequest{}
+	req := jsoracle.Request{}
 	for _, p := range knownDiscrepancies {
-		req.Ranks = append(req.Ranks, jsStrings(p[:]))
+		req.Ranks = append(req.Ranks, jsoracle.Strings(p[:]))
 	}
-	resp := askNode(t, req)
+	resp := jsoracle.Ask(t, req)
 	for i, p := range knownDiscrepancies {
 		if LocaleOrderExact(p[0]) && LocaleOrderExact(p[1]) {
 			t.Errorf("LocaleOrderExact claims %+q and %+q order exactly", p[0], p[1])

@@ -547,10 +547,10 @@ func (d *decoder) stringValue(k wallet.Kind, s []byte, start int64) (any, error)
 func jsInteger(lit []byte) (int64, bool) {
 	if isPlainInt(lit) {
 		n, err := strconv.ParseInt(string(lit), 10, 64)
-		return n, err == nil && n >= -MaxJSInt && n <= MaxJSInt
+		return n, err == nil && n >= -wallet.MaxJSInt && n <= wallet.MaxJSInt
 	}
 	f, err := strconv.ParseFloat(string(lit), 64)
-	if err != nil || f != math.Trunc(f) || math.Abs(f) > MaxJSInt {
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > wallet.MaxJSInt {
 		return 0, false
 	}
 	return int64(f), true

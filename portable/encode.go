@@ -22,8 +22,8 @@ import (
 // export fails on such data too. See EncodeError.
 var ErrNotExportable = errors.New("wallet data cannot be written as BRC-38")
 
-// EncodeError names the document value Encode could not write. Err is a *JSValueError
-// (ErrNotJSValue: invalid UTF-8, an integer beyond 2^53), an error wrapping
+// EncodeError names the document value Encode could not write. Err is a *wallet.JSValueError
+// (wallet.ErrNotJSValue: invalid UTF-8, an integer beyond 2^53), an error wrapping
 // ErrNotExportable, or an error of the view.
 type EncodeError struct {
 	Path string // the value's JSON path in the document, e.g. "tables.txLabels[3].label"
@@ -133,7 +133,7 @@ type Stats struct {
 // an error, because the document would be invalid without it.
 //
 // Errors: wallet.ErrNotFound for an unknown identity, an *EncodeError naming the row and
-// value that cannot be written (ErrNotJSValue, ErrNotExportable), the view's errors
+// value that cannot be written (wallet.ErrNotJSValue, ErrNotExportable), the view's errors
 // (wallet.ErrSnapshotExpired, a *wallet.RowTooLargeError for a row over
 // wallet.MaxFrameBytes), ctx's error, and w's errors. After an error, w holds a partial
 // document that no reader accepts.
@@ -223,7 +223,7 @@ func (e *encoder) run(source wallet.Settings, exportedAt time.Time) error {
 		}
 	}
 	b = append(e.buf[:0], `},"title":`...)
-	b, _ = AppendJSString(b, BRC38Title)
+	b, _ = wallet.AppendJSString(b, BRC38Title)
 	b = append(b, `,"user":`...)
 	if b, col, err = e.appendRow(b, docTables[wallet.Users], user); err != nil {
 		return &EncodeError{Path: "user." + col, Key: wallet.Users.KeyOf(user), Err: err}
@@ -245,7 +245,7 @@ func (e *encoder) write(b []byte) error {
 
 // table writes one array of "tables": its key, then its rows in canonical order.
 func (e *encoder) table(dt *docTable) error {
-	key, _ := AppendJSString(e.buf[:0], dt.Plural)
+	key, _ := wallet.AppendJSString(e.buf[:0], dt.Plural)
 	if err := e.write(append(key, ':', '[')); err != nil {
 		return err
 	}
@@ -343,7 +343,7 @@ func (e *encoder) appendValue(dst []byte, c *docColumn, v any) ([]byte, error) {
 	switch c.Kind {
 	case wallet.KindInt:
 		if x, ok := v.(int64); ok {
-			return AppendJSInt(dst, x)
+			return wallet.AppendJSInt(dst, x)
 		}
 	case wallet.KindBool:
 		if x, ok := v.(bool); ok {
@@ -357,7 +357,7 @@ func (e *encoder) appendValue(dst []byte, c *docColumn, v any) ([]byte, error) {
 		}
 	case wallet.KindText:
 		if x, ok := v.(string); ok {
-			return AppendJSString(dst, x)
+			return wallet.AppendJSString(dst, x)
 		}
 	case wallet.KindTime:
 		if x, ok := v.(time.Time); ok {

@@ -27,9 +27,6 @@ var (
 	// ErrClosed: a write or a close after Close. (After a failure, the failure is returned
 	// instead.)
 	ErrClosed = errors.New("encrypter closed")
-	// ErrNotJSValue: a Go value has no exact JavaScript JSON form (invalid UTF-8, a
-	// surrogate code point, NaN, an infinity, an integer beyond 2^53).
-	ErrNotJSValue = errors.New("value has no exact JavaScript JSON form")
 )
 
 // HeaderField names a field of the BRC-39 header in errors.
@@ -114,21 +111,3 @@ func (e *KDFParamError) Error() string {
 
 // Unwrap returns the sentinel that classifies the refusal.
 func (e *KDFParamError) Unwrap() error { return e.Err }
-
-// JSValueError reports why a Go value has no exact JavaScript JSON form. It never carries
-// the value itself: strings in a wallet include key material.
-type JSValueError struct {
-	Kind   string // "string" or "number"
-	Offset int    // byte offset of the offending sequence in a string; 0 for numbers
-	Reason string
-}
-
-func (e *JSValueError) Error() string {
-	if e.Kind == "string" {
-		return fmt.Sprintf("JSON %s: byte %d: %s", e.Kind, e.Offset, e.Reason)
-	}
-	return fmt.Sprintf("JSON %s: %s", e.Kind, e.Reason)
-}
-
-// Unwrap makes errors.Is(err, ErrNotJSValue) true.
-func (e *JSValueError) Unwrap() error { return ErrNotJSValue }

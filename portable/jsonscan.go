@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+
+	"walletsync/wallet"
 )
 
 // scanError is a syntax or limit failure at a byte offset of a JSON text. The BRC-38 decoder
@@ -644,9 +646,9 @@ func appendJSValue(dst []byte, v *jsValue, canonical bool) ([]byte, error) {
 	case valBool:
 		return strconv.AppendBool(dst, v.b), nil
 	case valNumber:
-		return AppendJSNumber(dst, v.num)
+		return wallet.AppendJSNumber(dst, v.num)
 	case valString:
-		return AppendJSString(dst, v.str)
+		return wallet.AppendJSString(dst, v.str)
 	case valArray:
 		dst = append(dst, '[')
 		for i := range v.arr {
@@ -669,7 +671,7 @@ func appendJSValue(dst []byte, v *jsValue, canonical bool) ([]byte, error) {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		if dst, err = AppendJSString(dst, v.obj[i].key); err != nil {
+		if dst, err = wallet.AppendJSString(dst, v.obj[i].key); err != nil {
 			return dst, err
 		}
 		dst = append(dst, ':')

@@ -28,11 +28,6 @@ const (
 	DefaultChunkMaxItems     = 1000
 )
 
-// MaxJSSafeInt is the largest integer magnitude that travels in a BRC-40 message: 2^53.
-// The toolbox holds ids and satoshis as JavaScript numbers, which round above it, so a value
-// beyond it can neither be sent faithfully nor have been sent by the toolbox.
-const MaxJSSafeInt = 1 << 53
-
 // BRC-40 errors.
 var (
 	// ErrBadSyncMessage: a BRC-40 request, chunk, result or sync map is malformed. Errors

@@ -7,7 +7,6 @@ import (
 	"io"
 	"strconv"
 	"time"
-	"unicode/utf8"
 )
 
 // The JSON of BRC-40 messages: rows written byte for byte as the toolbox's JSON.stringify
@@ -21,8 +20,9 @@ import (
 // not coerce and so sends as 0/1, and strings escaped as JSON.stringify escapes them.
 //
 // It refuses what the toolbox could not hold or send: a value of the wrong Go type for its
-// column, a NULL in a NOT NULL column, an integer beyond MaxJSSafeInt, a string that is not
-// valid UTF-8. The error wraps ErrInvalidArgument and names the column.
+// column, a NULL in a NOT NULL column, an integer beyond MaxJSInt, a string that is not
+// valid UTF-8. The error wraps ErrInvalidArgument and names the column; for the last two it
+// also wraps the *JSValueError (ErrNotJSValue) of AppendJSInt or AppendJSString.
 func AppendRowJSON(dst []byte, t *Table, r Row) ([]byte, error) {
 	if len(r) != len(t.Columns) {
 		return dst, fmt.Errorf("encode %s row: %d values for %d columns: %w", t.Name, len(r), len(t.Columns), ErrInvalidArgument)
@@ -56,10 +56,11 @@ func appendValue(dst []byte, t *Table, c Column, v any) ([]byte, error) {
 	switch c.Kind {
 	case KindInt:
 		if x, ok := v.(int64); ok {
-			if x > MaxJSSafeInt || x < -MaxJSSafeInt {
-				return dst, fmt.Errorf("%d is beyond 2^53, not exact in JavaScript: %w", x, ErrInvalidArgument)
+			out, err := AppendJSInt(dst, x)
+			if err != nil {
+				return dst, fmt.Errorf("%d: %w", x, invalidJSValue(err))
 			}
-			return strconv.AppendInt(dst, x, 10), nil
+			return out, nil
 		}
 	case KindBool:
 		if x, ok := v.(bool); ok {
@@ -77,7 +78,10 @@ func appendValue(dst []byte, t *Table, c Column, v any) ([]byte, error) {
 		}
 	case KindText, KindJSON:
 		if x, ok := v.(string); ok {
-			return appendJSString(dst, x)
+			// Text that is not valid UTF-8 has no JavaScript form (better-sqlite3 would hand
+			// the toolbox U+FFFD in its place): it is refused rather than silently altered.
+			out, err := AppendJSString(dst, x)
+			return out, invalidJSValue(err)
 		}
 	case KindBlob:
 		if x, ok := v.([]byte); ok {
@@ -92,6 +96,16 @@ func appendValue(dst []byte, t *Table, c Column, v any) ([]byte, error) {
 		}
 	}
 	return dst, fmt.Errorf("value of type %T for a %s column: %w", v, c.Kind, ErrInvalidArgument)
+}
+
+// invalidJSValue classifies a refusal of the JavaScript JSON primitives as the codec's: the
+// caller passed a value no BRC-40 message can carry. It keeps the *JSValueError, and nil
+// stays nil.
+func invalidJSValue(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", err, ErrInvalidArgument)
 }
 
 // boolTravelsAsNumber: the toolbox's getProvenTxReqsForUser coerces only `notified` to a
@@ -133,46 +147,6 @@ func appendJSTime(dst []byte, t time.Time) []byte {
 	dst = append(dst, '"')
 	dst = t.UTC().AppendFormat(dst, TimeLayout)
 	return append(dst, '"')
-}
-
-// appendJSString writes s as JSON.stringify does: escaping only '"', '\\' and the control
-// characters below U+0020 (\b \t \n \f \r, the others \u00xx in lowercase hex), everything
-// else raw, '<', '>', '&', U+2028 and U+2029 included (encoding/json escapes those). A Go
-// string that is not valid UTF-8 has no JavaScript form (better-sqlite3 would hand the
-// toolbox U+FFFD in its place); it is refused rather than silently altered.
-func appendJSString(dst []byte, s string) ([]byte, error) {
-	const hex = "0123456789abcdef"
-	if !utf8.ValidString(s) {
-		return dst, fmt.Errorf("text is not valid UTF-8: %w", ErrInvalidArgument)
-	}
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		dst = append(dst, s[start:i]...)
-		switch c {
-		case '"', '\\':
-			dst = append(dst, '\\', c)
-		case '\b':
-			dst = append(dst, '\\', 'b')
-		case '\t':
-			dst = append(dst, '\\', 't')
-		case '\n':
-			dst = append(dst, '\\', 'n')
-		case '\f':
-			dst = append(dst, '\\', 'f')
-		case '\r':
-			dst = append(dst, '\\', 'r')
-		default:
-			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-		}
-		start = i + 1
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"'), nil
 }
 
 // syncReader reads one BRC-40 message strictly, value by value, so that every refusal can
@@ -294,14 +268,14 @@ func (r *syncReader) integer(path string) (int64, error) {
 	return jsInteger(path, tok)
 }
 
-// jsInteger accepts a JSON number written as an integer within ±MaxJSSafeInt.
+// jsInteger accepts a JSON number written as an integer within ±MaxJSInt.
 func jsInteger(path string, tok json.Token) (int64, error) {
 	n, ok := tok.(json.Number)
 	if !ok {
 		return 0, badMessage(path, "want an integer, found %s", describe(tok))
 	}
 	i, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil || i > MaxJSSafeInt || i < -MaxJSSafeInt {
+	if err != nil || i > MaxJSInt || i < -MaxJSInt {
 		return 0, badMessage(path, "%s is not an integer within ±2^53", n)
 	}
 	return i, nil
@@ -533,8 +507,8 @@ func appendStringFields(b []byte, kv ...string) ([]byte, error) {
 		b = append(b, kv[i]...)
 		b = append(b, '"', ':')
 		var err error
-		if b, err = appendJSString(b, kv[i+1]); err != nil {
-			return nil, fmt.Errorf("encode %s: %w", kv[i], err)
+		if b, err = AppendJSString(b, kv[i+1]); err != nil {
+			return nil, fmt.Errorf("encode %s: %w", kv[i], invalidJSValue(err))
 		}
 	}
 	return b, nil

@@ -76,14 +76,15 @@ func TestAppendRowJSON_JavaScriptForm(t *testing.T) {
 func TestAppendRowJSON_Refusals(t *testing.T) {
 	r := sampleReq()
 	for _, tc := range []struct {
-		name string
-		col  string
-		v    any
+		name    string
+		col     string
+		v       any
+		notJSON bool // also a *JSValueError (ErrNotJSValue)
 	}{
-		{"null in NOT NULL", "txid", nil},
-		{"wrong type", "attempts", "1"},
-		{"integer beyond 2^53", "attempts", int64(MaxJSSafeInt + 1)},
-		{"invalid UTF-8", "status", "a\xffb"},
+		{"null in NOT NULL", "txid", nil, false},
+		{"wrong type", "attempts", "1", false},
+		{"integer beyond 2^53", "attempts", int64(MaxJSInt + 1), true},
+		{"invalid UTF-8", "status", "a\xffb", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			bad := append(Row{}, r...)
@@ -91,6 +92,10 @@ func TestAppendRowJSON_Refusals(t *testing.T) {
 			_, err := AppendRowJSON(nil, ProvenTxReqs, bad)
 			if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tc.col) {
 				t.Fatalf("got %v, want an invalid-argument error naming %s", err, tc.col)
+			}
+			var je *JSValueError
+			if errors.As(err, &je) != tc.notJSON || errors.Is(err, ErrNotJSValue) != tc.notJSON {
+				t.Fatalf("got %v; a *JSValueError (ErrNotJSValue): %v, want %v", err, errors.As(err, &je), tc.notJSON)
 			}
 		})
 	}

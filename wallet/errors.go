@@ -32,6 +32,10 @@ var (
 	ErrNotFound = errors.New("not found")
 	// ErrInvalidArgument: a caller passed an option or value outside its documented range.
 	ErrInvalidArgument = errors.New("invalid argument")
+	// ErrNotJSValue: a Go value has no exact JavaScript JSON form (invalid UTF-8, a
+	// surrogate code point, NaN, an infinity, an integer beyond 2^53), so neither a BRC-40
+	// message nor a BRC-38 document can carry it (see JSValueError).
+	ErrNotJSValue = errors.New("value has no exact JavaScript JSON form")
 	// ErrConstraint: a row breaks a constraint of the wallet schema (a unique index, a
 	// foreign key, a NOT NULL column). Nothing of the statement's transaction was kept.
 	ErrConstraint = errors.New("row breaks a constraint of the wallet schema")
@@ -113,3 +117,22 @@ func (e *NotEmptyError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotEmpty) true.
 func (e *NotEmptyError) Unwrap() error { return ErrNotEmpty }
+
+// JSValueError reports why a Go value has no exact JavaScript JSON form; AppendJSString,
+// AppendJSNumber and AppendJSInt return it. It never carries the value itself: strings in a
+// wallet include key material.
+type JSValueError struct {
+	Kind   string // "string" or "number"
+	Offset int    // byte offset of the offending sequence in a string; 0 for numbers
+	Reason string
+}
+
+func (e *JSValueError) Error() string {
+	if e.Kind == "string" {
+		return fmt.Sprintf("JSON %s: byte %d: %s", e.Kind, e.Offset, e.Reason)
+	}
+	return fmt.Sprintf("JSON %s: %s", e.Kind, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrNotJSValue) true.
+func (e *JSValueError) Unwrap() error { return ErrNotJSValue }

@@ -1,6 +1,7 @@
 // jsoracle.js answers the Go tests' questions with JavaScript's own behaviour, so that the
 // tests compare walletsync's canonical JSON with what @bsv/wallet-toolbox writes, byte for
-// byte. The Go side runs it with LANG=C.UTF-8, as the toolbox interop test pins it.
+// byte. The Go side (jsoracle.go) runs it with LANG=C.UTF-8, as the toolbox interop test
+// pins it.
 //
 // stdin: one JSON request, every field optional:
 //   strings: [utf16]       -> JSON.stringify(s), as base64 of its UTF-8 bytes
