@@ -24,14 +24,13 @@ process.env.TZ = 'UTC'
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import { performance } from 'node:perf_hooks'
+import { need, openStore, newStorage, run } from './cli.mjs'
 
 for (const k of ['log', 'info', 'warn', 'debug']) console[k] = (...a) => console.error(...a)
 
 const require = createRequire(import.meta.url)
-const Knex = require('knex')
 const portablePath = require.resolve('@bsv/wallet-toolbox/out/src/storage/portable/index.js')
 const tb = require(portablePath)
-const { StorageKnex } = require('@bsv/wallet-toolbox/out/src/storage/index.all.js')
 
 // The hash-wasm instance the toolbox's portable module loaded (resolved from its own folder).
 const hashWasm = createRequire(portablePath)('hash-wasm')
@@ -47,35 +46,6 @@ let argon2Ms = 0
 
 // BRC-39: 33-byte fixed header, salt and nonce (their lengths in bytes 9 and 10), payload, 16-byte tag.
 const documentBytes = file => file.length - (33 + file[9] + file[10]) - 16
-
-class UsageError extends Error { constructor (m) { super(m); this.name = 'UsageError' } }
-function parseFlags (argv) {
-  const flags = {}
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    if (!a.startsWith('--')) throw new UsageError(`unexpected argument: ${a}`)
-    if (i + 1 >= argv.length) throw new UsageError(`missing value for ${a}`)
-    flags[a.slice(2)] = argv[++i]
-  }
-  return flags
-}
-const need = (f, k) => { if (f[k] == null || f[k] === '') throw new UsageError(`--${k} is required`); return f[k] }
-
-const knexes = []
-function makeKnex (file) {
-  const knex = Knex({ client: 'better-sqlite3', connection: { filename: file }, useNullAsDefault: true })
-  knexes.push(knex)
-  return knex
-}
-async function openStore (file) {
-  if (!fs.existsSync(file)) throw new Error(`no such store: ${file}`)
-  const knex = makeKnex(file)
-  const row = await knex('settings').first()
-  if (row == null) throw new Error('not a wallet store: no settings row')
-  const storage = new StorageKnex({ ...StorageKnex.defaultOptions(), chain: row.chain, knex })
-  await storage.makeAvailable()
-  return storage
-}
 
 function peakRSS () {
   try {
@@ -114,8 +84,7 @@ const commands = {
   async import39 (f) {
     const file = need(f, 'db')
     if (fs.existsSync(file)) throw new Error(`refusing to import over an existing file: ${file}`)
-    const knex = makeKnex(file)
-    const storage = new StorageKnex({ ...StorageKnex.defaultOptions(), chain: f.chain ?? 'test', knex })
+    const storage = newStorage(file, f.chain ?? 'test')
     await storage.migrate('bench-restore', 'bench-restore')
     await storage.makeAvailable()
     const password = fs.readFileSync(need(f, 'password-file'), 'utf8')
@@ -134,21 +103,4 @@ const commands = {
   }
 }
 
-async function main () {
-  const [cmd, ...rest] = process.argv.slice(2)
-  let result, code = 0
-  try {
-    if (cmd == null || !Object.hasOwn(commands, cmd)) throw new UsageError(`unknown command: ${cmd} (idle, export39, import39)`)
-    result = await commands[cmd](parseFlags(rest))
-  } catch (e) {
-    console.error(e?.stack ?? String(e))
-    result = { error: String(e?.message ?? e), name: String(e?.name ?? 'Error') }
-    code = 1
-  } finally {
-    for (const k of knexes) await k.destroy().catch(e => console.error('knex destroy:', e))
-  }
-  process.stdout.write(JSON.stringify(result) + '\n')
-  return code
-}
-
-main().then(code => { process.exitCode = code })
+run(commands, 'usage: node bench-portable.mjs idle|export39|import39 [--flag value ...]   (see the comment at the top)')

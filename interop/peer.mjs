@@ -48,11 +48,11 @@ process.env.TZ = 'UTC'
 import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import crypto from 'node:crypto'
+import { UsageError, need, makeKnex, readSettingsRow, openStore, run } from './cli.mjs'
 
 for (const k of ['log', 'info', 'warn', 'debug']) console[k] = (...a) => console.error(...a)
 
 const require = createRequire(import.meta.url)
-const Knex = require('knex')
 const tb = require('@bsv/wallet-toolbox/out/src/storage/index.all.js')
 const { validateSyncChunkEntities } = require('@bsv/wallet-toolbox/out/src/storage/remoting/entityValidationHelpers.js')
 const { StorageKnex, EntitySyncState } = tb
@@ -91,49 +91,15 @@ not LC_COLLATE) for the en-US order walletsync reproduces.`
 
 // ---------- plumbing ----------
 
-class UsageError extends Error { constructor (m) { super(m); this.name = 'UsageError' } }
-
-function parseFlags (argv) {
-  const flags = {}
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]
-    if (!a.startsWith('--')) throw new UsageError(`unexpected argument: ${a}`)
-    if (i + 1 >= argv.length) throw new UsageError(`missing value for ${a}`)
-    flags[a.slice(2)] = argv[++i]
-  }
-  return flags
-}
-const need = (f, k) => { if (f[k] == null || f[k] === '') throw new UsageError(`--${k} is required`); return f[k] }
 const int = (f, k, d) => {
   if (f[k] == null) return d
   const n = Number(f[k]); if (!Number.isInteger(n) || n < 0) throw new UsageError(`--${k} must be a non-negative integer`); return n
 }
 
-const knexes = []
-function makeKnex (file) {
-  const knex = Knex({ client: 'better-sqlite3', connection: { filename: file }, useNullAsDefault: true })
-  knexes.push(knex)
-  return knex
-}
 /** Full name of the last applied migration (migrate() itself returns knex's currentVersion, cut at '_'). */
 async function latestMigration (knex) {
   const r = await knex('knex_migrations').orderBy('id', 'desc').first()
   return r?.name ?? null
-}
-async function readSettingsRow (knex) {
-  const has = await knex.schema.hasTable('settings')
-  const row = has ? await knex('settings').first() : undefined
-  if (row == null) throw new Error('not a wallet store: no settings row')
-  return row
-}
-/** Opens an existing store with the chain from its own settings row. */
-async function openStore (file) {
-  if (!fs.existsSync(file)) throw new Error(`no such store: ${file}`)
-  const knex = makeKnex(file)
-  const row = await readSettingsRow(knex)
-  const storage = new StorageKnex({ ...StorageKnex.defaultOptions(), chain: row.chain, knex })
-  await storage.makeAvailable()
-  return storage
 }
 /** ICU locale behind String.prototype.localeCompare (BRC-38 certificateFields order). ICU takes it from
  *  LC_ALL, then LC_MESSAGES, then LANG; LC_COLLATE is ignored. en-US is what C and C.UTF-8 give. */
@@ -442,27 +408,4 @@ const commands = {
 
 // ---------- main ----------
 
-async function main () {
-  const [cmd, ...rest] = process.argv.slice(2)
-  if (cmd === '--help' || cmd === '-h' || cmd === 'help') {
-    process.stdout.write(USAGE + '\n')
-    return 0
-  }
-  let result, code = 0
-  try {
-    if (cmd == null) throw new UsageError('no command (try --help)')
-    if (!Object.hasOwn(commands, cmd)) throw new UsageError(`unknown command: ${cmd} (try --help)`)
-    result = await commands[cmd](parseFlags(rest))
-  } catch (e) {
-    console.error(e?.stack ?? String(e))
-    result = { error: String(e?.message ?? e), name: String(e?.name ?? 'Error') }
-    if (e?.code != null && e.code !== e.name) result.code = String(e.code)
-    code = 1
-  } finally {
-    for (const k of knexes) await k.destroy().catch(e => console.error('knex destroy:', e))
-  }
-  process.stdout.write(JSON.stringify(result) + '\n')
-  return code
-}
-
-main().then(code => { process.exitCode = code })
+run(commands, USAGE)
