@@ -68,7 +68,11 @@ func (a *Agent) routes() {
 		})
 	})
 	a.srv.Handle("POST", "/api/v1/destinations/{id}/run", func(r *http.Request) (any, error) {
-		return a.RunDestination(r.PathValue("id"), "manual")
+		t, err := a.RunDestination(r.PathValue("id"), "manual")
+		if err == nil {
+			a.sched.Ran(t.Target)
+		}
+		return t, err
 	})
 	a.srv.Handle("POST", "/api/v1/destinations/{id}/pause", func(r *http.Request) (any, error) {
 		d, err := decodePause(r)

@@ -629,6 +629,26 @@ func (s *Scheduler) RunNow(id string) error {
 	return nil
 }
 
+// Ran records that destination id's job was started outside the scheduler, now: a run by
+// hand through the API, which starts its task at once to hand it back. The schedule then
+// counts from this run, as from one the scheduler starts, and writes made before it are
+// done with; without this, the next resume or restart would take the destination for one
+// that never ran and run it again at once. An unknown id is ignored.
+func (s *Scheduler) Ran(id string) {
+	now := s.wall()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.entries[id]
+	if !ok || !now.After(e.last) {
+		return
+	}
+	e.last = now
+	if !e.lastWrite.After(now) {
+		e.changed, e.lastWrite = time.Time{}, time.Time{}
+	}
+	s.poke()
+}
+
 // Pause holds destination id's scheduled runs back for d, or until Resume when d is 0.
 // A run by hand still runs; runs held back run once when the pause ends, by itself or by
 // Resume. The pause is saved in the config through EditConfig. It refuses a negative d

@@ -653,6 +653,27 @@ func TestScheduler_RunNowWhilePaused(t *testing.T) {
 	})
 }
 
+// A run started by hand outside the scheduler (the API starts its task itself) counts as
+// the last run when the scheduler is told: a destination paused since it was added is not
+// taken, on resume, for one that never ran.
+func TestScheduler_RanOutsideCountsAsTheLastRun(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		paused := folderDest("d1", intervalOf(time.Hour))
+		paused.Pause = &Pause{}
+		h := newSchedHarness(t, schedOptions{dests: []Destination{paused}})
+		h.startRun()
+		h.sleep(10 * time.Minute)
+		h.s.Ran("d1")
+		h.s.Ran("gone") // a destination removed meanwhile: ignored
+		if err := h.s.ResumeAll(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait()
+		h.wantRuns("d1")
+		h.wantNext("d1", h.at(70*time.Minute), ReasonInterval)
+	})
+}
+
 // Runs missed while the agent was stopped run once at start, whatever their number.
 func TestScheduler_MissedWhileStoppedRunOnce(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
