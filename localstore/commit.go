@@ -64,6 +64,8 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		return wallet.Ack{}, fmt.Errorf("commit: %w", err)
 	}
 	var ack wallet.Ack
+	s.walCP.pageCommit() // defers background WAL checkpoints while pages stream in
+	defer s.walCP.pageCommit()
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var chain string
 		if err := tx.QueryRowContext(ctx, "SELECT chain FROM settings LIMIT 1").Scan(&chain); err != nil {
