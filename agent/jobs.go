@@ -78,7 +78,9 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 	var res SyncResult
 	var done syncer.Counters
 	for _, id := range ids {
-		r, err := syncer.Run(ctx, w.store, dst, id, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.syncMaxRows,
+		// Bulk: nothing in the foreground waits on the backup file, so a first copy takes
+		// large pages (the wallet itself is only read, through snapshot views).
+		r, err := syncer.Run(ctx, w.store, dst, id, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.syncMaxRows, Bulk: true,
 			Progress: func(p syncer.Progress) error {
 				p.Counters = addCounters(done, p.Counters)
 				h.SyncProgress(p)
