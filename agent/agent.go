@@ -141,7 +141,11 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	serveCtx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.serving.Add(2)
+	a.serving.Add(3)
+	go func() {
+		defer a.serving.Done()
+		a.probeLatency(serveCtx)
+	}()
 	go func() {
 		defer a.serving.Done()
 		if err := a.srv.Serve(serveCtx); err != nil && !errors.Is(err, context.Canceled) {

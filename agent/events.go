@@ -23,6 +23,7 @@ const (
 	EventDestinationChanged EventType = "destination.changed" // a destination was added, edited, paused or removed
 	EventBackupWritten      EventType = "backup.written"      // a backup file was written and renamed into place
 	EventDrillFinished      EventType = "drill.finished"      // a restore drill passed or failed
+	EventMetrics            EventType = "metrics"             // a wallet's foreground latency while a task runs (LatencyMetrics)
 
 	// EventMissed is synthetic: a subscriber fell behind the ring, or asked for events
 	// that are no longer retained. Its Data is a Missed.

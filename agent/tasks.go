@@ -407,6 +407,18 @@ func (m *Manager) List() []Task {
 	return out
 }
 
+// Busy reports whether any task is running (or cancelling).
+func (m *Manager) Busy() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, t := range m.tasks {
+		if st := t.snap.State; st == TaskRunning || st == TaskCancelling {
+			return true
+		}
+	}
+	return false
+}
+
 // Get returns task id's snapshot, or an error wrapping wallet.ErrNotFound.
 func (m *Manager) Get(id string) (Task, error) {
 	m.mu.Lock()

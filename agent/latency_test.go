@@ -1,0 +1,84 @@
+package agent
+
+import (
+	"testing"
+	"time"
+
+	"walletsync/localstore"
+)
+
+func TestSummarize_Percentiles(t *testing.T) {
+	ms := func(ns ...int) []time.Duration {
+		out := make([]time.Duration, len(ns))
+		for i, n := range ns {
+			out[i] = time.Duration(n) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name    string
+		samples []time.Duration
+		want    LatencySummary
+	}{
+		{"none", nil, LatencySummary{}},
+		{"one", ms(7), LatencySummary{P50Ms: 7, P95Ms: 7, Samples: 1}},
+		{"unsorted", ms(9, 1, 5, 3, 7), LatencySummary{P50Ms: 5, P95Ms: 9, Samples: 5}},
+		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := append([]time.Duration(nil), tc.samples...)
+			if got := summarize(tc.samples); got != tc.want {
+				t.Fatalf("summarize = %+v, want %+v", got, tc.want)
+			}
+			for i := range in {
+				if in[i] != tc.samples[i] {
+					t.Fatal("summarize reordered its input")
+				}
+			}
+		})
+	}
+}
+
+// While a sync runs, the agent publishes the wallet's foreground latency (the dashboard's
+// live plot); once nothing runs, it stops probing.
+func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureToolbox)
+	e.opts.syncMaxRows = 20 // a sync of many pages, so that it outlasts a few probes
+	a := launchAgent(t, e.opts)
+	sub := a.bus.Subscribe(a.bus.Last())
+	task, err := a.RunDestination("file", "manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got LatencyMetrics
+	for {
+		ev, err := sub.Next(waitCtx(t))
+		if err != nil {
+			t.Fatalf("no metrics event during the sync: %v", err)
+		}
+		if m, ok := ev.Data.(LatencyMetrics); ok && ev.Type == EventMetrics {
+			got = m
+			break
+		}
+	}
+	if got.Wallet != e.wallet || got.Foreground.Samples < 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
+		t.Fatalf("metrics %+v; want the wallet %s with at least one sample, 0 < p50 <= p95", got, e.wallet)
+	}
+	if _, err := a.tasks.Cancel(task.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil {
+		t.Fatal(err)
+	}
+	for a.tasks.Busy() { // a scheduled run the sync's writes woke may still be going
+		time.Sleep(50 * time.Millisecond)
+	}
+	idle := a.bus.Last()
+	time.Sleep(3 * probeEvery)
+	for _, ev := range a.bus.Since(idle) {
+		if ev.Type == EventMetrics && !a.tasks.Busy() {
+			t.Fatalf("a metrics event while nothing ran: %+v", ev)
+		}
+	}
+}
