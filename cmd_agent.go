@@ -230,7 +230,11 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 	if err := c.Do(ctx, "POST", path, body, nil); err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "%sd\n", strings.TrimSuffix(verb, "e"))
+	what := "every destination"
+	if !*all {
+		what = fs.Arg(0)
+	}
+	fmt.Fprintf(out, "%sd %s\n", verb, what)
 	return nil
 }
 

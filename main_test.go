@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/agent"
 	"walletsync/localstore"
 )
 
@@ -109,5 +110,33 @@ func TestCLI_BenchStore(t *testing.T) {
 	}
 	if rep.Scan.Rows == 0 || rep.Keyset.Rows != rep.Scan.Rows || rep.Keyset.Bytes != rep.Scan.Bytes || rep.TimeRatio <= 0 || rep.Keyset.PeakRSS == 0 {
 		t.Fatalf("bench report %+v: keyset paging must read exactly what the scan reads", rep)
+	}
+}
+
+func TestCLI_PauseResumeSayWhat(t *testing.T) {
+	f := newAgentFolder(t, walletConfig(t, []string{"Backup wallet"}, nil))
+	f.startAgent(t)
+	dir := "--data-dir=" + string(f.dir)
+	id := f.client(t)
+	var cfg agent.Config
+	if err := id.Do(testWait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || len(cfg.Destinations) != 1 {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	dest := cfg.Destinations[0].ID
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", dir, "--all"}, "paused every destination\n"},
+		{[]string{"resume", dir, dest}, "resumed " + dest + "\n"},
+		{[]string{"pause", dir, "--for", "1h", dest}, "paused " + dest + "\n"},
+	}
+	for _, tc := range tests {
+		if code, out, errOut := walletsync(t, tc.args...); code != 0 || out != tc.want {
+			t.Errorf("walletsync %v: exit %d, %q (stderr %q); want %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if err := id.Do(testWait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
+		t.Fatalf("after pause --for 1h: %+v, %v", cfg.Destinations[0].Pause, err)
 	}
 }

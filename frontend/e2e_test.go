@@ -524,7 +524,9 @@ func TestScreenshots_EveryPage(t *testing.T) {
 	}
 	d.api("POST", "/api/v1/resume", nil, nil)
 	d.waitIdle()
-	d.waitFor(`document.querySelector('[data-testid=health]')?.textContent.startsWith('Backed up') &&
+	// Both backups and the resume shown, not an overview loaded before them.
+	d.waitFor(`document.querySelector('[data-testid=health]')?.textContent.startsWith('Backed up just now to 2 destinations') &&
+		![...document.querySelectorAll('.destinations-table td')].some((td) => td.textContent === 'Paused') &&
 		!document.querySelector('.destinations-table .badge.running')`, "the overview after the first backups")
 
 	dir := *screenshotsDir
