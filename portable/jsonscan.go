@@ -422,18 +422,8 @@ func (s *scanner) object(member func(key []byte) error) error {
 		if err := member(s.key); err != nil {
 			return err
 		}
-		c, err := s.peek()
-		if err != nil {
+		if end, err := s.next('}', "an object"); end || err != nil {
 			return err
-		}
-		s.r.ReadByte()
-		s.off++
-		switch c {
-		case '}':
-			return nil
-		case ',':
-		default:
-			return s.fail(s.off-1, "expected ',' or '}' in an object, found %s", describeByte(c))
 		}
 	}
 }
@@ -456,20 +446,28 @@ func (s *scanner) array(elem func(i int) error) error {
 		if err := elem(i); err != nil {
 			return err
 		}
-		c, err := s.peek()
-		if err != nil {
+		if end, err := s.next(']', "an array"); end || err != nil {
 			return err
 		}
-		s.r.ReadByte()
-		s.off++
-		switch c {
-		case ']':
-			return nil
-		case ',':
-		default:
-			return s.fail(s.off-1, "expected ',' or ']' in an array, found %s", describeByte(c))
-		}
 	}
+}
+
+// next reads what follows a member of an object or an element of an array: ',' (more to
+// come) or closing, which ends it (end is true); anything else is an error naming where.
+func (s *scanner) next(closing byte, in string) (end bool, err error) {
+	c, err := s.peek()
+	if err != nil {
+		return false, err
+	}
+	s.r.ReadByte()
+	s.off++
+	switch c {
+	case closing:
+		return true, nil
+	case ',':
+		return false, nil
+	}
+	return false, s.fail(s.off-1, "expected ',' or '%c' in %s, found %s", closing, in, describeByte(c))
 }
 
 // nullReason is what a null anywhere in a BRC-38 document or a JSON column is refused with:
