@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -120,22 +121,13 @@ func (v *countingView) ReadPage(ctx context.Context, req wallet.PageRequest) (wa
 
 func runVerify(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("verify", "--in FILE [--password-file P] [--plaintext] [--data-dir DIR] [--json]", out)
-	in := fs.String("in", "", "the backup file to check")
-	passwordFile := fs.String("password-file", "", passwordFileUsage+" (default: asked at the terminal)")
-	plaintext := fs.Bool("plaintext", false, "the file is a plaintext BRC-38 JSON document")
-	dataDir := fs.String("data-dir", "", dataDirUsage)
+	bf := addBackupFileFlags(fs, "the backup file to check")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if err := required("in", *in); err != nil {
-		return err
-	}
-	opts, err := portableOptions(*dataDir, *plaintext)
-	if err != nil {
-		return err
-	}
-	password, err := filePassword(*in, *passwordFile, *plaintext)
+	in := bf.in
+	opts, password, err := bf.prepare()
 	if err != nil {
 		return err
 	}
@@ -154,12 +146,9 @@ func runVerify(ctx context.Context, args []string, out io.Writer) error {
 func runImport(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("import", "--db WALLET --in FILE [--password-file P] [--preview] [--mode merge|restore] [--plaintext] [--data-dir DIR] [--json]", out)
 	db := fs.String("db", "", "the wallet to import into; a restore may name a file that does not exist yet")
-	in := fs.String("in", "", "the backup file")
-	passwordFile := fs.String("password-file", "", passwordFileUsage+" (default: asked at the terminal)")
+	bf := addBackupFileFlags(fs, "the backup file")
 	preview := fs.Bool("preview", false, "show what the import would do, and write nothing to the wallet")
 	mode := fs.String("mode", "", "merge (BRC-40 rules, the wallet's own rows kept where newer) or restore (into an empty or new wallet, ids kept); default: restore for a new file, merge otherwise")
-	plaintext := fs.Bool("plaintext", false, "the file is a plaintext BRC-38 JSON document")
-	dataDir := fs.String("data-dir", "", dataDirUsage)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -167,22 +156,19 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 	if err := required("db", *db); err != nil {
 		return err
 	}
-	if err := required("in", *in); err != nil {
-		return err
-	}
-	opts, err := portableOptions(*dataDir, *plaintext)
-	if err != nil {
-		return err
-	}
-	if *mode != "" {
-		if opts.Mode, err = wallet.ParseImportMode(*mode); err != nil {
+	var importMode wallet.ImportMode
+	if *mode != "" { // checked before the password is asked for
+		var err error
+		if importMode, err = wallet.ParseImportMode(*mode); err != nil {
 			return fmt.Errorf("%w: %v", errUsage, err)
 		}
 	}
-	password, err := filePassword(*in, *passwordFile, *plaintext)
+	in := bf.in
+	opts, password, err := bf.prepare()
 	if err != nil {
 		return err
 	}
+	opts.Mode = importMode
 	bar := newProgressLine(out)
 	progress := importProgress(bar, *asJSON)
 	if *preview {
@@ -240,6 +226,35 @@ const (
 	dataDirUsage      = "walletsync's private data folder; the import stages its files in DIR/staging " +
 		"(default: the agent's data folder when it exists, else the user cache folder's walletsync)"
 )
+
+// backupFileFlags are the flags of the commands that read a backup file (verify, import).
+type backupFileFlags struct {
+	in, passwordFile, dataDir *string
+	plaintext                 *bool
+}
+
+func addBackupFileFlags(fs *flag.FlagSet, inUsage string) backupFileFlags {
+	return backupFileFlags{
+		in:           fs.String("in", "", inUsage),
+		passwordFile: fs.String("password-file", "", passwordFileUsage+" (default: asked at the terminal)"),
+		plaintext:    fs.Bool("plaintext", false, "the file is a plaintext BRC-38 JSON document"),
+		dataDir:      fs.String("data-dir", "", dataDirUsage),
+	}
+}
+
+// prepare checks the flags and returns the import options and the file's password (asked
+// at the terminal unless --password-file or --plaintext says otherwise).
+func (f backupFileFlags) prepare() (portable.ImportOptions, string, error) {
+	if err := required("in", *f.in); err != nil {
+		return portable.ImportOptions{}, "", err
+	}
+	opts, err := portableOptions(*f.dataDir, *f.plaintext)
+	if err != nil {
+		return opts, "", err
+	}
+	password, err := filePassword(*f.in, *f.passwordFile, *f.plaintext)
+	return opts, password, err
+}
 
 // portableOptions are the import options of the command line: the staging folder under the
 // data folder, and localstore's wallet files.
