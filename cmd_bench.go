@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"walletsync/localstore"
+	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
@@ -121,6 +122,28 @@ type phaseResult struct {
 	Kind     string  `json:"kind,omitempty"`
 	Seconds  float64 `json:"seconds"`
 	PeakRSS  int64   `json:"peakRSSBytes"`
+	pageTimes
+}
+
+// pageTimes is where a sync's time went, summed over its committed pages, in seconds:
+// reading the source, preparing the page, waiting for a write grant, and committing.
+type pageTimes struct {
+	ReadSeconds      float64 `json:"readSeconds"`
+	PrepareSeconds   float64 `json:"prepareSeconds"`
+	QueueWaitSeconds float64 `json:"queueWaitSeconds"`
+	CommitSeconds    float64 `json:"commitSeconds"`
+}
+
+// add counts one committed page's timings.
+func (t *pageTimes) add(tm syncer.Timings) {
+	t.ReadSeconds += tm.Read.Seconds()
+	t.PrepareSeconds += tm.Prepare.Seconds()
+	t.QueueWaitSeconds += tm.QueueWait.Seconds()
+	t.CommitSeconds += tm.Commit.Seconds()
+}
+
+func (t pageTimes) summary() string {
+	return fmt.Sprintf("read %.3f s, prepare %.3f s, grant wait %.3f s, commit %.3f s", t.ReadSeconds, t.PrepareSeconds, t.QueueWaitSeconds, t.CommitSeconds)
 }
 
 func (p phaseResult) rowsPerSec() float64 { return float64(p.Rows) / p.Seconds }

@@ -62,6 +62,7 @@ func runBenchSync(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(w, "  %-12s %8d rows %6d pages %6d requests %8.3f s %9.0f rows/s  peak RSS %s\n",
 				p.Mode, p.Rows, p.Pages, p.Requests, p.Seconds, float64(p.Rows)/max(p.Seconds, 1e-9), humanBytes(p.PeakRSS))
 		}
+		fmt.Fprintf(w, "  full copy: %s\n", rep.Full.summary())
 		fmt.Fprintf(w, "  full copy / raw SQLite floor: %.2fx (goal <= 1.3x)\n", rep.FullRatio)
 		fmt.Fprintf(w, "  unchanged re-sync: %d request(s), %d pages, %.3f s (goal: 1 request, 0 pages)\n", rep.Unchanged.Requests, rep.Unchanged.Pages, rep.Unchanged.Seconds)
 		fmt.Fprintf(w, "  incremental (1%% of rows changed) / full copy: %.3fx\n", rep.IncrementalRatio)
@@ -111,8 +112,16 @@ func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error 
 	}
 	defer dst.Close()
 	opts := syncer.Options{Active: wallet.KeepSourceActive, Bulk: true}
+	measured := false // only the measured sync's pages count in the breakdown
+	opts.Progress = func(p syncer.Progress) error {
+		if measured && p.State == syncer.StateCommitted {
+			res.add(p.Timings)
+		}
+		return nil
+	}
 	sync := func() (syncer.Result, error) { return syncer.Run(ctx, src, dst, identity, opts) }
 	measure := func(step func() error) error {
+		measured = true
 		start := time.Now()
 		err := step()
 		res.Seconds = time.Since(start).Seconds()
