@@ -20,11 +20,15 @@ type syncBenchReport struct {
 	Wallet      string      `json:"wallet"`
 	Idle        phaseResult `json:"idle"`
 	Floor       phaseResult `json:"floor"`
+	ThroughGo   phaseResult `json:"throughGo"`
 	Full        phaseResult `json:"full"`
 	Unchanged   phaseResult `json:"unchanged"`
 	Incremental phaseResult `json:"incremental"`
 	// FullRatio is the full copy's time over the raw SQLite floor (goal <= 1.3).
 	FullRatio float64 `json:"fullRatio"`
+	// ThroughGoRatio is the floor through Go over the raw floor: the least FullRatio can be
+	// for a sync whose rows travel as Go values, with this driver.
+	ThroughGoRatio float64 `json:"throughGoRatio"`
 	// IncrementalRatio is the 1%-changed incremental sync's time over the full copy's.
 	IncrementalRatio float64 `json:"incrementalRatio"`
 	// RSSGrowth is the full copy's peak RSS above an idle process (goal <= 64 MiB).
@@ -49,21 +53,23 @@ func runBenchSync(ctx context.Context, args []string, out io.Writer) error {
 	rep := syncBenchReport{Fixture: string(f), Wallet: path}
 	err = runPhases(ctx, progress, func(mode string) []string {
 		return []string{"bench", "sync-child", "--src", path, "--work", filepath.Join(work, mode), "--mode", mode}
-	}, phase{"idle", &rep.Idle}, phase{"floor", &rep.Floor}, phase{"full", &rep.Full}, phase{"unchanged", &rep.Unchanged}, phase{"incremental", &rep.Incremental})
+	}, phase{"idle", &rep.Idle}, phase{"floor", &rep.Floor}, phase{"through-go", &rep.ThroughGo}, phase{"full", &rep.Full}, phase{"unchanged", &rep.Unchanged}, phase{"incremental", &rep.Incremental})
 	if err != nil {
 		return err
 	}
 	rep.FullRatio = rep.Full.Seconds / rep.Floor.Seconds
+	rep.ThroughGoRatio = rep.ThroughGo.Seconds / rep.Floor.Seconds
 	rep.IncrementalRatio = rep.Incremental.Seconds / rep.Full.Seconds
 	rep.RSSGrowth = rep.Full.PeakRSS - rep.Idle.PeakRSS
 	return report(out, *setup.asJSON, rep, func(w io.Writer) {
 		fmt.Fprintf(w, "bench sync: %s fixture (%s)\n", f, path)
-		for _, p := range []phaseResult{rep.Floor, rep.Full, rep.Unchanged, rep.Incremental} {
+		for _, p := range []phaseResult{rep.Floor, rep.ThroughGo, rep.Full, rep.Unchanged, rep.Incremental} {
 			fmt.Fprintf(w, "  %-12s %8d rows %6d pages %6d requests %8.3f s %9.0f rows/s  peak RSS %s\n",
 				p.Mode, p.Rows, p.Pages, p.Requests, p.Seconds, float64(p.Rows)/max(p.Seconds, 1e-9), humanBytes(p.PeakRSS))
 		}
 		fmt.Fprintf(w, "  full copy: %s\n", rep.Full.summary())
 		fmt.Fprintf(w, "  full copy / raw SQLite floor: %.2fx (goal <= 1.3x)\n", rep.FullRatio)
+		fmt.Fprintf(w, "  floor through Go / raw SQLite floor: %.2fx (the least a sync whose rows travel as Go values can be)\n", rep.ThroughGoRatio)
 		fmt.Fprintf(w, "  unchanged re-sync: %d request(s), %d pages, %.3f s (goal: 1 request, 0 pages)\n", rep.Unchanged.Requests, rep.Unchanged.Pages, rep.Unchanged.Seconds)
 		fmt.Fprintf(w, "  incremental (1%% of rows changed) / full copy: %.3fx\n", rep.IncrementalRatio)
 		fmt.Fprintf(w, "  full copy RSS above an idle process: %s (goal <= 64 MiB)\n", humanBytes(rep.RSSGrowth))
@@ -76,7 +82,7 @@ func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error 
 	fs := newFlags("bench sync-child", "", out)
 	srcPath := fs.String("src", "", "")
 	work := fs.String("work", "", "")
-	mode := fs.String("mode", "", "idle, floor, full, unchanged or incremental")
+	mode := fs.String("mode", "", "idle, floor, through-go, full, unchanged or incremental")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -133,6 +139,8 @@ func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error 
 	switch *mode {
 	case "floor":
 		err = measure(func() error { res.Rows, err = dst.CopyRawFrom(ctx, *srcPath); return err })
+	case "through-go":
+		err = measure(func() error { res.Rows, err = dst.CopyThroughGo(ctx, *srcPath); return err })
 	case "full":
 		err = measure(func() error { r, err := sync(); record(r); return err })
 	case "unchanged", "incremental":

@@ -152,7 +152,7 @@ func TestCLI_BenchSync(t *testing.T) {
 		t.Fatalf("bench output %q: %v", out, err)
 	}
 	full := rep.Full
-	if rep.Floor.Rows == 0 || full.Rows != rep.Floor.Rows || full.Pages == 0 || full.CommitSeconds <= 0 || full.ReadSeconds <= 0 {
+	if rep.Floor.Rows == 0 || rep.ThroughGo.Rows != rep.Floor.Rows || full.Rows != rep.Floor.Rows || full.Pages == 0 || full.CommitSeconds <= 0 || full.ReadSeconds <= 0 {
 		t.Errorf("full copy %+v against the floor's %d rows: the same rows, in pages, with their timings", full, rep.Floor.Rows)
 	}
 	if rep.Unchanged.Rows != 0 || rep.Unchanged.Pages != 0 || rep.Unchanged.Requests != 1 {
@@ -161,7 +161,7 @@ func TestCLI_BenchSync(t *testing.T) {
 	if rep.Incremental.Rows >= full.Rows || rep.Incremental.Requests == 0 {
 		t.Errorf("incremental sync %+v after touching 1%% of %d rows: it must read only what changed", rep.Incremental, full.Rows)
 	}
-	if rep.FullRatio <= 0 || rep.IncrementalRatio <= 0 || rep.Idle.PeakRSS <= 0 {
+	if rep.FullRatio <= 0 || rep.ThroughGoRatio <= 0 || rep.IncrementalRatio <= 0 || rep.Idle.PeakRSS <= 0 {
 		t.Errorf("ratios and idle RSS: %+v", rep)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"testing"
 
+	"walletsync/internal/logical"
 	"walletsync/wallet"
 )
 
@@ -68,6 +69,27 @@ func TestSeed_ToolboxShape(t *testing.T) {
 	for _, tb := range wallet.AllTables {
 		if res.Rows[tb.Name] == 0 && tb != wallet.Users {
 			t.Errorf("%s: no rows", tb.Name)
+		}
+	}
+}
+
+// TestCopyRawFrom_BothFloorsCopyTheWallet checks the two floors `bench sync` measures a sync
+// against: each copies every row of the wallet, equal to the source's.
+func TestCopyRawFrom_BothFloorsCopyTheWallet(t *testing.T) {
+	src := mustCreate(t, Options{})
+	identity := mustSeed(t, src, FixtureSmall, 1)
+	want := mustLogical(t, src, identity)
+	for name, copyFrom := range map[string]func(*Store) (int64, error){
+		"raw":        func(dst *Store) (int64, error) { return dst.CopyRawFrom(t.Context(), src.path) },
+		"through Go": func(dst *Store) (int64, error) { return dst.CopyThroughGo(t.Context(), src.path) },
+	} {
+		dst := mustCreate(t, Options{})
+		rows, err := copyFrom(dst)
+		if err != nil || rows == 0 {
+			t.Fatalf("%s copy: %d rows, %v", name, rows, err)
+		}
+		if d := logical.Diff(want, mustLogical(t, dst, identity)); d != "" {
+			t.Errorf("%s copy differs from the source:\n%s", name, d)
 		}
 	}
 }

@@ -303,8 +303,7 @@ func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 				args = append(args, wallet.SQLValue(r[t.Col(c)]))
 			}
 		}
-		q := fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quoteIdent(string(t.Name)), joinQuoted("", cols),
-			strings.TrimSuffix(strings.Repeat("("+placeholders(len(cols))+"), ", len(batch)), ", "))
+		q := insertSQL(t, cols, len(batch))
 		if t.ID == "" {
 			st, err := m.stmt(q)
 			if err != nil {
@@ -336,6 +335,12 @@ func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		m.inserts += int64(len(batch))
 	}
 	return nil
+}
+
+// insertSQL is the statement that inserts n rows of cols into t.
+func insertSQL(t *wallet.Table, cols []string, n int) string {
+	return fmt.Sprintf("INSERT INTO %s (%s) VALUES %s", quoteIdent(string(t.Name)), joinQuoted("", cols),
+		strings.TrimSuffix(strings.Repeat("("+placeholders(len(cols))+"), ", n), ", "))
 }
 
 func queryIDs(ctx context.Context, st *sql.Stmt, args []any) ([]int64, error) {

@@ -72,6 +72,85 @@ func (s *Store) CopyRawFrom(ctx context.Context, srcPath string) (rows int64, er
 	return rows, err
 }
 
+// CopyThroughGo copies what CopyRawFrom copies, in one transaction too, but reads the rows
+// into Go values, 1,000 at a time, and writes them back with the multi-row INSERT statements a
+// page commit uses: no merge, no id maps, no pages, no checkpoints. It is the least a sync
+// that moves its rows through Go (as every Provider must, its pages being plain values) can
+// cost with this driver, which `walletsync bench sync` measures beside the raw floor; nothing
+// else uses it.
+func (s *Store) CopyThroughGo(ctx context.Context, srcPath string) (rows int64, err error) {
+	err = s.attachTx(ctx, srcPath, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, "DELETE FROM main.output_baskets; DELETE FROM main.users"); err != nil {
+			return classify(err)
+		}
+		stmts := map[string]*sql.Stmt{}
+		defer func() {
+			for _, st := range stmts {
+				st.Close()
+			}
+		}()
+		for _, t := range wallet.SyncOrder {
+			cols := t.ColumnNames()
+			read := fmt.Sprintf("SELECT rowid, %s FROM src.%s WHERE rowid > ? ORDER BY rowid LIMIT 1000", joinQuoted("", cols), quoteIdent(string(t.Name)))
+			for after := int64(0); ; {
+				page, last, err := readRowidPage(ctx, tx, read, after, len(cols))
+				if err != nil {
+					return fmt.Errorf("read %s: %w", t.Name, err)
+				}
+				if len(page) == 0 {
+					break
+				}
+				after = last
+				for start := 0; start < len(page); start += insertBatchRows {
+					batch := page[start:min(start+insertBatchRows, len(page))]
+					q := insertSQL(t, cols, len(batch))
+					st, ok := stmts[q]
+					if !ok {
+						if st, err = tx.PrepareContext(ctx, q); err != nil {
+							return classify(err)
+						}
+						stmts[q] = st
+					}
+					var args []any
+					for _, r := range batch {
+						args = append(args, r...)
+					}
+					if _, err := st.ExecContext(ctx, args...); err != nil {
+						return fmt.Errorf("insert into %s: %w", t.Name, classify(err))
+					}
+				}
+				rows += int64(len(page))
+			}
+		}
+		return nil
+	})
+	return rows, err
+}
+
+// readRowidPage reads one page of "SELECT rowid, cols..." into Go values and returns the
+// rows without their rowid, and the last rowid.
+func readRowidPage(ctx context.Context, tx *sql.Tx, q string, after int64, ncols int) ([][]any, int64, error) {
+	rs, err := tx.QueryContext(ctx, q, after)
+	if err != nil {
+		return nil, 0, classify(err)
+	}
+	defer rs.Close()
+	var page [][]any
+	var last int64
+	for rs.Next() {
+		r := make([]any, ncols)
+		dst := []any{&last}
+		for i := range r {
+			dst = append(dst, &r[i])
+		}
+		if err := rs.Scan(dst...); err != nil {
+			return nil, 0, classify(err)
+		}
+		page = append(page, r)
+	}
+	return page, last, classify(rs.Err())
+}
+
 // TouchFraction marks about fraction of the user's rows in every synced table as changed
 // (a later updated_at), in one transaction, and returns how many rows it touched: the
 // workload `walletsync bench sync` measures incremental sync with; nothing else uses it.
