@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 
+	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/wallet"
@@ -169,7 +170,7 @@ func runBenchPortable(ctx context.Context, args []string, out io.Writer) error {
 	}
 	// The toolbox's makeAvailable may write to its store: it gets a copy of the bench wallet.
 	toolboxWallet := filepath.Join(work, "toolbox-source.sqlite")
-	if err := copyFile(comparedPath, toolboxWallet); err != nil {
+	if err := safefile.CopyNew(comparedPath, toolboxWallet); err != nil {
 		return err
 	}
 

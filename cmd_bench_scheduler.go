@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/scheduler"
 	"walletsync/syncer"
@@ -239,7 +240,7 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 	}
 	defer os.RemoveAll(dir)
 	localPath := filepath.Join(dir, "wallet.sqlite")
-	if err := copyFile(r.walletPath, localPath); err != nil {
+	if err := safefile.CopyNew(r.walletPath, localPath); err != nil {
 		return ph, err
 	}
 	local, err := localstore.Open(ctx, localPath, localstore.Options{})

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -92,7 +93,7 @@ func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error 
 	if *mode == "incremental" {
 		// The incremental phase changes its source: work on a copy of the bench wallet.
 		cp := filepath.Join(*work, "source.sqlite")
-		if err := copyFile(*srcPath, cp); err != nil {
+		if err := safefile.CopyNew(*srcPath, cp); err != nil {
 			return err
 		}
 		*srcPath = cp
@@ -161,12 +162,4 @@ func runBenchSyncChild(ctx context.Context, args []string, out io.Writer) error 
 	}
 	res.PeakRSS = peakRSS()
 	return json.NewEncoder(out).Encode(res)
-}
-
-func copyFile(from, to string) error {
-	b, err := os.ReadFile(from)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(to, b, 0o600)
 }

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/wallet"
@@ -77,11 +78,7 @@ func copyFile(tb testing.TB, from, to string) {
 	if _, err := os.Stat(from + "-wal"); err == nil {
 		tb.Fatalf("%s has a WAL file: it was not closed cleanly", from)
 	}
-	b, err := os.ReadFile(from)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.WriteFile(to, b, 0o600); err != nil {
+	if err := safefile.CopyNew(from, to); err != nil {
 		tb.Fatal(err)
 	}
 }

@@ -1,11 +1,12 @@
 // Package safefile holds the few file-system operations that walletsync's durability
-// rests on, in one place: replacing a file atomically, making a rename durable, and
-// taking an advisory lock that another process (or another open of the same file in this
-// process) cannot take at the same time.
+// rests on, in one place: replacing a file atomically, making a rename durable, copying
+// into a new file, and taking an advisory lock that another process (or another open of
+// the same file in this process) cannot take at the same time.
 package safefile
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -45,6 +46,30 @@ func WriteAtomic(path string, data []byte, perm os.FileMode) (err error) {
 		return err
 	}
 	return SyncDir(dir)
+}
+
+// CopyNew copies the file at from into a new file at to (mode 0600), streaming, so that the
+// file's size never sets the memory it takes. It refuses to overwrite: an existing to is
+// an error satisfying errors.Is(err, fs.ErrExist). A failed copy may leave a partial file
+// at to, which the caller removes. It does not fsync: it serves copies that a crash may
+// lose, such as a test's or a benchmark's working wallet.
+func CopyNew(from, to string) (err error) {
+	in, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(to, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := out.Close(); err == nil {
+			err = cerr
+		}
+	}()
+	_, err = io.Copy(out, in)
+	return err
 }
 
 // RenameDurably moves a finished file into place: fsync the file, rename, fsync the

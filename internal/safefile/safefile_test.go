@@ -1,7 +1,9 @@
 package safefile
 
 import (
+	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -91,5 +93,30 @@ func TestTryLock_SecondOpenRefusedUntilUnlocked(t *testing.T) {
 	}
 	if err := TryLock(second); err != nil {
 		t.Fatalf("lock after unlock: %v", err)
+	}
+}
+
+func TestCopyNew_CopiesAndRefusesToOverwrite(t *testing.T) {
+	dir := t.TempDir()
+	from, to := filepath.Join(dir, "from"), filepath.Join(dir, "to")
+	want := bytes.Repeat([]byte("wallet page "), 100_000) // larger than io.Copy's buffer
+	if err := os.WriteFile(from, want, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CopyNew(from, to); err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile(to)
+	if err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("copy holds %d bytes (%v), want %d", len(got), err, len(want))
+	}
+	if fi, err := os.Stat(to); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("copy mode %v (%v), want 0600", fi.Mode().Perm(), err)
+	}
+	if err := CopyNew(from, to); !errors.Is(err, fs.ErrExist) {
+		t.Fatalf("copy over an existing file: %v, want fs.ErrExist", err)
+	}
+	if err := CopyNew(filepath.Join(dir, "missing"), filepath.Join(dir, "other")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("copy of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
