@@ -31,7 +31,15 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	if err := required("to", *to); err != nil {
 		return err
 	}
+	// Refused before anything is opened or created. The Go API reads 0 as the default; on the
+	// command line it is a value outside the range the flags state.
+	if *maxItems == 0 || *maxBytes == 0 {
+		return fmt.Errorf("%w: --max-items and --max-bytes must be at least 1", errUsage)
+	}
 	opts := syncer.Options{MaxRows: *maxItems, MaxBytes: *maxBytes, Active: wallet.KeepSourceActive}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
 	src, err := openSource(ctx, *from)
 	if err != nil {
 		return err

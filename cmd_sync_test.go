@@ -89,3 +89,32 @@ func TestCLI_SyncInterruptStopsAtASafePoint(t *testing.T) {
 		t.Fatalf("durable checkpoint %+v (%v), reported %+v", cp, err, res.Checkpoint)
 	}
 }
+
+// TestCLI_SyncRefusesBadOptionsBeforeAnyWork checks that a page limit outside the range the
+// flags state is a usage error (exit 2) that creates no destination file.
+func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
+	src := seededWallet(t, localstore.FixtureSmall)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero rows", []string{"--max-items", "0"}, "--max-items and --max-bytes must be at least 1"},
+		{"zero bytes", []string{"--max-bytes", "0"}, "--max-items and --max-bytes must be at least 1"},
+		{"too many rows", []string{"--max-items", "1001"}, "max rows 1001 outside 1..1000"},
+		{"negative rows", []string{"--max-items", "-1"}, "max rows -1 outside 1..1000"},
+		{"too many bytes", []string{"--max-bytes", "10000001"}, "max bytes 10000001 outside 1..10000000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := walletsync(t, append([]string{"sync", "--from", src, "--to", filepath.Join(dir, "backup.sqlite")}, tc.args...)...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || out != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, stderr, tc.want)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+				t.Fatalf("a refused sync left %v", left)
+			}
+		})
+	}
+}

@@ -78,6 +78,15 @@ type Options struct {
 	hook func(Progress)
 }
 
+// Validate returns the error Run would refuse these options with (wrapping
+// wallet.ErrInvalidArgument), or nil, without touching any store: a caller that must open or
+// create files first checks here so that a refusal leaves nothing behind. Zero values stand
+// for their defaults, as in Run.
+func (o Options) Validate() error {
+	_, err := o.withDefaults()
+	return err
+}
+
 func (o Options) withDefaults() (Options, error) {
 	if o.MaxRows == 0 {
 		o.MaxRows = DefaultMaxRows

@@ -30,6 +30,9 @@ func TestRun_InvalidOptionsRefusedBeforeWork(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.opts.Validate(); !errors.Is(err, wallet.ErrInvalidArgument) {
+				t.Fatalf("Validate: %v; want the refusal Run gives", err)
+			}
 			res, err := syncer.Run(context.Background(), src, dst, id, tt.opts)
 			if !errors.Is(err, wallet.ErrInvalidArgument) || res.State != syncer.StateFailed || res.Requests != 0 {
 				t.Fatalf("result %+v, err %v; want a refusal before any request", res, err)
@@ -39,7 +42,12 @@ func TestRun_InvalidOptionsRefusedBeforeWork(t *testing.T) {
 	if _, err := syncer.Run(context.Background(), src, dst, "", syncer.Options{Active: wallet.KeepSourceActive}); !errors.Is(err, wallet.ErrInvalidArgument) {
 		t.Fatalf("empty identity: err = %v", err)
 	}
-	// The limits at the edges are accepted.
+	// The limits at the edges are accepted, and zero values stand for the defaults.
+	for _, o := range []syncer.Options{{MaxRows: 1, MaxBytes: 10_000_000, Active: wallet.KeepSourceActive}, {Active: wallet.KeepDestinationActive}} {
+		if err := o.Validate(); err != nil {
+			t.Fatalf("Validate(%+v): %v", o, err)
+		}
+	}
 	push(t, src, dst, id, syncer.Options{MaxRows: 1, MaxBytes: 10_000_000})
 }
 
