@@ -54,18 +54,23 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	// An identity the source lacks is refused before the destination is created.
+	total := int64(0) // rows a full traversal reads, for the ETA
+	sum, err := src.Summary(ctx, *identity)
+	switch {
+	case errors.Is(err, wallet.ErrNotFound):
+		return fmt.Errorf("%w: %s holds no user %s", errUsage, *from, *identity)
+	case err == nil:
+		for _, t := range wallet.SyncOrder {
+			total += sum.Counts[t.Name]
+		}
+	}
 	dst, err := localstore.OpenOrCreate(ctx, *to, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup"}, localstore.Options{})
 	if err != nil {
 		return err
 	}
 	defer dst.Close()
 
-	total := int64(0) // rows a full traversal reads, for the ETA
-	if sum, err := src.Summary(ctx, *identity); err == nil {
-		for _, t := range wallet.SyncOrder {
-			total += sum.Counts[t.Name]
-		}
-	}
 	bar := newProgressLine(out)
 	meter := newRateMeter(time.Now)
 	enc := json.NewEncoder(out)

@@ -91,7 +91,8 @@ func TestCLI_SyncInterruptStopsAtASafePoint(t *testing.T) {
 }
 
 // TestCLI_SyncRefusesBadOptionsBeforeAnyWork checks that a page limit outside the range the
-// flags state is a usage error (exit 2) that creates no destination file.
+// flags state, or a user the source lacks, is a usage error (exit 2) that creates no
+// destination file.
 func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
 	src := seededWallet(t, localstore.FixtureSmall)
 	tests := []struct {
@@ -104,6 +105,7 @@ func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
 		{"too many rows", []string{"--max-items", "1001"}, "max rows 1001 outside 1..1000"},
 		{"negative rows", []string{"--max-items", "-1"}, "max rows -1 outside 1..1000"},
 		{"too many bytes", []string{"--max-bytes", "10000001"}, "max bytes 10000001 outside 1..10000000"},
+		{"unknown identity", []string{"--identity", "02abcdef"}, "holds no user 02abcdef"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -151,11 +151,15 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if _, err := os.Stat(path); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("open store %s: %w", path, wallet.ErrNotFound)
-		}
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil, fmt.Errorf("open store %s: %w", path, wallet.ErrNotFound)
+	case err != nil:
 		return nil, fmt.Errorf("open store: %w", classify(err))
+	case fi.IsDir():
+		// SQLite reports a folder as a disk I/O error, which sends a person looking at the disk.
+		return nil, fmt.Errorf("open store %s: a folder, not a wallet file: %w", path, wallet.ErrInvalidArgument)
 	}
 	st, err := inspectFile(ctx, path, opts.BusyTimeout)
 	if err != nil {

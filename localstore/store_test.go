@@ -130,6 +130,9 @@ func TestOpen_TypedErrors(t *testing.T) {
 	if _, err := Open(context.Background(), filepath.Join(dir, "missing.sqlite"), Options{}); !errors.Is(err, wallet.ErrNotFound) {
 		t.Errorf("missing file: err = %v, want ErrNotFound", err)
 	}
+	if _, err := OpenOrCreate(context.Background(), dir, CreateOptions{Chain: wallet.ChainTest}, Options{}); !errors.Is(err, wallet.ErrInvalidArgument) || !strings.Contains(err.Error(), "a folder") {
+		t.Errorf("a folder: err = %v, want ErrInvalidArgument naming it a folder", err)
+	}
 	if _, err := Create(context.Background(), garbage, CreateOptions{Chain: wallet.ChainTest}, Options{}); !errors.Is(err, os.ErrExist) {
 		t.Errorf("create over an existing file: err = %v, want os.ErrExist", err)
 	}
