@@ -70,7 +70,10 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
-	a, err := agent.Start(ctx, agent.Options{Dir: data, ConfigPath: configPath, Addr: *addr, Version: version})
+	// The agent runs both destinations as it starts: as asked by hand, and so only once even
+	// the first time, when their schedules would run them at once too.
+	targets := []string{demoFileID, demoFolderID}
+	a, err := agent.Start(ctx, agent.Options{Dir: data, ConfigPath: configPath, Addr: *addr, Version: version, RunAtStart: targets})
 	if err != nil {
 		return err
 	}
@@ -81,7 +84,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	}()
 	fmt.Fprintf(say, "dashboard: %s\n", a.LoginURL())
 
-	tasks, err := demoFirstRun(ctx, a, say)
+	tasks, err := demoFirstRun(ctx, a, targets, say)
 	if err != nil {
 		return err
 	}
@@ -163,44 +166,43 @@ func demoPassword(data agent.DataDir, say io.Writer) error {
 	return nil
 }
 
-// demoFirstRun brings both demo destinations up to date, printing their progress, and
-// returns their finished tasks.
-func demoFirstRun(ctx context.Context, a *agent.Agent, say io.Writer) ([]agent.Task, error) {
-	sub := a.Bus().Subscribe(a.Bus().Last())
-	var ids []string
-	for _, dest := range []string{demoFileID, demoFolderID} {
-		t, err := a.RunDestination(dest, "manual")
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(say, "%s %s: started\n", t.Kind, t.Target)
-		ids = append(ids, t.ID)
-	}
-	bar := newProgressLine(say)
+// demoFirstRun follows the first task of each target that the agent runs, printing their
+// progress, and returns them finished, in the order of targets.
+func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.Writer) ([]agent.Task, error) {
+	sub := a.Bus().Subscribe(0)  // from the agent's first event: the runs may have begun already
+	first := map[string]string{} // target -> the id of its first task
 	finished := map[string]agent.Task{}
-	for len(finished) < len(ids) {
+	bar := newProgressLine(say)
+	for len(finished) < len(targets) {
 		ev, err := sub.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
 		t, ok := ev.Data.(agent.Task)
-		if !ok || !slices.Contains(ids, t.ID) {
+		if !ok || !slices.Contains(targets, t.Target) {
 			continue
+		}
+		if first[t.Target] == "" {
+			first[t.Target] = t.ID
+			fmt.Fprintf(say, "%s %s: started\n", t.Kind, t.Target)
+		}
+		if first[t.Target] != t.ID {
+			continue // a later run, such as one a change to the wallet asked for
 		}
 		switch ev.Type {
 		case agent.EventTaskProgress:
 			bar.update(false, "%s %s: %s, %d pages, %d rows, %s", t.Kind, t.Target, t.Detail, t.Counters.Pages, t.Counters.Rows, humanBytes(t.Counters.Bytes))
 		case agent.EventTaskFinished:
-			finished[t.ID] = t
+			finished[t.Target] = t
 			bar.update(true, "%s %s: %s after %d pages, %d rows %s", t.Kind, t.Target, t.State, t.Counters.Pages, t.Counters.Rows, t.Error)
 			if !bar.tty {
 				fmt.Fprintf(say, "%s %s: %s after %d pages, %d rows %s\n", t.Kind, t.Target, t.State, t.Counters.Pages, t.Counters.Rows, t.Error)
 			}
 		}
 	}
-	out := make([]agent.Task, 0, len(ids))
-	for _, id := range ids {
-		out = append(out, finished[id])
+	out := make([]agent.Task, 0, len(targets))
+	for _, target := range targets {
+		out = append(out, finished[target])
 	}
 	return out, nil
 }

@@ -30,6 +30,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Clock is the wall clock the agent's schedules and health read (time.Now when nil).
 	Clock func() time.Time
+	// RunAtStart names destinations to bring up to date as soon as the agent starts, as if
+	// asked by hand. The scheduler takes them before it looks at anything else, so a
+	// destination that would run at start anyway (one that never ran) runs once, not once
+	// for its schedule and again for the request. An unknown id fails Start.
+	RunAtStart []string
 
 	syncMaxRows int // test seam: smaller sync pages, so that a test can stop a sync midway
 }
@@ -99,6 +104,11 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if a.cfg, err = LoadConfig(opts.ConfigPath); err != nil {
 		return nil, err
 	}
+	for _, id := range opts.RunAtStart {
+		if _, err = a.cfg.destination(id); err != nil {
+			return nil, fmt.Errorf("run at start: %w", err)
+		}
+	}
 	if a.state, err = OpenState(ctx, opts.Dir.StatePath()); err != nil {
 		return nil, err
 	}
@@ -138,6 +148,11 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	if err = a.sched.Update(a.config()); err != nil {
 		a.log.Warn("schedules not fully applied", "err", err)
+	}
+	for _, id := range opts.RunAtStart {
+		if err := a.sched.RunNow(id); err != nil { // only when its schedule was not applied
+			a.log.Warn("run at start", "destination", id, "err", err)
+		}
 	}
 	serveCtx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel

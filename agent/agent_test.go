@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -382,3 +383,82 @@ func readSettings(path string) (wallet.Settings, error) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// TestAgent_RunAtStartRunsEachDestinationOnce starts an agent whose destinations never ran,
+// so their schedules want them at once too, and asks for both at start: each runs once.
+func TestAgent_RunAtStartRunsEachDestinationOnce(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	cfg, err := LoadConfig(e.opts.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.Destinations {
+		cfg.Destinations[i].Pause = nil
+	}
+	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+		t.Fatal(err)
+	}
+
+	opts := e.opts
+	opts.RunAtStart = []string{"file", "nope"}
+	if _, err := Start(context.Background(), opts); !errors.Is(err, wallet.ErrNotFound) {
+		t.Fatalf("start with an unknown destination to run: %v, want ErrNotFound", err)
+	}
+	opts.RunAtStart = []string{"file", "folder"}
+	a, err := Start(context.Background(), opts) // the refused start released the data folder
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range opts.RunAtStart {
+		if done := waitFirstRun(t, a, target, time.Time{}); done.State != TaskSucceeded || done.Counters.Rows == 0 {
+			t.Fatalf("%s: %s %s", target, done.State, done.Error)
+		}
+	}
+	// A second run would have been asked for at start, beside the first: it would be listed.
+	runs := map[string]int{}
+	for _, task := range a.tasks.List() {
+		runs[task.Target]++
+	}
+	for _, target := range opts.RunAtStart {
+		if runs[target] != 1 {
+			t.Errorf("%s ran %d times at start, want once", target, runs[target])
+		}
+	}
+	a.Close(context.Background())
+
+	// Once they ran, their hourly schedules want nothing at start: only what is asked runs.
+	restart := time.Now()
+	opts.RunAtStart = []string{"file"}
+	a = launchAgent(t, opts)
+	if done := waitFirstRun(t, a, "file", restart); done.State != TaskSucceeded {
+		t.Fatalf("file at the second start: %s %s", done.State, done.Error)
+	}
+	for _, task := range a.tasks.List() {
+		if task.Target == "folder" && task.QueuedAt.After(restart) {
+			t.Errorf("folder ran at the second start without being asked: %s", task.ID)
+		}
+	}
+}
+
+// waitFirstRun waits for the first task of target queued after since, and returns it
+// finished.
+func waitFirstRun(t *testing.T, a *Agent, target string, since time.Time) Task {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		for _, task := range slices.Backward(a.tasks.List()) { // oldest first
+			if task.Target == target && task.QueuedAt.After(since) {
+				done, err := a.tasks.Wait(ctx, task.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return done
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("no run of %s after %v", target, since)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
