@@ -106,7 +106,7 @@ const (
 )
 
 func runBenchScheduler(ctx context.Context, args []string, out io.Writer) error {
-	fs := newFlags("bench scheduler", "[--fixture toolbox] [--dir D] [--interval 5ms] [--target 20ms] [--json]", out)
+	fs := newFlags("bench scheduler", "[--fixture toolbox] [--dir D] [--interval 5ms] [--target 20ms] [--repeat 3] [--json]", out)
 	setup := benchFlags(fs, "the wallets to use: toolbox, small or large")
 	interval := fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations")
 	target := fs.Duration("target", 20*time.Millisecond, "the adaptive page budget's target commit time")

@@ -51,7 +51,7 @@ func commands() []command {
 		{name: "import", summary: "preview or import a backup file into a wallet (merge or restore), resumable", run: runImport},
 		{name: "bench store", summary: "measure keyset paging through a snapshot view against a plain scan", run: runBenchStore},
 		{name: "bench store-child", hidden: true, run: runBenchStoreChild},
-		{name: "bench scheduler", summary: "measure foreground latency while a background copy runs: idle, exclusive, paged", run: runBenchScheduler},
+		{name: "bench scheduler", summary: "measure foreground latency while a background copy (backup or restore) runs: idle, exclusive, paged", run: runBenchScheduler},
 		{name: "bench sync", summary: "measure a full, an unchanged and an incremental sync against the raw SQLite floor", run: runBenchSync},
 		{name: "bench sync-child", hidden: true, run: runBenchSyncChild},
 		{name: "bench portable", summary: "measure BRC-39 export and restore (Argon2id apart) against @bsv/wallet-toolbox's, and their memory", run: runBenchPortable},
