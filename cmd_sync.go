@@ -89,15 +89,22 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 			return encErr
 		}
 	} else {
-		bar.update(true, "%s: %s sync, %d pages, %d rows (%d inserted, %d updated), %s in %s",
-			res.State, res.Kind, res.Pages, res.Rows, res.Inserts, res.Updates, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
-		if !bar.tty {
-			fmt.Fprintf(out, "%s: %s sync, %d pages, %d rows (%d inserted, %d updated), %s in %s\n",
-				res.State, res.Kind, res.Pages, res.Rows, res.Inserts, res.Updates, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
+		kind := "sync" // a session refused before its first page never chose full or incremental
+		if res.Kind != "" {
+			kind = string(res.Kind) + " sync"
 		}
-		cp := res.Checkpoint
-		fmt.Fprintf(out, "durable checkpoint at %s: sequence %d, table %s, done %v, journal high-water %d\n",
-			*to, cp.Seq, wallet.SyncOrder[cp.Table].Name, cp.Done, cp.HighWater)
+		summary := fmt.Sprintf("%s: %s, %d pages, %d rows (%d inserted, %d updated), %s in %s",
+			res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, humanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
+		bar.update(true, "%s", summary)
+		if !bar.tty {
+			fmt.Fprintln(out, summary)
+		}
+		if cp := res.Checkpoint; cp.Seq == 0 {
+			fmt.Fprintf(out, "nothing committed at %s\n", *to)
+		} else {
+			fmt.Fprintf(out, "durable checkpoint at %s: sequence %d, table %s, done %v, journal high-water %d\n",
+				*to, cp.Seq, wallet.SyncOrder[cp.Table].Name, cp.Done, cp.HighWater)
+		}
 		for _, w := range res.Warnings {
 			fmt.Fprintln(out, "warning:", w)
 		}

@@ -120,3 +120,28 @@ func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
 		})
 	}
 }
+
+// TestCLI_SyncChainMismatchWritesNothing syncs a test-chain wallet into a main-chain one:
+// the typed network error, and the destination as it was.
+func TestCLI_SyncChainMismatchWritesNothing(t *testing.T) {
+	src := seededWallet(t, localstore.FixtureSmall)
+	dst := filepath.Join(t.TempDir(), "main.sqlite")
+	s, err := localstore.Create(t.Context(), dst, localstore.CreateOptions{Chain: wallet.ChainMain}, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", dst)
+	if code != 1 || !strings.Contains(stderr, "chain mismatch: source is test, destination is main") ||
+		!strings.Contains(out, "failed: sync, 0 pages") || !strings.Contains(out, "nothing committed at "+dst) {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	s, err = localstore.Open(t.Context(), dst, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if info, err := s.Info(t.Context()); err != nil || len(info.Identities) != 0 {
+		t.Fatalf("the destination after a refused sync: %+v (%v)", info.Identities, err)
+	}
+}
