@@ -112,7 +112,11 @@ type NotEmptyError struct {
 }
 
 func (e *NotEmptyError) Error() string {
-	return fmt.Sprintf("%s is not empty (%s holds %d rows): a restore needs an empty wallet; merge into this one instead", e.Path, e.Table, e.Rows)
+	rows := "rows"
+	if e.Rows == 1 {
+		rows = "row"
+	}
+	return fmt.Sprintf("%s is not empty (%s holds %d %s): a restore needs an empty wallet; merge into this one instead", e.Path, e.Table, e.Rows, rows)
 }
 
 // Unwrap makes errors.Is(err, ErrNotEmpty) true.

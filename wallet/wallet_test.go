@@ -111,3 +111,19 @@ func TestTables_OrderAndKeys(t *testing.T) {
 		t.Errorf("settings is not pageable: err = %v", err)
 	}
 }
+
+func TestNotEmptyError_Message(t *testing.T) {
+	tests := []struct {
+		rows int64
+		want string
+	}{
+		{1, "w.sqlite is not empty (users holds 1 row): a restore needs an empty wallet; merge into this one instead"},
+		{3, "w.sqlite is not empty (users holds 3 rows): a restore needs an empty wallet; merge into this one instead"},
+	}
+	for _, tc := range tests {
+		err := error(&NotEmptyError{Path: "w.sqlite", Table: "users", Rows: tc.rows})
+		if err.Error() != tc.want || !errors.Is(err, ErrNotEmpty) {
+			t.Errorf("%d rows: %q (is ErrNotEmpty: %v)", tc.rows, err, errors.Is(err, ErrNotEmpty))
+		}
+	}
+}
