@@ -194,9 +194,14 @@ func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.
 			bar.update(false, "%s %s: %s, %d pages, %d rows, %s", t.Kind, t.Target, t.Detail, t.Counters.Pages, t.Counters.Rows, humanBytes(t.Counters.Bytes))
 		case agent.EventTaskFinished:
 			finished[t.Target] = t
-			bar.update(true, "%s %s: %s after %d pages, %d rows %s", t.Kind, t.Target, t.State, t.Counters.Pages, t.Counters.Rows, t.Error)
+			moved := fmt.Sprintf("%d rows", t.Counters.Rows)
+			if t.Counters.Pages > 0 { // a backup file is written whole, not in pages
+				moved = fmt.Sprintf("%d pages, %s", t.Counters.Pages, moved)
+			}
+			line := strings.TrimSpace(fmt.Sprintf("%s %s: %s, %s %s", t.Kind, t.Target, t.State, moved, t.Error))
+			bar.update(true, "%s", line)
 			if !bar.tty {
-				fmt.Fprintf(say, "%s %s: %s after %d pages, %d rows %s\n", t.Kind, t.Target, t.State, t.Counters.Pages, t.Counters.Rows, t.Error)
+				fmt.Fprintln(say, line)
 			}
 		}
 	}
