@@ -267,13 +267,19 @@ func (v *Snapshot) decodeCursor(c wallet.Cursor, t *wallet.Table) ([]any, error)
 	if len(cur.Key) != len(t.Key) {
 		return nil, fmt.Errorf("cursor key has %d values for %d key columns: %w", len(cur.Key), len(t.Key), wallet.ErrCursorMismatch)
 	}
+	// Key columns hold integers and text; anything else (a float, a bool, an object) cannot
+	// come from encodeCursor, and would reach SQL as an argument the driver refuses untyped.
 	for i, k := range cur.Key {
-		if n, ok := k.(json.Number); ok {
-			x, err := n.Int64()
+		switch x := k.(type) {
+		case string:
+		case json.Number:
+			n, err := x.Int64()
 			if err != nil {
-				return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
+				return nil, fmt.Errorf("decode cursor: key %q: %w", x, wallet.ErrCursorMismatch)
 			}
-			cur.Key[i] = x
+			cur.Key[i] = n
+		default:
+			return nil, fmt.Errorf("decode cursor: key value of type %T: %w", k, wallet.ErrCursorMismatch)
 		}
 	}
 	return cur.Key, nil
