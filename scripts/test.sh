@@ -23,7 +23,7 @@ echo "== go test ./frontend (headless Chromium)"
 mkdir -p artifacts/e2e
 WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./frontend
 
-# Each decoder of bytes from outside (backup files, sync chunks, cursors) is fuzzed for a bounded
+# Each decoder of bytes from outside (backup files, sync chunks and sync maps, cursors) is fuzzed for a bounded
 # time on every run, on top of its seed corpus that go test ran above.
 fuzztime=${WALLETSYNC_FUZZTIME:-10s}
 fuzz() {
@@ -35,6 +35,7 @@ fuzz ./portable FuzzDecrypt
 fuzz ./portable FuzzDecodeBRC38
 fuzz ./portable FuzzImport
 fuzz ./wallet FuzzDecodeSyncChunk
+fuzz ./wallet FuzzSyncMap
 fuzz ./localstore FuzzDecodeCursor
 
 echo "== desktop build and smoke test"

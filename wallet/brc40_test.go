@@ -475,3 +475,38 @@ func ExampleSyncChunk_MarshalJSON() {
 	fmt.Println(string(b))
 	// Output: {"fromStorageIdentityKey":"02bb","toStorageIdentityKey":"02cc","userIdentityKey":"03aa","provenTxs":[]}
 }
+
+// FuzzSyncMap feeds arbitrary text to the sync map decoder: a toolbox peer's sync_states row
+// carries it, so it is outside bytes. It refuses with ErrBadSyncMessage or decodes to a map
+// whose encoding decodes back to the same map.
+func FuzzSyncMap(f *testing.F) {
+	m := NewSyncMap()
+	at := ts("2026-05-01T10:00:00.5Z")
+	e := m.Entity(Transactions)
+	e.IDMap[10], e.IDMap[2], e.MaxUpdatedAt, e.Count = 3, 4, &at, 7
+	full, err := json.Marshal(m)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(full)
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`{"transaction":{"entityName":"transaction","idMap":{"1":-1},"count":0}}`))
+	f.Add([]byte(`[]`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var m SyncMap
+		if err := m.UnmarshalJSON(data); err != nil {
+			if !errors.Is(err, ErrBadSyncMessage) {
+				t.Fatalf("refused with %v, not ErrBadSyncMessage", err)
+			}
+			return
+		}
+		text, err := json.Marshal(m)
+		if err != nil {
+			t.Fatalf("encode an accepted map: %v", err)
+		}
+		var back SyncMap
+		if err := back.UnmarshalJSON(text); err != nil || !reflect.DeepEqual(back, m) {
+			t.Fatalf("decode(encode(m)) = %v, %v; want %v", back, err, m)
+		}
+	})
+}
