@@ -233,9 +233,12 @@ func Run(ctx context.Context, opts Options, ready func(*Agent)) error {
 		ready(a)
 	}
 	<-ctx.Done()
+	a.log.Info("agent stopping", "why", context.Cause(ctx))
 	closeCtx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	return a.Close(closeCtx)
+	err = a.Close(closeCtx)
+	a.log.Info("agent stopped", "err", err)
+	return err
 }
 
 // scheduledRun is the scheduler's Run: it starts the destination's job (or the drill) and
