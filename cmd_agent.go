@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"strings"
 	"time"
 
 	"walletsync/agent"
@@ -75,7 +74,7 @@ func runAgent(ctx context.Context, args []string, out io.Writer) error {
 func runService(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("service", "install|uninstall|start|stop|status [--data-dir D]", out)
 	af := addAgentFlags(fs)
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
@@ -177,7 +176,7 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 
 // runRun asks the agent to bring a destination up to date now.
 func runRun(ctx context.Context, args []string, out io.Writer) error {
-	return agentAction(ctx, "run", "DEST", args, out, func(c *agent.Client, target string) (any, error) {
+	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *agent.Client, target string) (any, error) {
 		var t agent.Task
 		return t, c.Do(ctx, "POST", "/api/v1/destinations/"+target+"/run", nil, &t)
 	})
@@ -185,7 +184,7 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 
 // runCancel cancels a task at its next safe point.
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
-	return agentAction(ctx, "cancel", "TASK", args, out, func(c *agent.Client, target string) (any, error) {
+	return agentAction(ctx, "cancel", "TASK", "task", args, out, func(c *agent.Client, target string) (any, error) {
 		var t agent.Task
 		return t, c.Do(ctx, "POST", "/api/v1/tasks/"+target+"/cancel", nil, &t)
 	})
@@ -209,7 +208,7 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 	if verb == "pause" {
 		fs.DurationVar(&forDur, "for", 0, "how long (default: until resumed)")
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *all == (fs.NArg() == 1) || fs.NArg() > 1 {
@@ -239,15 +238,15 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 }
 
 // agentAction runs one request about one named thing against the running agent.
-func agentAction(ctx context.Context, name, what string, args []string, out io.Writer, do func(*agent.Client, string) (any, error)) error {
+func agentAction(ctx context.Context, name, what, noun string, args []string, out io.Writer, do func(*agent.Client, string) (any, error)) error {
 	fs := newFlags(name, what+" [--data-dir D] [--json]", out)
 	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: name the %s", errUsage, strings.ToLower(what))
+		return fmt.Errorf("%w: name one %s", errUsage, noun)
 	}
 	c, err := af.client()
 	if err != nil {

@@ -63,6 +63,11 @@ func TestCLI_Usage(t *testing.T) {
 		{[]string{"wallet", "create", "--db", "x", "--chain", "moon"}, 2, "wrong chain"},
 		{[]string{"wallet", "seed", "--db", "x", "--fixture", "huge"}, 2, "unknown fixture"},
 		{[]string{"wallet", "info", "--db", "x", "stray"}, 2, "unexpected argument"},
+		// The commands that take a positional argument too.
+		{[]string{"pause", "--for", "5x", "backup"}, 2, `invalid value "5x" for flag -for`},
+		{[]string{"run"}, 2, "name one destination"},
+		{[]string{"cancel", "--json"}, 2, "name one task"},
+		{[]string{"service", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 	}
 	for _, tt := range tests {
 		code, out, stderr := walletsync(t, tt.args...)
