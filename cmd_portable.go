@@ -44,6 +44,10 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	if *plaintext && *passwordFile != "" {
 		return fmt.Errorf("%w: --plaintext writes no password; leave out --password-file", errUsage)
 	}
+	// Before the password is asked for: a file that cannot land is better said at once.
+	if err := checkOutPath(*outPath); err != nil {
+		return err
+	}
 	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
 	if err != nil {
 		return err
@@ -295,8 +299,12 @@ func walletFiles() portable.OpenFunc {
 	})
 }
 
-// filePassword reads the password of the backup file in, unless it is plaintext.
+// filePassword reads the password of the backup file in, unless it is plaintext. A file
+// that is not there is said before anyone types a password for it.
 func filePassword(in, passwordFile string, plaintext bool) (string, error) {
+	if _, err := os.Stat(in); err != nil {
+		return "", err
+	}
 	if plaintext {
 		if passwordFile != "" {
 			return "", fmt.Errorf("%w: a --plaintext document has no password; leave out --password-file", errUsage)
@@ -438,4 +446,16 @@ func printPlan(w io.Writer, plan wallet.MergePlan) {
 		c := plan[t.Name]
 		fmt.Fprintf(w, "  %-20s %8d %8d %10d %8d\n", t.Name, c.Inserts, c.Updates, c.Unchanged, c.Older)
 	}
+}
+
+// checkOutPath refuses an output path whose folder is missing, or that names a folder: the
+// file is written beside it and renamed into place, which would otherwise fail only at the end.
+func checkOutPath(path string) error {
+	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
+		return fmt.Errorf("--out %s: its folder %s does not exist", path, filepath.Dir(path))
+	}
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("--out %s is a folder; name the file to write", path)
+	}
+	return nil
 }

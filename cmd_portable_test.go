@@ -78,6 +78,11 @@ func TestCLI_PortableUsage(t *testing.T) {
 		{[]string{"import", "--in", "f"}, 2, "--db is required"},
 		{[]string{"import", "--db", "w", "--in", "f", "--mode", "replace", "--data-dir", dir}, 2, "merge or restore"},
 		{[]string{"verify", "--in", filepath.Join(dir, "missing.brc39"), "--plaintext", "--data-dir", dir}, 1, "no such file"},
+		// Refused before the wallet is opened and the password asked for (no --password-file,
+		// and no terminal here).
+		{[]string{"export", "--db", "w", "--out", filepath.Join(dir, "missing", "b.brc39")}, 1, "its folder " + filepath.Join(dir, "missing") + " does not exist"},
+		{[]string{"export", "--db", "w", "--out", dir}, 1, "is a folder; name the file to write"},
+		{[]string{"verify", "--in", filepath.Join(dir, "missing.brc39"), "--data-dir", dir}, 1, "no such file"},
 	}
 	for _, tt := range tests {
 		code, out, stderr := walletsync(t, tt.args...)
