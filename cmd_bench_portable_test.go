@@ -1,8 +1,6 @@
 package main
 
 import (
-	"encoding/json"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -10,14 +8,8 @@ import (
 // TestCLI_BenchPortable runs `bench portable` end to end on the small fixture, the toolbox
 // included, and checks the report's structure and consistency; never its times.
 func TestCLI_BenchPortable(t *testing.T) {
-	// The bench re-executes its own binary for each phase: build it first.
-	exe := filepath.Join(t.TempDir(), "walletsync")
-	buildSelf(t, exe)
-	out := runBinary(t, exe, "bench", "portable", "--fixture", "small", "--dir", t.TempDir(), "--json")
 	var rep portableBenchReport
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("bench output %q: %v", out, err)
-	}
+	runBenchJSON(t, "portable", &rep)
 	if rep.Fixture != "small" || rep.Large != nil || rep.Repeat != 1 || rep.KDF.MemoryKiB != 131072 {
 		t.Fatalf("report header: %+v", rep)
 	}

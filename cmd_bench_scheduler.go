@@ -275,8 +275,9 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 		var dst wallet.Destination = local
 		copied := r.otherIdentity
 		opts := syncer.Options{Active: wallet.KeepDestinationActive, Grants: q.NewSession(copied, "local")}
+		var backup *localstore.Store // a backup's destination; the copy's goroutine closes it
 		if direction == directionBackup {
-			backup, err := localstore.Create(ctx, filepath.Join(dir, "backup.sqlite"), localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+			backup, err = localstore.Create(ctx, filepath.Join(dir, "backup.sqlite"), localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
 			if err != nil {
 				return ph, err
 			}
@@ -303,8 +304,8 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 			return nil
 		}
 		bg.Go(func() {
-			if backup, ok := dst.(*localstore.Store); ok && backup != local {
-				defer backup.Close() // the copy owns the store it backs up to
+			if backup != nil {
+				defer backup.Close()
 			}
 			start := time.Now()
 			res, err := syncer.Run(ctx, src, dst, copied, opts)

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"os/exec"
+	"path/filepath"
 	"testing"
 )
 
@@ -25,4 +27,16 @@ func runBinary(tb testing.TB, exe string, args ...string) []byte {
 		tb.Fatal(err)
 	}
 	return out
+}
+
+// runBenchJSON builds this binary (a bench re-executes itself for each phase), runs
+// `walletsync bench NAME --fixture small --dir TMP --json` and decodes its report into rep.
+func runBenchJSON(tb testing.TB, name string, rep any) {
+	tb.Helper()
+	exe := filepath.Join(tb.TempDir(), "walletsync")
+	buildSelf(tb, exe)
+	out := runBinary(tb, exe, "bench", name, "--fixture", "small", "--dir", tb.TempDir(), "--json")
+	if err := json.Unmarshal(out, rep); err != nil {
+		tb.Fatalf("bench %s output %q: %v", name, out, err)
+	}
 }

@@ -105,14 +105,8 @@ func TestCLI_Demo(t *testing.T) {
 }
 
 func TestCLI_BenchStore(t *testing.T) {
-	// The bench re-executes its own binary for each phase: build it first.
-	exe := filepath.Join(t.TempDir(), "walletsync")
-	buildSelf(t, exe)
-	out := runBinary(t, exe, "bench", "store", "--fixture", "small", "--dir", t.TempDir(), "--json")
 	var rep storeBenchReport
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("bench output %q: %v", out, err)
-	}
+	runBenchJSON(t, "store", &rep)
 	if rep.Scan.Rows == 0 || rep.Keyset.Rows != rep.Scan.Rows || rep.Keyset.Bytes != rep.Scan.Bytes || rep.TimeRatio <= 0 || rep.Keyset.PeakRSS == 0 {
 		t.Fatalf("bench report %+v: keyset paging must read exactly what the scan reads", rep)
 	}
@@ -149,13 +143,8 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 // TestCLI_BenchSync runs `bench sync` end to end on the small fixture and checks the report's
 // structure and consistency; never its times.
 func TestCLI_BenchSync(t *testing.T) {
-	exe := filepath.Join(t.TempDir(), "walletsync")
-	buildSelf(t, exe)
-	out := runBinary(t, exe, "bench", "sync", "--fixture", "small", "--dir", t.TempDir(), "--json")
 	var rep syncBenchReport
-	if err := json.Unmarshal(out, &rep); err != nil {
-		t.Fatalf("bench output %q: %v", out, err)
-	}
+	runBenchJSON(t, "sync", &rep)
 	full := rep.Full
 	if rep.Floor.Rows == 0 || rep.ThroughGo.Rows != rep.Floor.Rows || full.Rows != rep.Floor.Rows || full.Pages == 0 || full.CommitSeconds <= 0 || full.ReadSeconds <= 0 {
 		t.Errorf("full copy %+v against the floor's %d rows: the same rows, in pages, with their timings", full, rep.Floor.Rows)
