@@ -12,13 +12,14 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/internal/desktop"
 	"walletsync/wallet"
 )
 
 // App is the desktop window's Go side; Wails binds its exported methods to the page as
 // window.go.main.App. It holds no business logic. It connects the window to the agent (a
 // running one, such as the service, when it answers; otherwise an agent of its own inside
-// the window's process), carries the page's API requests to it (see apiProxy), and adds
+// the window's process), carries the page's API requests to it (see desktop.APIProxy), and adds
 // what a browser cannot do: native file dialogs, desktop notifications for failed backups
 // and finished restores, and the window's remembered size and position.
 //
@@ -28,13 +29,13 @@ import (
 type App struct {
 	opts   AppOptions
 	log    *slog.Logger
-	window WindowState // as loaded at NewApp: the size the window opens at
-	proxy  *apiProxy
+	window desktop.WindowState // as loaded at NewApp: the size the window opens at
+	proxy  *desktop.APIProxy
 
-	ready chan struct{}   // closed when startup has connected to the agent, or failed to
-	ctx   context.Context // the toolkit's context; set before ready closes
-	link  *agentLink      // set before ready closes; nil when connecting failed
-	err   error           // why connecting failed; set before ready closes
+	ready chan struct{}      // closed when startup has connected to the agent, or failed to
+	ctx   context.Context    // the toolkit's context; set before ready closes
+	link  *desktop.AgentLink // set before ready closes; nil when connecting failed
+	err   error              // why connecting failed; set before ready closes
 
 	stop       context.CancelFunc // ends the background work (notifications)
 	background sync.WaitGroup
@@ -50,7 +51,7 @@ type AppOptions struct {
 	// Window opens the native dialogs and reads and places the window. Required.
 	Window Window
 	// Notifier shows desktop notifications; nil shows none.
-	Notifier Notifier
+	Notifier desktop.Notifier
 	// Logger receives what goes wrong out of sight (discarded when nil).
 	Logger *slog.Logger
 }
@@ -63,10 +64,10 @@ type Window interface {
 	SaveFile(ctx context.Context, d FileDialog) (string, error)
 	ChooseFolder(ctx context.Context, title string) (string, error)
 	// Geometry returns the window's current size, position and maximised state.
-	Geometry(ctx context.Context) WindowState
+	Geometry(ctx context.Context) desktop.WindowState
 	// Place moves the window to s's position. Its size and maximised state are set when
 	// the window is created (see App.initialWindow).
-	Place(ctx context.Context, s WindowState)
+	Place(ctx context.Context, s desktop.WindowState)
 	// Raise shows the window, un-minimised, in front.
 	Raise(ctx context.Context)
 }
@@ -113,21 +114,21 @@ func NewApp(opts AppOptions) (*App, error) {
 	}
 	a := &App{opts: opts, log: opts.Logger, ready: make(chan struct{})}
 	var err error
-	if a.window, err = loadWindowState(opts.Agent.Dir); err != nil {
+	if a.window, err = desktop.LoadWindowState(opts.Agent.Dir); err != nil {
 		a.log.Warn("window state ignored", "err", err)
 	}
-	a.proxy = &apiProxy{endpoint: a.endpoint, transport: http.DefaultTransport, log: a.log}
+	a.proxy = &desktop.APIProxy{Endpoint: a.endpoint, Transport: http.DefaultTransport, Log: a.log}
 	return a, nil
 }
 
 // initialWindow is the window's size and state to create it with.
-func (a *App) initialWindow() WindowState { return a.window }
+func (a *App) initialWindow() desktop.WindowState { return a.window }
 
 // apiHandler is the handler of the window's asset server: the page's API requests go to
 // the agent through it.
 func (a *App) apiHandler() http.Handler { return a.proxy }
 
-// startup connects to the agent (see connectAgent), puts the window where it was left, and
+// startup connects to the agent (see desktop.ConnectAgent), puts the window where it was left, and
 // starts watching the agent's events for notifications. A failed connection is kept: the
 // page's API requests then get it as a 502 error, which the dashboard shows.
 func (a *App) startup(ctx context.Context) {
@@ -136,24 +137,24 @@ func (a *App) startup(ctx context.Context) {
 	if a.window.Positioned {
 		a.opts.Window.Place(ctx, a.window)
 	}
-	a.link, a.err = connectAgent(ctx, a.opts.Agent)
+	a.link, a.err = desktop.ConnectAgent(ctx, a.opts.Agent)
 	if a.err != nil {
 		a.log.Error("cannot reach or start the agent", "err", a.err)
 		return
 	}
-	a.log.Info("connected to the agent", "inProcess", a.link.inProcess(), "data", string(a.opts.Agent.Dir))
+	a.log.Info("connected to the agent", "inProcess", a.link.InProcess(), "data", string(a.opts.Agent.Dir))
 	if a.opts.Notifier == nil {
 		return
 	}
 	// The cursor is taken now, not in the goroutine, so that every event after startup is
 	// announced and none before it.
-	cursor, err := eventCursor(ctx, a.link.endpoint)
+	cursor, err := desktop.EventCursor(ctx, a.link.Endpoint)
 	if err != nil {
 		a.log.Warn("agent events: starting from the next answer", "err", err)
 	}
 	bg, stop := context.WithCancel(context.WithoutCancel(ctx))
 	a.stop = stop
-	a.background.Go(func() { notifyEvents(bg, a.link.endpoint, cursor, a.opts.Notifier, a.log) })
+	a.background.Go(func() { desktop.NotifyEvents(bg, a.link.Endpoint, cursor, a.opts.Notifier, a.log) })
 }
 
 // beforeClose remembers the window's size and position, and lets the window close (it
@@ -166,7 +167,7 @@ func (a *App) beforeClose(ctx context.Context) bool {
 	} else {
 		g.Positioned = true
 	}
-	if err := saveWindowState(a.opts.Agent.Dir, g); err != nil {
+	if err := desktop.SaveWindowState(a.opts.Agent.Dir, g); err != nil {
 		a.log.Warn("window state not saved", "err", err)
 	}
 	return false
@@ -209,7 +210,7 @@ func (a *App) endpoint(ctx context.Context) (agent.Endpoint, error) {
 	if err := a.wait(ctx); err != nil {
 		return agent.Endpoint{}, err
 	}
-	return a.link.endpoint(ctx)
+	return a.link.Endpoint(ctx)
 }
 
 // wait waits for startup to finish and returns its connection error.
@@ -238,7 +239,7 @@ func (a *App) Agent() (AgentInfo, error) {
 	if err := a.wait(context.Background()); err != nil {
 		return AgentInfo{}, err
 	}
-	return AgentInfo{InProcess: a.link.inProcess(), DataDir: string(a.opts.Agent.Dir)}, nil
+	return AgentInfo{InProcess: a.link.InProcess(), DataDir: string(a.opts.Agent.Dir)}, nil
 }
 
 // OpenBackupFile asks the person, with the platform's open dialog, for a backup file to

@@ -13,13 +13,15 @@ import (
 	"testing"
 
 	"walletsync/agent"
+	"walletsync/internal/desktop"
+	"walletsync/internal/walletsynctest"
 )
 
 // startApp makes an App on f with window and notifier, runs its startup as the window
 // toolkit would, and shuts it down at cleanup (a test may shut it down first).
-func startApp(t *testing.T, f agentFolder, window Window, notifier Notifier) *App {
+func startApp(t *testing.T, f walletsynctest.Folder, window Window, notifier desktop.Notifier) *App {
 	t.Helper()
-	app, err := NewApp(AppOptions{Agent: f.options(), Window: window, Notifier: notifier})
+	app, err := NewApp(AppOptions{Agent: f.Options(), Window: window, Notifier: notifier})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +38,7 @@ func windowRequest(t *testing.T, srv *httptest.Server, method, path, body string
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req, err := http.NewRequestWithContext(testWait(t), method, srv.URL+path, rd)
+	req, err := http.NewRequestWithContext(walletsynctest.Wait(t), method, srv.URL+path, rd)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,11 +61,11 @@ func windowRequest(t *testing.T, srv *httptest.Server, method, path, body string
 var fromThePage = map[string]string{"Referer": "wails://wails/"}
 
 func TestApp_StartsItsOwnAgentWhenNoneRuns(t *testing.T) {
-	f := newAgentFolder(t, nil)
+	f := walletsynctest.NewFolder(t, nil)
 	app := startApp(t, f, &fakeWindow{}, nil)
 	info, err := app.Agent()
-	if err != nil || !info.InProcess || info.DataDir != string(f.dir) {
-		t.Fatalf("Agent() = %+v, %v; want the in-process agent of %s", info, err, f.dir)
+	if err != nil || !info.InProcess || info.DataDir != string(f.Dir) {
+		t.Fatalf("Agent() = %+v, %v; want the in-process agent of %s", info, err, f.Dir)
 	}
 	srv := httptest.NewServer(app.apiHandler())
 	defer srv.Close()
@@ -73,14 +75,14 @@ func TestApp_StartsItsOwnAgentWhenNoneRuns(t *testing.T) {
 		t.Fatalf("GET overview through the window = %d %s", code, body)
 	}
 	app.shutdown(context.Background())
-	if _, err := f.dir.Endpoint(); !errors.Is(err, agent.ErrAgentNotRunning) {
+	if _, err := f.Dir.Endpoint(); !errors.Is(err, agent.ErrAgentNotRunning) {
 		t.Fatalf("after shutdown the in-process agent still publishes an address: %v", err)
 	}
 }
 
 func TestApp_PrefersTheRunningAgent(t *testing.T) {
-	f := newAgentFolder(t, nil)
-	f.startAgent(t)
+	f := walletsynctest.NewFolder(t, nil)
+	f.StartAgent(t)
 	app := startApp(t, f, &fakeWindow{}, nil)
 	if info, err := app.Agent(); err != nil || info.InProcess {
 		t.Fatalf("Agent() = %+v, %v; want the running agent", info, err)
@@ -91,13 +93,13 @@ func TestApp_PrefersTheRunningAgent(t *testing.T) {
 		t.Fatalf("POST pause through the window = %d %s", code, body)
 	}
 	app.shutdown(context.Background())
-	if err := f.client(t).Do(testWait(t), "GET", "/api/v1/status", nil, nil); err != nil {
+	if err := f.Client(t).Do(walletsynctest.Wait(t), "GET", "/api/v1/status", nil, nil); err != nil {
 		t.Fatalf("closing the window stopped the running agent: %v", err)
 	}
 }
 
 func TestApp_ProxyKeepsTheAgentsOriginRule(t *testing.T) {
-	f := newAgentFolder(t, nil)
+	f := walletsynctest.NewFolder(t, nil)
 	app := startApp(t, f, &fakeWindow{}, nil)
 	srv := httptest.NewServer(app.apiHandler())
 	defer srv.Close()
@@ -130,11 +132,11 @@ func TestApp_ProxyKeepsTheAgentsOriginRule(t *testing.T) {
 }
 
 func TestApp_ProxyStreamsEvents(t *testing.T) {
-	f := newAgentFolder(t, nil)
+	f := walletsynctest.NewFolder(t, nil)
 	app := startApp(t, f, &fakeWindow{}, nil)
 	srv := httptest.NewServer(app.apiHandler())
 	defer srv.Close()
-	ctx := testWait(t)
+	ctx := walletsynctest.Wait(t)
 	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/api/v1/events", nil)
 	resp, err := srv.Client().Do(req)
 	if err != nil {
@@ -159,18 +161,18 @@ func TestApp_ProxyStreamsEvents(t *testing.T) {
 }
 
 func TestApp_ReportsAnAgentItCannotReach(t *testing.T) {
-	f := newAgentFolder(t, nil)
+	f := walletsynctest.NewFolder(t, nil)
 	// A process that holds the folder's lock but never answers: no agent can start, and
 	// none can be reached.
-	lock, err := f.dir.Lock()
+	lock, err := f.Dir.Lock()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer lock.Release()
 	app := startApp(t, f, &fakeWindow{}, nil)
-	var unreachable *AgentUnreachableError
+	var unreachable *desktop.AgentUnreachableError
 	if _, err := app.Agent(); !errors.As(err, &unreachable) || !errors.Is(err, agent.ErrAgentRunning) {
-		t.Fatalf("Agent() error = %v; want an *AgentUnreachableError naming the agent that holds the folder", err)
+		t.Fatalf("Agent() error = %v; want an *desktop.AgentUnreachableError naming the agent that holds the folder", err)
 	}
 	srv := httptest.NewServer(app.apiHandler())
 	defer srv.Close()
@@ -182,7 +184,7 @@ func TestApp_ReportsAnAgentItCannotReach(t *testing.T) {
 
 func TestApp_RaisesTheWindow(t *testing.T) {
 	w := &fakeWindow{}
-	app := startApp(t, newAgentFolder(t, nil), w, nil)
+	app := startApp(t, walletsynctest.NewFolder(t, nil), w, nil)
 	app.raise()
 	if w.raised != 1 {
 		t.Fatalf("raised %d times", w.raised)
@@ -191,7 +193,7 @@ func TestApp_RaisesTheWindow(t *testing.T) {
 
 func TestApp_BackupFileDialogs(t *testing.T) {
 	w := &fakeWindow{}
-	app := startApp(t, newAgentFolder(t, nil), w, nil)
+	app := startApp(t, walletsynctest.NewFolder(t, nil), w, nil)
 	for _, tt := range []struct{ reply, want string }{
 		{"/home/p/wallet-backup", "/home/p/wallet-backup.brc39"},
 		{"/home/p/mine.brc39", "/home/p/mine.brc39"},
@@ -226,10 +228,10 @@ func TestApp_BackupFileDialogs(t *testing.T) {
 }
 
 func TestApp_RemembersTheWindow(t *testing.T) {
-	f := newAgentFolder(t, nil)
-	first := &fakeWindow{geometry: WindowState{Width: 1300, Height: 900, X: 10, Y: 20}}
+	f := walletsynctest.NewFolder(t, nil)
+	first := &fakeWindow{geometry: desktop.WindowState{Width: 1300, Height: 900, X: 10, Y: 20}}
 	app := startApp(t, f, first, nil)
-	if got := app.initialWindow(); got != defaultWindowState() || len(first.placed) != 0 {
+	if got := app.initialWindow(); got != desktop.DefaultWindowState() || len(first.placed) != 0 {
 		t.Fatalf("first run: window %+v, placed %v; want the default size, centred", got, first.placed)
 	}
 	if app.beforeClose(t.Context()) {
@@ -237,8 +239,8 @@ func TestApp_RemembersTheWindow(t *testing.T) {
 	}
 	app.shutdown(context.Background())
 
-	want := WindowState{Width: 1300, Height: 900, X: 10, Y: 20, Positioned: true}
-	second := &fakeWindow{geometry: WindowState{Width: 2560, Height: 1400, Maximised: true}}
+	want := desktop.WindowState{Width: 1300, Height: 900, X: 10, Y: 20, Positioned: true}
+	second := &fakeWindow{geometry: desktop.WindowState{Width: 2560, Height: 1400, Maximised: true}}
 	app = startApp(t, f, second, nil)
 	if got := app.initialWindow(); got != want || len(second.placed) != 1 || second.placed[0] != want {
 		t.Fatalf("second run: window %+v, placed %v; want %+v", got, second.placed, want)
@@ -255,26 +257,26 @@ func TestApp_RemembersTheWindow(t *testing.T) {
 }
 
 func TestApp_NotifiesFailedBackupsFromNowOn(t *testing.T) {
-	f := newAgentFolder(t, walletConfig(t, []string{"Backup wallet"}, []string{"Old disk", "Missing disk"}))
-	f.startAgent(t)
-	c := f.client(t)
+	f := walletsynctest.NewFolder(t, walletsynctest.WalletConfig(t, []string{"Backup wallet"}, []string{"Old disk", "Missing disk"}))
+	f.StartAgent(t)
+	c := f.Client(t)
 	run := func(id string) agent.Task {
 		var task agent.Task
-		if err := c.Do(testWait(t), "POST", "/api/v1/destinations/"+id+"/run", nil, &task); err != nil {
+		if err := c.Do(walletsynctest.Wait(t), "POST", "/api/v1/destinations/"+id+"/run", nil, &task); err != nil {
 			t.Fatal(err)
 		}
-		return waitTask(t, c, task.ID)
+		return walletsynctest.WaitTask(t, c, task.ID)
 	}
 	if task := run("broken-1"); task.State != agent.TaskFailed {
 		t.Fatalf("the backup to the missing folder = %+v; want failed", task)
 	}
 
-	n := newRecordingNotifier()
+	n := walletsynctest.NewRecorder[desktop.Notification]()
 	startApp(t, f, &fakeWindow{}, n)
 	run("good-1") // succeeds: nothing to say
 	run("broken-2")
 	// Had the window replayed the history, "Old disk" would come first.
-	note := n.next(t)
+	note := n.Next(t)
 	if note.Title != "Backup failed" || !strings.HasPrefix(note.Body, "The backup to Missing disk failed: ") {
 		t.Fatalf("notification = %+v; want the failure of Missing disk", note)
 	}

@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/internal/desktop"
+	"walletsync/internal/walletsynctest"
 )
 
 // smokeWait bounds each wait of the smoke test: the window, the rendered overview, the
@@ -68,8 +70,8 @@ func TestDesktopSmoke(t *testing.T) {
 	if err := os.MkdirAll(filepath.Dir(configPath), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	f := agentFolder{dir: dir, config: configPath}
-	if err := agent.SaveConfig(configPath, *walletConfig(t, []string{"Backup wallet"}, nil)); err != nil {
+	f := walletsynctest.Folder{Dir: dir, Config: configPath}
+	if err := agent.SaveConfig(configPath, *walletsynctest.WalletConfig(t, []string{"Backup wallet"}, nil)); err != nil {
 		t.Fatal(err)
 	}
 	backUpOnce(t, f)
@@ -150,7 +152,7 @@ func TestDesktopSmoke(t *testing.T) {
 	if _, err := dir.Endpoint(); !errors.Is(err, agent.ErrAgentNotRunning) {
 		t.Errorf("after the window closed its agent still publishes an address: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(string(dir), windowStateFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(string(dir), desktop.WindowStateFile)); err != nil {
 		t.Errorf("the window did not remember its size: %v", err)
 	}
 }
@@ -158,9 +160,9 @@ func TestDesktopSmoke(t *testing.T) {
 // backUpOnce runs f's first destination once with an agent of its own and lets its
 // schedule go, then stops the agent, so that the window opens on a wallet with a good
 // backup.
-func backUpOnce(t *testing.T, f agentFolder) {
+func backUpOnce(t *testing.T, f walletsynctest.Folder) {
 	t.Helper()
-	a, err := agent.Start(t.Context(), f.options())
+	a, err := agent.Start(t.Context(), f.Options())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,15 +171,15 @@ func backUpOnce(t *testing.T, f agentFolder) {
 			t.Fatal(err)
 		}
 	}()
-	c := f.client(t)
+	c := f.Client(t)
 	var task agent.Task
-	if err := c.Do(testWait(t), "POST", "/api/v1/destinations/good-1/run", nil, &task); err != nil {
+	if err := c.Do(walletsynctest.Wait(t), "POST", "/api/v1/destinations/good-1/run", nil, &task); err != nil {
 		t.Fatal(err)
 	}
-	if task = waitTask(t, c, task.ID); task.State != agent.TaskSucceeded {
+	if task = walletsynctest.WaitTask(t, c, task.ID); task.State != agent.TaskSucceeded {
 		t.Fatalf("first backup = %+v", task)
 	}
-	if err := c.Do(testWait(t), "POST", "/api/v1/resume", nil, nil); err != nil {
+	if err := c.Do(walletsynctest.Wait(t), "POST", "/api/v1/resume", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -263,8 +265,8 @@ func windowBounds() (image.Rectangle, error) {
 			best = r
 		}
 	}
-	if best.Dx() < windowMinWidth || best.Dy() < windowMinHeight {
-		return best, fmt.Errorf("no walletsync window of at least %dx%d; windows:\n%s", windowMinWidth, windowMinHeight, out)
+	if best.Dx() < desktop.WindowMinWidth || best.Dy() < desktop.WindowMinHeight {
+		return best, fmt.Errorf("no walletsync window of at least %dx%d; windows:\n%s", desktop.WindowMinWidth, desktop.WindowMinHeight, out)
 	}
 	return best, nil
 }

@@ -2,7 +2,8 @@
 
 package main
 
-import "os"
+import "walletsync/internal/cli"
 
-// main is the command line. The desktop build's main is in main_desktop.go.
-func main() { os.Exit(cliMain()) }
+// openWindow is, in a build without the window, the command line without arguments: its
+// usage. The desktop build's is in main_desktop.go.
+func openWindow() int { return cli.Main() }

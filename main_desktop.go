@@ -20,6 +20,8 @@ import (
 
 	"walletsync/agent"
 	"walletsync/frontend"
+	"walletsync/internal/cli"
+	"walletsync/internal/desktop"
 )
 
 // appIcon is the window's icon on Linux (macOS and Windows take theirs from the bundle and
@@ -27,16 +29,6 @@ import (
 //
 //go:embed build/appicon.png
 var appIcon []byte
-
-// main is the desktop build's: without arguments it opens the window, with arguments it
-// is the command line, so that one installed binary also serves `walletsync agent`,
-// `walletsync tray` and the rest.
-func main() {
-	if len(os.Args) > 1 {
-		os.Exit(cliMain())
-	}
-	os.Exit(desktopMain())
-}
 
 // pageTextEnv names a file that the window keeps updated, every pageTextEvery, with the
 // visible text of its page. It is how the smoke test (desktop_smoke_test.go) sees that the
@@ -46,13 +38,15 @@ const pageTextEnv = "WALLETSYNC_PAGE_TEXT"
 
 const pageTextEvery = 500 * time.Millisecond
 
-// desktopMain runs the window until it closes and returns the exit code.
-func desktopMain() int {
+// openWindow runs the window until it closes and returns the exit code. It is main's
+// without arguments; with arguments the same binary is the command line, so that one
+// installed binary also serves `walletsync agent`, `walletsync tray` and the rest.
+func openWindow() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	app, err := NewApp(AppOptions{
-		Agent:    agent.Options{Version: version, Logger: log},
+		Agent:    agent.Options{Version: cli.Version, Logger: log},
 		Window:   wailsWindow{},
-		Notifier: desktopNotifier(),
+		Notifier: desktop.SystemNotifier(),
 		Logger:   log,
 	})
 	if err != nil {
@@ -72,8 +66,8 @@ func desktopMain() int {
 		Title:            "walletsync",
 		Width:            w.Width,
 		Height:           w.Height,
-		MinWidth:         windowMinWidth,
-		MinHeight:        windowMinHeight,
+		MinWidth:         desktop.WindowMinWidth,
+		MinHeight:        desktop.WindowMinHeight,
 		WindowStartState: start,
 		AssetServer:      &assetserver.Options{Assets: frontend.Assets(), Handler: app.apiHandler()},
 		OnStartup: func(ctx context.Context) {
@@ -115,19 +109,19 @@ func desktopMain() int {
 // closes it. It returns the function that takes the icon down, or nil when the system has
 // no tray (the window works without one).
 func showTray(ctx context.Context, app *App, log *slog.Logger) func() {
-	t := &tray{
-		endpoint: app.endpoint,
-		open:     func(context.Context) error { app.raise(); return nil },
-		quit:     func() { runtime.Quit(ctx) },
-		notifier: desktopNotifier(),
-		log:      log,
+	t := &desktop.Tray{
+		Endpoint: app.endpoint,
+		Open:     func(context.Context) error { app.raise(); return nil },
+		Quit:     func() { runtime.Quit(ctx) },
+		Notifier: desktop.SystemNotifier(),
+		Log:      log,
 	}
-	stop, err := startTrayIcon(ctx, t)
+	stop, err := desktop.StartTrayIcon(ctx, t)
 	if err != nil {
-		if !errors.Is(err, ErrNoTray) {
-			log.Warn("tray icon", "err", err)
+		if !errors.Is(err, desktop.ErrNoTray) {
+			log.Warn("desktop.Tray icon", "err", err)
 		} else {
-			log.Info("no tray icon", "err", err)
+			log.Info("no desktop.Tray icon", "err", err)
 		}
 		return nil
 	}
@@ -187,14 +181,14 @@ func (wailsWindow) ChooseFolder(ctx context.Context, title string) (string, erro
 }
 
 // Geometry reads the window's size, position and maximised state.
-func (wailsWindow) Geometry(ctx context.Context) WindowState {
+func (wailsWindow) Geometry(ctx context.Context) desktop.WindowState {
 	w, h := runtime.WindowGetSize(ctx)
 	x, y := runtime.WindowGetPosition(ctx)
-	return WindowState{Width: w, Height: h, X: x, Y: y, Maximised: runtime.WindowIsMaximised(ctx)}
+	return desktop.WindowState{Width: w, Height: h, X: x, Y: y, Maximised: runtime.WindowIsMaximised(ctx)}
 }
 
 // Place moves the window to s's position.
-func (wailsWindow) Place(ctx context.Context, s WindowState) {
+func (wailsWindow) Place(ctx context.Context, s desktop.WindowState) {
 	runtime.WindowSetPosition(ctx, s.X, s.Y)
 }
 

@@ -1,0 +1,425 @@
+package bench
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"walletsync/internal/command"
+	"walletsync/internal/safefile"
+	"walletsync/localstore"
+	"walletsync/scheduler"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// `walletsync bench scheduler` asks whether a background copy makes the wallet feel slow.
+// A foreground workload (the reads and small writes of a wallet front end, one every
+// couple of milliseconds) runs against a wallet while a background job copies a wallet of the
+// same size page by page, in three modes measured in the same run:
+//
+//   - idle: no background job;
+//   - exclusive: the background job holds one grant on the wallet for the whole copy (the old
+//     way: one application-wide lock);
+//   - paged: this scheduler's way.
+//
+// and in both directions a copy can take:
+//
+//   - backup: the wallet is copied out, to another store. Paged, the copy reads the wallet
+//     through snapshot views outside every grant and commits elsewhere, so it needs no grant on
+//     the wallet at all; exclusive, its one grant spans the reads and the commits, as the old
+//     application-wide lock did across a whole transfer.
+//   - restore: another wallet is copied in. Paged, each page commit takes one short background
+//     write grant, pages sized by the adaptive budget; since writers are exclusive, the copy's
+//     commits only get the store time the foreground leaves.
+
+// schedulerPhase is one mode's measurements.
+type schedulerPhase struct {
+	Mode string `json:"mode"`
+	// Foreground latency of each operation, from when it was due to when it finished
+	// (queue wait plus its work), in milliseconds.
+	Ops       int     `json:"ops"`
+	P50ms     float64 `json:"p50ms"`
+	P95ms     float64 `json:"p95ms"`
+	P99ms     float64 `json:"p99ms"`
+	MaxWaitMs float64 `json:"maxQueueWaitMs"`
+	// ForegroundBusy is the share of the foreground run during which a foreground grant was
+	// held: the store time the foreground workload itself takes, which a background commit
+	// cannot have while writers are exclusive.
+	ForegroundBusy float64 `json:"foregroundBusy"`
+	// Background completion time of the copy (0 when idle), and its pages.
+	BackgroundSeconds float64 `json:"backgroundSeconds"`
+	BackgroundPages   int64   `json:"backgroundPages"`
+	// BackgroundHoldSeconds is the copy's time under grants on the wallet: the whole copy
+	// when exclusive, the page commits of a paged restore, nothing for a paged backup.
+	BackgroundHoldSeconds float64 `json:"backgroundHoldSeconds"`
+	// Page commits of the copy: rows per page (the budget's choice for a paged restore) and
+	// commit time percentiles, in milliseconds.
+	MeanPageRows float64 `json:"meanPageRows"`
+	CommitP50ms  float64 `json:"commitP50ms"`
+	CommitP95ms  float64 `json:"commitP95ms"`
+	CommitMaxMs  float64 `json:"commitMaxMs"`
+	pageTimes
+}
+
+// schedulerScenario is one copy direction: its exclusive and paged runs against the shared
+// idle run, and the ratios the goals are stated in.
+type schedulerScenario struct {
+	Direction string         `json:"direction"`
+	Exclusive schedulerPhase `json:"exclusive"`
+	Paged     schedulerPhase `json:"paged"`
+	// PagedOverIdleP95 is the foreground p95 with the paged copy over idle (goal <= 2).
+	PagedOverIdleP95 float64 `json:"pagedOverIdleP95"`
+	// ExclusiveOverPagedP95 is how much worse the old way is for the foreground.
+	ExclusiveOverPagedP95 float64 `json:"exclusiveOverPagedP95"`
+	// PagedOverExclusiveBackground is the copy's time paged over exclusive (goal <= 1.1).
+	PagedOverExclusiveBackground float64 `json:"pagedOverExclusiveBackground"`
+	// PagedCopyFloorOverExclusive is the least PagedOverExclusiveBackground can be while
+	// writers are exclusive: the paged copy's time under write grants, out of the store time
+	// the foreground leaves (1 - its busy share when idle), over the exclusive copy's time.
+	// Above 1.1 the copy goal cannot be met at this foreground load on this machine. Zero for
+	// a backup, which takes no grant on the wallet when paged.
+	PagedCopyFloorOverExclusive float64 `json:"pagedCopyFloorOverExclusive"`
+}
+
+type schedulerBenchReport struct {
+	Fixture string `json:"fixture"`
+	// Repeat is how many times each run was measured; each reported run is the median one
+	// (by background completion time, or foreground p95 when idle).
+	Repeat  int               `json:"repeat"`
+	Idle    schedulerPhase    `json:"idle"`
+	Backup  schedulerScenario `json:"backup"`
+	Restore schedulerScenario `json:"restore"`
+}
+
+// Copy directions of `bench scheduler`.
+const (
+	directionBackup  = "backup"
+	directionRestore = "restore"
+)
+
+// RunScheduler is `walletsync bench scheduler`: a foreground workload's latency while a
+// background copy (backup or restore) runs, idle, with the copy holding the wallet
+// exclusively, and paged through the scheduler.
+func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("bench scheduler", "[--fixture toolbox] [--dir D] [--interval 5ms] [--target 20ms] [--repeat 3] [--json]", out)
+	setup := benchFlags(fs, "the wallets to use: toolbox, small or large")
+	interval := fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations")
+	target := fs.Duration("target", 20*time.Millisecond, "the adaptive page budget's target commit time")
+	repeat := fs.Int("repeat", 3, "measurements of each run, in rounds; the median one is reported (a copy takes under a second on the toolbox fixture, and one run is at the mercy of a noisy machine)")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if *repeat < 1 {
+		return fmt.Errorf("%w: --repeat must be at least 1", command.ErrUsage)
+	}
+	f, walletPath, identity, progress, err := setup.prepare(ctx, out)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "walletsync-bench-scheduler-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	// The wallet a restore copies in is the same fixture under another identity and storage.
+	otherPath := filepath.Join(work, "other.sqlite")
+	other, err := localstore.Create(ctx, otherPath, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "other"}, localstore.Options{})
+	if err != nil {
+		return err
+	}
+	otherRes, err := localstore.Seed(ctx, other, f, localstore.SeedOptions{Seed: 2})
+	if err != nil {
+		other.Close()
+		return err
+	}
+	defer other.Close()
+
+	rep := schedulerBenchReport{Fixture: string(f), Repeat: *repeat, Backup: schedulerScenario{Direction: directionBackup}, Restore: schedulerScenario{Direction: directionRestore}}
+	run := schedulerRun{work: work, walletPath: walletPath, identity: identity, other: other, otherIdentity: otherRes.IdentityKey, interval: *interval, target: *target}
+	steps := []struct {
+		mode      string
+		direction string
+		dst       *schedulerPhase
+		runs      []schedulerPhase
+	}{
+		{mode: "paged", direction: directionRestore, dst: &rep.Restore.Paged},
+		{mode: "exclusive", direction: directionRestore, dst: &rep.Restore.Exclusive},
+		{mode: "paged", direction: directionBackup, dst: &rep.Backup.Paged},
+		{mode: "exclusive", direction: directionBackup, dst: &rep.Backup.Exclusive},
+		{mode: "idle", dst: &rep.Idle},
+	}
+	// Rounds, not one mode N times in a row, so that a slow spell of the machine spreads over
+	// all the modes instead of landing on one.
+	for round := 1; round <= *repeat; round++ {
+		for i := range steps {
+			step := &steps[i]
+			name := strings.TrimSpace(step.direction + " " + step.mode)
+			fmt.Fprintf(progress, "measuring %s (%d of %d)...\n", name, round, *repeat)
+			ph, err := run.measure(ctx, step.mode, step.direction)
+			if err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+			if step.mode == "paged" {
+				run.minOps = max(run.minOps, ph.Ops) // the other modes run at least as many operations
+			}
+			step.runs = append(step.runs, ph)
+		}
+	}
+	for _, step := range steps {
+		*step.dst = medianPhase(step.runs)
+	}
+	for _, sc := range []*schedulerScenario{&rep.Backup, &rep.Restore} {
+		sc.PagedOverIdleP95 = sc.Paged.P95ms / rep.Idle.P95ms
+		sc.ExclusiveOverPagedP95 = sc.Exclusive.P95ms / sc.Paged.P95ms
+		sc.PagedOverExclusiveBackground = sc.Paged.BackgroundSeconds / sc.Exclusive.BackgroundSeconds
+		sc.PagedCopyFloorOverExclusive = sc.Paged.BackgroundHoldSeconds / (1 - rep.Idle.ForegroundBusy) / sc.Exclusive.BackgroundSeconds
+	}
+	return command.Report(out, *setup.asJSON, rep, func(w io.Writer) {
+		fmt.Fprintf(w, "bench scheduler: %s fixture, one foreground operation every %s, median of %d\n", f, *interval, *repeat)
+		fmt.Fprintf(w, "  %-17s %6s %9s %9s %9s %12s %8s %14s %7s %9s %9s %9s\n", "mode", "ops", "p50 ms", "p95 ms", "p99 ms", "max wait ms", "fg busy",
+			"background s", "pages", "rows/page", "commit p50", "p95 ms")
+		line := func(name string, p schedulerPhase) {
+			fmt.Fprintf(w, "  %-17s %6d %9.2f %9.2f %9.2f %12.2f %7.0f%% %14.3f %7d %9.0f %9.2f %9.2f\n", name, p.Ops, p.P50ms, p.P95ms, p.P99ms, p.MaxWaitMs,
+				100*p.ForegroundBusy, p.BackgroundSeconds, p.BackgroundPages, p.MeanPageRows, p.CommitP50ms, p.CommitP95ms)
+		}
+		line("idle", rep.Idle)
+		for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
+			line(sc.Direction+" exclusive", sc.Exclusive)
+			line(sc.Direction+" paged", sc.Paged)
+		}
+		for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
+			fmt.Fprintf(w, "  %s (%s):\n", sc.Direction, map[string]string{directionBackup: "the wallet copied out", directionRestore: "another wallet copied in"}[sc.Direction])
+			for _, p := range []schedulerPhase{sc.Exclusive, sc.Paged} {
+				fmt.Fprintf(w, "    %s copy: %s\n", p.Mode, p.summary())
+			}
+			fmt.Fprintf(w, "    foreground p95 paged / idle: %.2fx (goal <= 2x)\n", sc.PagedOverIdleP95)
+			fmt.Fprintf(w, "    foreground p95 exclusive / paged: %.2fx\n", sc.ExclusiveOverPagedP95)
+			fmt.Fprintf(w, "    background completion paged / exclusive: %.2fx (goal <= 1.1x)\n", sc.PagedOverExclusiveBackground)
+			if sc.Direction == directionRestore {
+				fmt.Fprintf(w, "    floor of that with writers exclusive: commits %.3f s / (1 - idle fg busy %.0f%%) = %.2fx\n",
+					sc.Paged.BackgroundHoldSeconds, 100*rep.Idle.ForegroundBusy, sc.PagedCopyFloorOverExclusive)
+			}
+		}
+	})
+}
+
+// noSnapshots hides a source's consistent views, which makes a session take one exclusive
+// grant for its whole copy: the old way, for comparison.
+type noSnapshots struct{ wallet.Source }
+
+// Describe is the source's, without snapshots.
+func (s noSnapshots) Describe(ctx context.Context) (wallet.Settings, wallet.Capabilities, error) {
+	st, caps, err := s.Source.Describe(ctx)
+	caps.Snapshots = false
+	return st, caps, err
+}
+
+// schedulerRun is what every measured run of `bench scheduler` shares.
+type schedulerRun struct {
+	work          string            // a temporary folder for this run's files
+	walletPath    string            // the fixture wallet; each run works on its own copy
+	identity      string            // its user
+	other         *localstore.Store // the wallet a restore copies in
+	otherIdentity string
+	interval      time.Duration // between foreground operations
+	target        time.Duration // the adaptive budget's target commit time
+	minOps        int           // foreground operations each run makes at least
+}
+
+// measure runs one mode in one direction: the foreground workload on a fresh copy of the
+// wallet while (except when idle) the background copy runs.
+func (r schedulerRun) measure(ctx context.Context, mode, direction string) (schedulerPhase, error) {
+	ph := schedulerPhase{Mode: mode}
+	dir, err := os.MkdirTemp(r.work, "run-")
+	if err != nil {
+		return ph, err
+	}
+	defer os.RemoveAll(dir)
+	localPath := filepath.Join(dir, "wallet.sqlite")
+	if err := safefile.CopyNew(r.walletPath, localPath); err != nil {
+		return ph, err
+	}
+	local, err := localstore.Open(ctx, localPath, localstore.Options{})
+	if err != nil {
+		return ph, err
+	}
+	defer local.Close()
+	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	if err != nil {
+		return ph, err
+	}
+	identity := r.identity
+	actions, err := local.ListActions(ctx, identity, wallet.ActionQuery{Limit: 1000})
+	if err != nil {
+		return ph, err
+	}
+
+	// An early return (a foreground error) stops the copy and waits for it before the stores
+	// close.
+	ctx, cancel := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	defer bg.Wait()
+	defer cancel()
+	bgDone := make(chan error, 1)
+	if mode == "idle" {
+		close(bgDone)
+	} else {
+		// A restore copies the other wallet into this one, each commit under a grant on this
+		// wallet's queue. A backup copies this wallet into a new store: paged, it needs no
+		// grant here (snapshot reads, commits elsewhere); exclusive, its one grant is here.
+		var src wallet.Source = r.other
+		var dst wallet.Destination = local
+		copied := r.otherIdentity
+		opts := syncer.Options{Active: wallet.KeepDestinationActive, Grants: q.NewSession(copied, "local")}
+		var backup *localstore.Store // a backup's destination; the copy's goroutine closes it
+		if direction == directionBackup {
+			backup, err = localstore.Create(ctx, filepath.Join(dir, "backup.sqlite"), localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+			if err != nil {
+				return ph, err
+			}
+			src, dst, copied = local, backup, identity
+			opts = syncer.Options{Active: wallet.KeepSourceActive}
+			if mode == "exclusive" {
+				opts.Grants = q.NewSession(copied, "backup")
+			}
+		}
+		switch {
+		case mode == "exclusive":
+			src = noSnapshots{src}
+		case direction == directionRestore:
+			if opts.Budget, err = scheduler.NewBudget(scheduler.BudgetOptions{Target: r.target}); err != nil {
+				return ph, err
+			}
+		}
+		var commits []float64 // milliseconds; the session reports one page at a time
+		opts.Progress = func(p syncer.Progress) error {
+			if p.State == syncer.StateCommitted {
+				commits = append(commits, float64(p.Timings.Commit)/float64(time.Millisecond))
+				ph.add(p.Timings)
+			}
+			return nil
+		}
+		bg.Go(func() {
+			if backup != nil {
+				defer backup.Close()
+			}
+			start := time.Now()
+			res, err := syncer.Run(ctx, src, dst, copied, opts)
+			ph.BackgroundSeconds, ph.BackgroundPages = time.Since(start).Seconds(), res.Pages
+			if res.Pages > 0 {
+				ph.MeanPageRows = float64(res.Rows) / float64(res.Pages)
+			}
+			slices.Sort(commits)
+			ph.CommitP50ms, ph.CommitP95ms = percentile(commits, 0.50), percentile(commits, 0.95)
+			if len(commits) > 0 {
+				ph.CommitMaxMs = commits[len(commits)-1]
+			}
+			bgDone <- err // sends after the writes above: the receiver may read them
+		})
+	}
+
+	// Open loop: operation i is due at start + i*interval whatever happened before, and its
+	// latency counts from when it was due. A closed loop would issue fewer operations while
+	// the store is blocked and hide exactly the waits this benchmark is about.
+	fg := q.NewSession(identity, "local")
+	rnd := rand.New(rand.NewPCG(7, 7))
+	var latencies []float64
+	var maxWait time.Duration
+	start := time.Now()
+	for i := 0; ; i++ {
+		if bgDone != nil {
+			select {
+			case err, ok := <-bgDone:
+				if ok && err != nil {
+					return ph, fmt.Errorf("background copy: %w", err)
+				}
+				bgDone = nil
+			default:
+			}
+		}
+		if bgDone == nil && i >= max(r.minOps, 200) {
+			break
+		}
+		due := start.Add(time.Duration(i) * r.interval)
+		time.Sleep(time.Until(due))
+		wait, err := foregroundOp(ctx, fg, local, identity, actions, rnd)
+		if err != nil {
+			return ph, err
+		}
+		latencies = append(latencies, float64(time.Since(due))/float64(time.Millisecond))
+		maxWait = max(maxWait, wait)
+	}
+	m := q.Metrics()
+	ph.ForegroundBusy = m.Foreground.TotalHold.Seconds() / time.Since(start).Seconds()
+	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
+	slices.Sort(latencies)
+	ph.Ops = len(latencies)
+	ph.P50ms, ph.P95ms, ph.P99ms = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
+	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
+	return ph, nil
+}
+
+// foregroundOp runs one operation of a wallet front end under a foreground grant: mostly
+// reads (newest actions, spendable outputs, certificates), sometimes a small write (a label).
+func foregroundOp(ctx context.Context, s *scheduler.Session, st *localstore.Store, identity string, actions []wallet.Action, rnd *rand.Rand) (wait time.Duration, err error) {
+	mode := scheduler.Read
+	if rnd.IntN(10) < 3 {
+		mode = scheduler.Write
+	}
+	asked := time.Now()
+	g, err := s.Acquire(ctx, scheduler.Foreground, mode)
+	if err != nil {
+		return 0, err
+	}
+	wait = time.Since(asked)
+	switch {
+	case mode == scheduler.Write:
+		a := actions[rnd.IntN(len(actions))]
+		label := fmt.Sprintf("bench-%d", rnd.IntN(20))
+		if rnd.IntN(2) == 0 {
+			err = st.AddLabel(ctx, identity, a.TransactionID, label)
+		} else if err = st.RemoveLabel(ctx, identity, a.TransactionID, label); err != nil {
+			err = nil // removing a label the transaction lacks is a normal refusal here
+		}
+	case rnd.IntN(3) == 0:
+		_, err = st.ListCertificates(ctx, identity)
+	case rnd.IntN(2) == 0:
+		_, err = st.ListActions(ctx, identity, wallet.ActionQuery{Limit: 25})
+	default:
+		_, err = st.ListOutputs(ctx, identity, wallet.OutputQuery{Basket: "default", Limit: 25})
+	}
+	if rerr := s.Release(g); err == nil {
+		err = rerr
+	}
+	return wait, err
+}
+
+// medianPhase returns the median of one run's measurements: by background completion time, or
+// by foreground p95 for idle runs, which have no background.
+func medianPhase(runs []schedulerPhase) schedulerPhase {
+	slices.SortFunc(runs, func(a, b schedulerPhase) int {
+		if a.BackgroundSeconds != b.BackgroundSeconds {
+			return cmp.Compare(a.BackgroundSeconds, b.BackgroundSeconds)
+		}
+		return cmp.Compare(a.P95ms, b.P95ms)
+	})
+	return runs[len(runs)/2]
+}
+
+// percentile returns the p-quantile of sorted values (nearest rank).
+func percentile(sorted []float64, p float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(p*float64(len(sorted))+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}

@@ -1,0 +1,145 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"walletsync/agent"
+	"walletsync/internal/walletsynctest"
+	"walletsync/localstore"
+)
+
+// walletsync runs the command line in-process and returns its exit code and output.
+func walletsync(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestCLI_WalletCreateSeedInfo(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "w.sqlite")
+	identity := localstore.FixtureIdentity(9)
+	if code, _, stderr := walletsync(t, "wallet", "create", "--db", db, "--chain", "test", "--identity", identity, "--json"); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, stderr)
+	}
+	if code, out, stderr := walletsync(t, "wallet", "seed", "--db", db, "--fixture", "toolbox", "--identity", identity, "--json"); code != 0 || !strings.Contains(out, `"tx_labels": 10000`) {
+		t.Fatalf("seed: exit %d: %s %s", code, out, stderr)
+	}
+	code, out, stderr := walletsync(t, "wallet", "info", "--db", db, "--json")
+	if code != 0 {
+		t.Fatalf("info: exit %d: %s", code, stderr)
+	}
+	var info localstore.Info
+	if err := json.Unmarshal([]byte(out), &info); err != nil {
+		t.Fatal(err)
+	}
+	if info.Settings.Chain != "test" || len(info.Identities) != 1 || info.Identities[0].IdentityKey != identity ||
+		info.Identities[0].Counts["proven_txs"] != 64 || info.Journal == nil || info.Journal.HighWater == 0 || info.SizeBytes == 0 {
+		t.Fatalf("info = %+v", info)
+	}
+	if code, out, _ := walletsync(t, "wallet", "check", "--db", db); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("check: exit %d: %s", code, out)
+	}
+	if code, _, stderr := walletsync(t, "wallet", "create", "--db", db); code != 1 || !strings.Contains(stderr, "exists") {
+		t.Fatalf("create over an existing wallet: exit %d: %s", code, stderr)
+	}
+}
+
+func TestCLI_Usage(t *testing.T) {
+	tests := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 0, "Commands:"},
+		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"wallet", "info", "--help"}, 0, "Usage: walletsync wallet info"},
+		{[]string{"wallet", "info"}, 2, "--db is required"},
+		{[]string{"wallet", "create", "--db", "x", "--chain", "moon"}, 2, "wrong chain"},
+		{[]string{"wallet", "seed", "--db", "x", "--fixture", "huge"}, 2, "unknown fixture"},
+		{[]string{"wallet", "info", "--db", "x", "stray"}, 2, "unexpected argument"},
+		// The commands that take a positional argument too.
+		{[]string{"pause", "--for", "5x", "backup"}, 2, `invalid value "5x" for flag -for`},
+		{[]string{"run"}, 2, "name one destination"},
+		{[]string{"cancel", "--json"}, 2, "name one task"},
+		{[]string{"service", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+	}
+	for _, tt := range tests {
+		code, out, stderr := walletsync(t, tt.args...)
+		if code != tt.code || !strings.Contains(out+stderr, tt.want) {
+			t.Errorf("walletsync %v: exit %d, output %q %q; want exit %d mentioning %q", tt.args, code, out, stderr, tt.code, tt.want)
+		}
+	}
+}
+
+func TestCLI_Demo(t *testing.T) {
+	dir := t.TempDir()
+	for run := range 2 { // the second run reuses the demo's wallet, config and password
+		code, out, stderr := walletsync(t, "demo", "--dir", dir, "--fixture", "small", "--exit-after-first-run", "--json")
+		if code != 0 {
+			t.Fatalf("demo run %d: exit %d: %s", run, code, stderr)
+		}
+		var sum demoSummary
+		if err := json.Unmarshal([]byte(out), &sum); err != nil {
+			t.Fatalf("demo summary %q: %v", out, err)
+		}
+		if len(sum.Tasks) != 2 || !sum.Overview.Healthy || len(sum.Overview.Wallets) != 1 || sum.Overview.Wallets[0].Identities[0].Counts["transactions"] == 0 {
+			t.Fatalf("demo run %d: %+v", run, sum)
+		}
+		for _, task := range sum.Tasks {
+			// The second run's sync finds the backup wallet up to date: no rows to move.
+			if task.State != "succeeded" || (run == 0 && task.Counters.Rows == 0) {
+				t.Fatalf("demo run %d: task %+v", run, task)
+			}
+		}
+	}
+	backups, err := os.ReadDir(filepath.Join(dir, "backups"))
+	if err != nil || len(backups) != 2 {
+		t.Fatalf("backup folder after two runs: %v (%v)", backups, err)
+	}
+}
+
+func TestCLI_PauseResumeSayWhat(t *testing.T) {
+	f := walletsynctest.NewFolder(t, walletsynctest.WalletConfig(t, []string{"Backup wallet"}, nil))
+	f.StartAgent(t)
+	dir := "--data-dir=" + string(f.Dir)
+	id := f.Client(t)
+	var cfg agent.Config
+	if err := id.Do(walletsynctest.Wait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || len(cfg.Destinations) != 1 {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	dest := cfg.Destinations[0].ID
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"pause", dir, "--all"}, "paused every destination\n"},
+		{[]string{"resume", dir, dest}, "resumed " + dest + "\n"},
+		{[]string{"pause", dir, "--for", "1h", dest}, "paused " + dest + "\n"},
+	}
+	for _, tc := range tests {
+		if code, out, errOut := walletsync(t, tc.args...); code != 0 || out != tc.want {
+			t.Errorf("walletsync %v: exit %d, %q (stderr %q); want %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	if err := id.Do(walletsynctest.Wait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
+		t.Fatalf("after pause --for 1h: %+v, %v", cfg.Destinations[0].Pause, err)
+	}
+}
+
+func TestCLI_BenchPortableUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "portable", "--repeat", "0"},
+		{"bench", "portable", "--fixture", "huge"},
+	} {
+		if code, _, stderr := walletsync(t, args...); code != 2 || !strings.Contains(stderr, "walletsync bench portable") {
+			t.Errorf("walletsync %v: exit %d: %s", args, code, stderr)
+		}
+	}
+}

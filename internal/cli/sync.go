@@ -1,0 +1,175 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"walletsync/internal/command"
+	"walletsync/localstore"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// runSync pushes a wallet to a SQLite destination file page by page.
+func runSync(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("sync", "--from WALLET.sqlite --to DEST.sqlite [--identity HEX] [--max-items N] [--max-bytes N] [--json]", out)
+	from := fs.String("from", "", "the wallet to copy from")
+	to := fs.String("to", "", "the destination wallet file (created in the toolbox schema if missing)")
+	identity := fs.String("identity", "", "the user to sync (default: the source's only user)")
+	maxItems := fs.Int("max-items", syncer.DefaultMaxRows, fmt.Sprintf("rows per page, 1..%d", syncer.MaxRows))
+	maxBytes := fs.Int64("max-bytes", syncer.DefaultMaxBytes, fmt.Sprintf("rough bytes per page, 1..%d", syncer.MaxBytes))
+	asJSON := fs.Bool("json", false, "print one JSON object per progress event, then the result")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := command.Required("from", *from); err != nil {
+		return err
+	}
+	if err := command.Required("to", *to); err != nil {
+		return err
+	}
+	// Refused before anything is opened or created. The Go API reads 0 as the default; on the
+	// command line it is a value outside the range the flags state.
+	if *maxItems == 0 || *maxBytes == 0 {
+		return fmt.Errorf("%w: --max-items and --max-bytes must be at least 1", command.ErrUsage)
+	}
+	opts := syncer.Options{MaxRows: *maxItems, MaxBytes: *maxBytes, Active: wallet.KeepSourceActive}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	src, err := openSource(ctx, *from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	settings, err := src.Settings(ctx)
+	if err != nil {
+		return err
+	}
+	if *identity == "" {
+		if *identity, err = onlyIdentity(ctx, src); err != nil {
+			return err
+		}
+	}
+	// An identity the source lacks is refused before the destination is created.
+	total := int64(0) // rows a full traversal reads, for the ETA
+	sum, err := src.Summary(ctx, *identity)
+	switch {
+	case errors.Is(err, wallet.ErrNotFound):
+		return fmt.Errorf("%w: %s holds no user %s", command.ErrUsage, *from, *identity)
+	case err == nil:
+		for _, t := range wallet.SyncOrder {
+			total += sum.Counts[t.Name]
+		}
+	}
+	dst, err := localstore.OpenOrCreate(ctx, *to, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup"}, localstore.Options{})
+	if err != nil {
+		return err
+	}
+	defer dst.Close()
+
+	bar := command.NewProgressLine(out)
+	meter := newRateMeter(time.Now)
+	enc := json.NewEncoder(out)
+	opts.Progress = func(p syncer.Progress) error {
+		if *asJSON {
+			return enc.Encode(p)
+		}
+		rate := meter.observe(p.Rows)
+		bar.Update(false, "%-10s %-18s %6d pages %9d rows %9s %8.0f rows/s %s",
+			p.State, p.Table, p.Pages, p.Rows, command.HumanBytes(p.Bytes), rate, eta(p.Kind, total, p.Rows, rate))
+		return nil
+	}
+	res, err := syncer.Run(ctx, src, dst, *identity, opts)
+	if *asJSON {
+		if encErr := enc.Encode(res); encErr != nil {
+			return encErr
+		}
+	} else {
+		kind := "sync" // a session refused before its first page never chose full or incremental
+		if res.Kind != "" {
+			kind = string(res.Kind) + " sync"
+		}
+		summary := fmt.Sprintf("%s: %s, %d pages, %d rows (%d inserted, %d updated), %s in %s",
+			res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
+		bar.Update(true, "%s", summary)
+		if !bar.Terminal() {
+			fmt.Fprintln(out, summary)
+		}
+		if cp := res.Checkpoint; cp.Seq == 0 {
+			fmt.Fprintf(out, "nothing committed at %s\n", *to)
+		} else {
+			fmt.Fprintf(out, "durable checkpoint at %s: sequence %d, table %s, done %v, journal high-water %d\n",
+				*to, cp.Seq, wallet.SyncOrder[cp.Table].Name, cp.Done, cp.HighWater)
+		}
+		for _, w := range res.Warnings {
+			fmt.Fprintln(out, "warning:", w)
+		}
+	}
+	if res.State == syncer.StateCancelled {
+		return command.ErrCancelled
+	}
+	return err
+}
+
+// openSource opens a wallet to read from: for writing when it can (so that the source keeps
+// its change journal and prunes it), read-only when another walletsync process holds it.
+func openSource(ctx context.Context, path string) (*localstore.Store, error) {
+	s, err := localstore.Open(ctx, path, localstore.Options{})
+	if errors.Is(err, wallet.ErrWriterLocked) {
+		return localstore.Open(ctx, path, localstore.Options{ReadOnly: true})
+	}
+	return s, err
+}
+
+// onlyIdentity returns the identity of a store's single user, or asks for --identity.
+func onlyIdentity(ctx context.Context, s *localstore.Store) (string, error) {
+	info, err := s.Info(ctx)
+	if err != nil {
+		return "", err
+	}
+	if len(info.Identities) != 1 {
+		return "", fmt.Errorf("%w: the wallet holds %d identities; choose one with --identity", command.ErrUsage, len(info.Identities))
+	}
+	return info.Identities[0].IdentityKey, nil
+}
+
+func eta(kind syncer.Kind, total, done int64, rate float64) string {
+	if kind != syncer.KindFull || rate <= 0 || total <= done {
+		return ""
+	}
+	return "ETA " + (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
+}
+
+// rateMeter is the rows/s over a sliding window of the last few seconds, so that the rate
+// and the ETA follow the current speed rather than the average since the start.
+type rateMeter struct {
+	now     func() time.Time
+	samples []rateSample
+}
+
+type rateSample struct {
+	at   time.Time
+	rows int64
+}
+
+const rateWindow = 5 * time.Second
+
+func newRateMeter(now func() time.Time) *rateMeter { return &rateMeter{now: now} }
+
+func (m *rateMeter) observe(rows int64) float64 {
+	t := m.now()
+	m.samples = append(m.samples, rateSample{t, rows})
+	for len(m.samples) > 2 && t.Sub(m.samples[0].at) > rateWindow {
+		m.samples = m.samples[1:]
+	}
+	first := m.samples[0]
+	if d := t.Sub(first.at).Seconds(); d > 0 {
+		return float64(rows-first.rows) / d
+	}
+	return 0
+}

@@ -1,0 +1,134 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"walletsync/internal/walletsynctest"
+	"walletsync/localstore"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+func TestCLI_SyncThenUnchanged(t *testing.T) {
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	dst := filepath.Join(t.TempDir(), "backup.sqlite")
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", dst, "--max-items", "3")
+	if code != 0 || !strings.Contains(out, "completed: full sync") || !strings.Contains(out, "done true") {
+		t.Fatalf("first sync: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = walletsync(t, "sync", "--from", src, "--to", dst, "--json")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var res syncer.Result
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); code != 0 || err != nil || res.Kind != syncer.KindUnchanged || res.Requests != 1 {
+		t.Fatalf("second sync: exit %d, result %+v (%v)", code, res, err)
+	}
+}
+
+func TestCLI_SyncInterruptStopsAtASafePoint(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "walletsync")
+	walletsynctest.BuildSelf(t, exe)
+	src := walletsynctest.SeededWallet(t, localstore.FixtureToolbox)
+	dst := filepath.Join(t.TempDir(), "backup.sqlite")
+	cmd := exec.Command(exe, "sync", "--from", src, "--to", dst, "--max-items", "5", "--json")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	committed, last := 0, ""
+	for sc.Scan() {
+		last = sc.Text()
+		var p syncer.Progress
+		if json.Unmarshal([]byte(last), &p) == nil && p.State == syncer.StateCommitted {
+			if committed++; committed == 10 {
+				cmd.Process.Signal(syscall.SIGINT) // what Ctrl-C sends
+			}
+		}
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("interrupted sync: %v, want exit code 130", err)
+	}
+	var res syncer.Result
+	if err := json.Unmarshal([]byte(last), &res); err != nil || res.State != syncer.StateCancelled {
+		t.Fatalf("last line %q: want the cancelled result", last)
+	}
+	b, err := localstore.Open(context.Background(), dst, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	cp, err := b.Checkpoint(context.Background(), res.Checkpoint.Session)
+	if err != nil || cp.Seq != res.Checkpoint.Seq || cp.Seq < 10 || cp.Done {
+		t.Fatalf("durable checkpoint %+v (%v), reported %+v", cp, err, res.Checkpoint)
+	}
+}
+
+// TestCLI_SyncRefusesBadOptionsBeforeAnyWork checks that a page limit outside the range the
+// flags state, or a user the source lacks, is a usage error (exit 2) that creates no
+// destination file.
+func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"zero rows", []string{"--max-items", "0"}, "--max-items and --max-bytes must be at least 1"},
+		{"zero bytes", []string{"--max-bytes", "0"}, "--max-items and --max-bytes must be at least 1"},
+		{"too many rows", []string{"--max-items", "1001"}, "max rows 1001 outside 1..1000"},
+		{"negative rows", []string{"--max-items", "-1"}, "max rows -1 outside 1..1000"},
+		{"too many bytes", []string{"--max-bytes", "10000001"}, "max bytes 10000001 outside 1..10000000"},
+		{"unknown identity", []string{"--identity", "02abcdef"}, "holds no user 02abcdef"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code, out, stderr := walletsync(t, append([]string{"sync", "--from", src, "--to", filepath.Join(dir, "backup.sqlite")}, tc.args...)...)
+			if code != 2 || !strings.Contains(stderr, tc.want) || out != "" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want exit 2 and %q", code, out, stderr, tc.want)
+			}
+			if left, _ := filepath.Glob(filepath.Join(dir, "*")); len(left) != 0 {
+				t.Fatalf("a refused sync left %v", left)
+			}
+		})
+	}
+}
+
+// TestCLI_SyncChainMismatchWritesNothing syncs a test-chain wallet into a main-chain one:
+// the typed network error, and the destination as it was.
+func TestCLI_SyncChainMismatchWritesNothing(t *testing.T) {
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	dst := filepath.Join(t.TempDir(), "main.sqlite")
+	s, err := localstore.Create(t.Context(), dst, localstore.CreateOptions{Chain: wallet.ChainMain}, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", dst)
+	if code != 1 || !strings.Contains(stderr, "chain mismatch: source is test, destination is main") ||
+		!strings.Contains(out, "failed: sync, 0 pages") || !strings.Contains(out, "nothing committed at "+dst) {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	s, err = localstore.Open(t.Context(), dst, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if info, err := s.Info(t.Context()); err != nil || len(info.Identities) != 0 {
+		t.Fatalf("the destination after a refused sync: %+v (%v)", info.Identities, err)
+	}
+}

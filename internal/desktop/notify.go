@@ -1,0 +1,99 @@
+package desktop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+
+	"walletsync/agent"
+)
+
+// Notification is one desktop notification: a title a person takes in at a glance, and a
+// line saying what happened.
+type Notification struct {
+	Title string
+	Body  string
+}
+
+// ErrNoNotifications: the system has no desktop notification service walletsync can use
+// (no D-Bus session on Linux, say).
+var ErrNoNotifications = errors.New("no desktop notification service")
+
+// Notifier shows desktop notifications. SystemNotifier returns the platform's; the App
+// and the tray take any, so that tests can watch what would be shown. Notify returns an
+// error when the platform refused or has no notification service; the caller logs it,
+// since a notification is never worth stopping for.
+type Notifier interface {
+	Notify(ctx context.Context, n Notification) error
+}
+
+// kindImport is the agent's task kind for an import (a restore into the wallet). The
+// agent has no constant for it yet; this is the wire string its API lists for the import
+// task, and must change with it.
+const kindImport = "import"
+
+// notificationFor returns the notification an agent event deserves, if any. Two things
+// are worth interrupting a person for: a backup that failed (a sync to a backup wallet or a
+// backup file), because "it's backed up" is no longer true, and a restore that finished,
+// because they are waiting for it. Everything else shows in the window and the tray.
+// destinationName turns a destination id into the name the person gave it.
+func notificationFor(ev streamEvent, destinationName func(id string) string) (Notification, bool) {
+	if ev.Type != agent.EventTaskFinished {
+		return Notification{}, false
+	}
+	var t agent.Task
+	if err := json.Unmarshal(ev.Data, &t); err != nil {
+		return Notification{}, false
+	}
+	switch {
+	case (t.Kind == agent.KindSync || t.Kind == agent.KindBackup) && t.State == agent.TaskFailed:
+		return Notification{Title: "Backup failed", Body: withHint("The backup to "+destinationName(t.Target)+" failed: "+t.Error, t.Hint)}, true
+	case t.Kind == kindImport && t.State == agent.TaskSucceeded:
+		return Notification{Title: "Restore finished", Body: "Your wallet has been restored from the backup file."}, true
+	case t.Kind == kindImport && t.State == agent.TaskFailed:
+		return Notification{Title: "Restore failed", Body: withHint("Nothing was changed in your wallet: "+t.Error, t.Hint)}, true
+	}
+	return Notification{}, false
+}
+
+// destinationName returns the name of destination id from the agent's config, or id
+// itself when the agent cannot say.
+func destinationName(ctx context.Context, endpoint EndpointFunc, id string) string {
+	e, err := endpoint(ctx)
+	var cfg agent.Config
+	if err == nil {
+		err = agent.NewClient(e).Do(ctx, "GET", "/api/v1/config", nil, &cfg)
+	}
+	for _, d := range cfg.Destinations {
+		if err == nil && d.ID == id && d.Name != "" {
+			return d.Name
+		}
+	}
+	return id
+}
+
+func withHint(text, hint string) string {
+	if hint == "" {
+		return text
+	}
+	return text + " " + hint
+}
+
+// NotifyEvents follows the agent's events after cursor (see followEvents) and shows the
+// notifications they deserve, until ctx ends. A notification that cannot be shown is logged
+// and skipped.
+func NotifyEvents(ctx context.Context, endpoint EndpointFunc, cursor string, n Notifier, log *slog.Logger) {
+	err := followEvents(ctx, endpoint, cursor, func(ev streamEvent) {
+		note, ok := notificationFor(ev, func(id string) string { return destinationName(ctx, endpoint, id) })
+		if !ok {
+			return
+		}
+		if err := n.Notify(ctx, note); err != nil {
+			log.Warn("desktop notification not shown", "title", note.Title, "err", err)
+		}
+	})
+	if err != nil && !errors.Is(err, context.Canceled) {
+		log.Error("agent events stopped", "err", err)
+	}
+}

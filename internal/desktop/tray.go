@@ -1,0 +1,258 @@
+package desktop
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os/exec"
+	"runtime"
+	"sync"
+	"time"
+
+	"walletsync/agent"
+)
+
+// ErrNoTray: the system has no tray (notification area, menu bar extra, StatusNotifierItem
+// host) that walletsync can show an icon in.
+var ErrNoTray = errors.New("no system tray")
+
+// trayAction is one entry of the tray menu that does something.
+type trayAction int
+
+// The tray's actions, in menu order.
+const (
+	trayBackUp trayAction = iota // run every destination now
+	trayPause                    // pause every destination for an hour, or resume them
+	trayOpen                     // open the dashboard
+	trayQuit                     // end the tray (and the window, in the desktop build)
+)
+
+// trayActions are the tray's actions in menu order.
+var trayActions = []trayAction{trayBackUp, trayPause, trayOpen, trayQuit}
+
+// trayPauseFor is how long "Pause for 1 hour" pauses.
+const trayPauseFor = time.Hour
+
+// trayRefreshEvery re-reads the overview while nothing happens, because its sentence
+// ages ("backed up 3 minutes ago").
+const trayRefreshEvery = time.Minute
+
+// trayState is what the tray shows: the overview's health sentence and which actions make
+// sense now.
+type trayState struct {
+	Health  string
+	Healthy bool
+	// Reachable: the agent answered. Without it only Open dashboard and Quit are offered.
+	Reachable bool
+	// Destinations is how many destinations there are to back up to.
+	Destinations int
+	// PausedUntil is set when every destination is paused: the time the pause ends, zero
+	// for "until resumed". The pause entry then offers to resume.
+	Paused      bool
+	PausedUntil time.Time
+}
+
+// label returns an action's menu text in state s.
+func (s trayState) label(a trayAction) string {
+	switch a {
+	case trayBackUp:
+		return "Back up now"
+	case trayPause:
+		switch {
+		case !s.Paused:
+			return "Pause for 1 hour"
+		case s.PausedUntil.IsZero():
+			return "Resume backups (paused)"
+		}
+		return "Resume backups (paused until " + s.PausedUntil.Local().Format("15:04") + ")"
+	case trayOpen:
+		return "Open dashboard"
+	}
+	return "Quit"
+}
+
+// enabled reports whether an action makes sense in state s.
+func (s trayState) enabled(a trayAction) bool {
+	switch a {
+	case trayBackUp, trayPause:
+		return s.Reachable && s.Destinations > 0
+	}
+	return true
+}
+
+// Tray is the tray icon's logic, kept apart from the system tray library (tray_systray.go
+// draws it) so that it is tested against a real agent: what the icon says, and what each
+// menu entry asks the agent. It is the same in the desktop build, where Open dashboard
+// shows the window, and in `walletsync tray`, where it opens the browser.
+type Tray struct {
+	// Endpoint finds the agent; it is asked again for every request.
+	Endpoint EndpointFunc
+	// Open opens the dashboard; Quit ends the tray (and the window).
+	Open func(ctx context.Context) error
+	Quit func()
+	// Notifier, when set, reports actions that failed: a tray has no other place to say so.
+	Notifier Notifier
+	Log      *slog.Logger // required
+}
+
+// state reads the overview and returns what the tray shows. An agent that cannot be
+// reached is a state too, with the reason as its sentence.
+func (t *Tray) state(ctx context.Context) trayState {
+	c, err := t.client(ctx)
+	var ov agent.Overview
+	if err == nil {
+		err = c.Do(ctx, "GET", "/api/v1/overview", nil, &ov)
+	}
+	if err != nil {
+		return trayState{Health: "The walletsync agent is not reachable: " + err.Error()}
+	}
+	s := trayState{Health: ov.Health, Healthy: ov.Healthy, Reachable: true, Destinations: len(ov.Destinations)}
+	s.Paused = len(ov.Destinations) > 0
+	for _, d := range ov.Destinations {
+		if !d.Paused {
+			s.Paused = false
+			break
+		}
+		if d.Pause != nil && d.Pause.Until.After(s.PausedUntil) {
+			s.PausedUntil = d.Pause.Until
+		}
+	}
+	return s
+}
+
+// do runs action a as the menu shows it in state s. An action that fails is reported
+// through the notifier as well as returned.
+func (t *Tray) do(ctx context.Context, a trayAction, s trayState) error {
+	var err error
+	switch a {
+	case trayBackUp:
+		_, err = t.backUpNow(ctx)
+	case trayPause:
+		err = t.pauseOrResume(ctx, s.Paused)
+	case trayOpen:
+		err = t.Open(ctx)
+	case trayQuit:
+		t.Quit()
+	}
+	if err != nil && t.Notifier != nil {
+		if nerr := t.Notifier.Notify(ctx, Notification{Title: s.label(a) + " failed", Body: err.Error()}); nerr != nil {
+			t.Log.Warn("desktop notification not shown", "err", nerr)
+		}
+	}
+	return err
+}
+
+// backUpNow asks the agent to bring every destination up to date now and returns the
+// tasks it started. It asks for each one even when an earlier one is refused, and
+// returns the refusals together.
+func (t *Tray) backUpNow(ctx context.Context) ([]agent.Task, error) {
+	c, err := t.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var cfg agent.Config // the destinations, without the overview's reading of the wallets
+	if err := c.Do(ctx, "GET", "/api/v1/config", nil, &cfg); err != nil {
+		return nil, err
+	}
+	var tasks []agent.Task
+	var errs []error
+	for _, d := range cfg.Destinations {
+		var task agent.Task
+		if err := c.Do(ctx, "POST", "/api/v1/destinations/"+d.ID+"/run", nil, &task); err != nil {
+			errs = append(errs, fmt.Errorf("back up to %s: %w", d.Name, err))
+			continue
+		}
+		tasks = append(tasks, task)
+	}
+	return tasks, errors.Join(errs...)
+}
+
+// pauseOrResume pauses every destination for trayPauseFor, or resumes them all when
+// paused.
+func (t *Tray) pauseOrResume(ctx context.Context, paused bool) error {
+	c, err := t.client(ctx)
+	if err != nil {
+		return err
+	}
+	if paused {
+		return c.Do(ctx, "POST", "/api/v1/resume", nil, nil)
+	}
+	return c.Do(ctx, "POST", "/api/v1/pause", agent.PauseRequest{For: agent.Duration(trayPauseFor)}, nil)
+}
+
+// watch calls show with the tray's state now, then again after every event that can change
+// it and every trayRefreshEvery, until ctx ends. show runs on watch's goroutine.
+func (t *Tray) watch(ctx context.Context, show func(trayState)) {
+	changed := make(chan struct{}, 1) // 1-buffered: a burst of events costs one refresh
+	var following sync.WaitGroup
+	defer following.Wait()
+	following.Go(func() {
+		followEvents(ctx, t.Endpoint, "", func(ev streamEvent) {
+			if ev.Type == agent.EventTaskProgress || ev.Type == agent.EventTaskLog {
+				return // progress never changes the sentence; the end of the task does
+			}
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		})
+	})
+	tick := time.NewTicker(trayRefreshEvery)
+	defer tick.Stop()
+	for {
+		show(t.state(ctx))
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		case <-tick.C:
+		}
+	}
+}
+
+func (t *Tray) client(ctx context.Context) (*agent.Client, error) {
+	e, err := t.Endpoint(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return agent.NewClient(e), nil
+}
+
+// BrowserDashboard returns an opener that logs the person's browser in to the agent's
+// dashboard: it asks for a one-time login URL (POST /api/v1/login-url), so that the token
+// never appears in the browser's history, and hands it to open (OpenURL).
+func BrowserDashboard(endpoint EndpointFunc, open func(ctx context.Context, url string) error) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		e, err := endpoint(ctx)
+		if err != nil {
+			return err
+		}
+		var login struct {
+			URL string `json:"url"`
+		}
+		if err := agent.NewClient(e).Do(ctx, "POST", "/api/v1/login-url", nil, &login); err != nil {
+			return err
+		}
+		return open(ctx, login.URL)
+	}
+}
+
+// OpenURL opens url in the person's default browser.
+func OpenURL(ctx context.Context, url string) error {
+	var cmd *exec.Cmd
+	switch runtime.GOOS {
+	case "darwin":
+		cmd = exec.CommandContext(ctx, "open", url)
+	case "windows":
+		cmd = exec.CommandContext(ctx, "rundll32", "url.dll,FileProtocolHandler", url)
+	default:
+		cmd = exec.CommandContext(ctx, "xdg-open", url)
+	}
+	// Run, not Output: a browser that the opener starts may inherit a pipe and keep it
+	// open for as long as it runs.
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("open the browser (%s): %w", cmd.Path, err)
+	}
+	return nil
+}
