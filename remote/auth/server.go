@@ -52,7 +52,14 @@ type serverSession struct {
 	clientNonce string
 	clientKey   string // compressed lower-case hex
 	lastUsed    time.Time
+	// seen holds the request nonces of the session's verified requests, so that a captured
+	// request cannot be replayed (the TypeScript middleware keeps none). At maxSeen the
+	// session ends and the client hand-shakes again, which bounds its memory.
+	seen map[string]struct{}
 }
+
+// maxSeen is the number of requests one session serves: about 4 MB of nonces.
+const maxSeen = 50000
 
 // NewServer returns a Server that authenticates as signer's identity.
 func NewServer(ctx context.Context, signer Signer, opts ServerOptions) (*Server, error) {
@@ -108,8 +115,9 @@ func Identity(ctx context.Context) (key string, ok bool) {
 // TypeScript server, so none is ever sent.
 //
 // Refusals are unsigned JSON, as the TypeScript middleware sends them: 401 for missing
-// headers, an unknown or expired session and a bad signature (AuthFetch then hand-shakes
-// again and retries), 400 for a malformed handshake, 413 for a body over MaxBodyBytes.
+// headers, an unknown or expired session, a bad signature and a replayed request nonce
+// (AuthFetch then hand-shakes again and retries), 400 for a malformed handshake, 413 for a
+// body over MaxBodyBytes.
 func (s *Server) Middleware(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == wellKnownAuth {
@@ -211,7 +219,31 @@ func (s *Server) session(nonce string) *serverSession {
 	}
 	sess.lastUsed = now
 	c := *sess
+	c.seen = nil
 	return &c
+}
+
+// claim records reqNonce as used in the session of serverNonce; false means it was used
+// before (a replay), or the session is gone or full.
+func (s *Server) claim(serverNonce, reqNonce string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess := s.sessions[serverNonce]
+	if sess == nil {
+		return false
+	}
+	if _, dup := sess.seen[reqNonce]; dup {
+		return false
+	}
+	if len(sess.seen) >= maxSeen {
+		delete(s.sessions, serverNonce)
+		return false
+	}
+	if sess.seen == nil {
+		sess.seen = map[string]struct{}{}
+	}
+	sess.seen[reqNonce] = struct{}{}
+	return true
 }
 
 func (s *Server) general(w http.ResponseWriter, r *http.Request, next http.Handler) {
@@ -264,6 +296,10 @@ func (s *Server) general(w http.ResponseWriter, r *http.Request, next http.Handl
 		} else {
 			s.refuse(w, r, http.StatusInternalServerError, "ERR_INTERNAL_SERVER_ERROR", err.Error())
 		}
+		return
+	}
+	if !s.claim(serverNonce, reqNonce) {
+		s.refuse(w, r, http.StatusUnauthorized, "ERR_AUTH_FAILED", "request nonce already used, or the session ended")
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
