@@ -25,17 +25,16 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
-// tsServer is the toolbox's StorageServer running under Node (interop/storage-server.mjs).
-type tsServer struct {
+// nodeServer is a server run by an interop/ script that prints {"port", "identityKey"} once
+// it listens on 127.0.0.1 and serves until its stdin closes.
+type nodeServer struct {
 	URL         string
 	IdentityKey string
 }
 
-func startTSServer(t *testing.T) tsServer {
+func startNodeServer(t *testing.T, script string, args ...string) nodeServer {
 	t.Helper()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
-	cmd := exec.Command(nodePath(t), filepath.Join(interopDir(), "storage-server.mjs"),
-		"--db", filepath.Join(t.TempDir(), "server.sqlite"), "--key", privHex(randKey(rng)))
+	cmd := exec.Command(nodePath(t), append([]string{filepath.Join(interopDir(), script)}, args...)...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -72,12 +71,19 @@ func startTSServer(t *testing.T) tsServer {
 	select {
 	case l := <-line:
 		if err := json.Unmarshal([]byte(l), &ready); err != nil {
-			t.Fatalf("storage-server.mjs: %q: %v\n%s", l, err, stderr.String())
+			t.Fatalf("%s: %q: %v\n%s", script, l, err, stderr.String())
 		}
 	case <-time.After(60 * time.Second):
-		t.Fatalf("storage-server.mjs did not start\n%s", stderr.String())
+		t.Fatalf("%s did not start\n%s", script, stderr.String())
 	}
-	return tsServer{URL: "http://127.0.0.1:" + strconv.Itoa(ready.Port), IdentityKey: ready.IdentityKey}
+	return nodeServer{URL: "http://127.0.0.1:" + strconv.Itoa(ready.Port), IdentityKey: ready.IdentityKey}
+}
+
+// startTSServer runs the toolbox's StorageServer (interop/storage-server.mjs) on a fresh
+// SQLite store.
+func startTSServer(t *testing.T) nodeServer {
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	return startNodeServer(t, "storage-server.mjs", "--db", filepath.Join(t.TempDir(), "server.sqlite"), "--key", privHex(randKey(rng)))
 }
 
 // proxy sits between a client and a server and can tamper with what passes; it counts
