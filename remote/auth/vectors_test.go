@@ -183,11 +183,11 @@ func TestProtoWallet_MatchesSDK(t *testing.T) {
 			cases = append(cases, c)
 		}
 	}
-	for range 50 {
+	for range 40 {
 		add(input{randKey(rng), randCounterparty(rng), randProtocol(rng), randKeyID(rng), randBytes(rng, rng.IntN(100))})
 	}
 	shortKeys := 0
-	for range 6 {
+	for range 3 {
 		root, cp, id := shortKeyCase(t, rng)
 		add(input{root, cp, ProtocolNonce, id, randBytes(rng, 16)})
 		shortKeys++
@@ -294,7 +294,7 @@ func TestNonce_MatchesSDK(t *testing.T) {
 	w := NewProtoWallet(root)
 	var rs [][]byte
 	var cases []vcase
-	for range 60 {
+	for range 48 {
 		r := nonceBytes(rng)
 		rs = append(rs, r)
 		cases = append(cases, vcase{"op": "nonce", "root": privHex(root), "r": hex.EncodeToString(r)})
