@@ -154,6 +154,23 @@ func rpc(ctx context.Context, c *Client, method string, params ...any) (map[stri
 	return reply, nil
 }
 
+// concurrently runs f n times at once and fails the test on the first error.
+func concurrently(t *testing.T, n int, f func() error) {
+	t.Helper()
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() { errs <- f() })
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 func newTestClient(t *testing.T, url string, root *secp256k1.PrivateKey, opts ClientOptions) *Client {
 	t.Helper()
 	if opts.Timeout == 0 {
@@ -205,21 +222,10 @@ func TestClient_TypeScriptStorageServer(t *testing.T) {
 		if reply, err := rpc(ctx, c, "findOrInsertUser", string(CounterpartyKey(randKey(rng).PubKey()))); err == nil {
 			t.Fatalf("another identity's user: %v", reply)
 		}
-		var wg sync.WaitGroup
-		errs := make(chan error, 16)
-		for range 16 {
-			wg.Go(func() {
-				_, err := rpc(ctx, c, "findOrInsertUser", me)
-				errs <- err
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			if err != nil {
-				t.Fatal(err)
-			}
-		}
+		concurrently(t, 16, func() error {
+			_, err := rpc(ctx, c, "findOrInsertUser", me)
+			return err
+		})
 		if n := px.handshakes.Load(); n != 1 {
 			t.Fatalf("%d handshakes for one client, want 1", n)
 		}

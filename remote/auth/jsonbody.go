@@ -164,20 +164,27 @@ func (p *jsonParser) array(depth int) (jsValue, error) {
 			return v, err
 		}
 		v.arr = append(v.arr, item)
-		p.space()
-		if p.i >= len(p.s) {
-			return v, p.fail("unexpected end of JSON in an array")
+		if more, err := p.separator(']'); !more {
+			return v, err
 		}
-		p.i++
-		switch p.s[p.i-1] {
-		case ',':
-			continue
-		case ']':
-			return v, nil
-		}
-		p.i--
-		return v, p.fail("expected ',' or ']'")
 	}
+}
+
+// separator reads the ',' (more is true) or the closing byte (more and err are zero)
+// after a member.
+func (p *jsonParser) separator(closing byte) (more bool, err error) {
+	p.space()
+	if p.i < len(p.s) {
+		switch p.s[p.i] {
+		case ',':
+			p.i++
+			return true, nil
+		case closing:
+			p.i++
+			return false, nil
+		}
+	}
+	return false, p.fail("expected ',' or '" + string(closing) + "'")
 }
 
 func (p *jsonParser) object(depth int) (jsValue, error) {
@@ -214,20 +221,10 @@ func (p *jsonParser) object(depth int) (jsValue, error) {
 			v.keys = append(v.keys, k)
 			v.vals = append(v.vals, val)
 		}
-		p.space()
-		if p.i >= len(p.s) {
-			return v, p.fail("unexpected end of JSON in an object")
-		}
-		p.i++
-		switch p.s[p.i-1] {
-		case ',':
-			continue
-		case '}':
+		if more, err := p.separator('}'); !more {
 			orderKeys(&v)
-			return v, nil
+			return v, err
 		}
-		p.i--
-		return v, p.fail("expected ',' or '}'")
 	}
 }
 

@@ -186,17 +186,25 @@ func (d *KeyDeriver) tweak(cp *secp256k1.PublicKey, invoice string) secp256k1.Mo
 	return h
 }
 
-// DerivePrivateKey is KeyDeriver.derivePrivateKey: (root + h) mod n.
-func (d *KeyDeriver) DerivePrivateKey(p Protocol, keyID string, cp Counterparty) (*secp256k1.PrivateKey, error) {
+// child resolves (p, keyID, cp) to the counterparty's key and BRC-42's tweak h.
+func (d *KeyDeriver) child(p Protocol, keyID string, cp Counterparty) (*secp256k1.PublicKey, secp256k1.ModNScalar, error) {
 	invoice, err := InvoiceNumber(p, keyID)
 	if err != nil {
-		return nil, err
+		return nil, secp256k1.ModNScalar{}, err
 	}
 	cpKey, err := d.counterpartyKey(cp)
 	if err != nil {
+		return nil, secp256k1.ModNScalar{}, err
+	}
+	return cpKey, d.tweak(cpKey, invoice), nil
+}
+
+// DerivePrivateKey is KeyDeriver.derivePrivateKey: (root + h) mod n.
+func (d *KeyDeriver) DerivePrivateKey(p Protocol, keyID string, cp Counterparty) (*secp256k1.PrivateKey, error) {
+	_, h, err := d.child(p, keyID, cp)
+	if err != nil {
 		return nil, err
 	}
-	h := d.tweak(cpKey, invoice)
 	h.Add(&d.root.Key)
 	return secp256k1.NewPrivateKey(&h), nil
 }
@@ -205,15 +213,10 @@ func (d *KeyDeriver) DerivePrivateKey(p Protocol, keyID string, cp Counterparty)
 // public key P_cp + h·G, which is the public key of the child private key the counterparty
 // derives for the same invoice with this root as its counterparty.
 func (d *KeyDeriver) DerivePublicKey(p Protocol, keyID string, cp Counterparty) (*secp256k1.PublicKey, error) {
-	invoice, err := InvoiceNumber(p, keyID)
+	cpKey, h, err := d.child(p, keyID, cp)
 	if err != nil {
 		return nil, err
 	}
-	cpKey, err := d.counterpartyKey(cp)
-	if err != nil {
-		return nil, err
-	}
-	h := d.tweak(cpKey, invoice)
 	var hg, base, sum secp256k1.JacobianPoint
 	secp256k1.ScalarBaseMultNonConst(&h, &hg)
 	cpKey.AsJacobian(&base)

@@ -25,24 +25,13 @@ func TestClientServer_RoundTrip(t *testing.T) {
 	me := string(CounterpartyKey(root.PubKey()))
 	c := newTestClient(t, gs.URL, root, ClientOptions{ServerKey: string(CounterpartyKey(gs.wallet.Deriver().IdentityKey()))})
 	ctx := t.Context()
-	var wg sync.WaitGroup
-	errs := make(chan error, 32)
-	for range 32 {
-		wg.Go(func() {
-			reply, err := rpc(ctx, c, "whoAmI")
-			if err == nil && reply["result"] != me {
-				err = errors.New("whoAmI answered " + reply["result"].(string))
-			}
-			errs <- err
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
+	concurrently(t, 32, func() error {
+		reply, err := rpc(ctx, c, "whoAmI")
+		if err == nil && reply["result"] != me {
+			err = errors.New("whoAmI answered " + reply["result"].(string))
 		}
-	}
+		return err
+	})
 	if n := gs.handshakes.Load(); n != 1 {
 		t.Fatalf("%d handshakes for 32 concurrent calls of one client, want 1", n)
 	}
