@@ -53,7 +53,8 @@ type serverSession struct {
 	clientKey   string // compressed lower-case hex
 	lastUsed    time.Time
 	// seen holds the request nonces of the session's verified requests, so that a captured
-	// request cannot be replayed (the TypeScript middleware keeps none). At maxSeen the
+	// request cannot be replayed (the TypeScript middleware keeps none: the toolbox server
+	// runs a replayed request again, verified on 2.1.26). At maxSeen the
 	// session ends and the client hand-shakes again, which bounds its memory.
 	seen map[string]struct{}
 }
@@ -137,6 +138,7 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code
 	w.Write(b)
 }
 
+// handshake answers an initialRequest with a signed initialResponse and opens a session.
 func (s *Server) handshake(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		s.refuse(w, r, http.StatusMethodNotAllowed, "ERR_METHOD_NOT_ALLOWED", "the handshake is a POST")
@@ -246,6 +248,7 @@ func (s *Server) claim(serverNonce, reqNonce string) bool {
 	return true
 }
 
+// general verifies an authenticated request, runs next and signs its response.
 func (s *Server) general(w http.ResponseWriter, r *http.Request, next http.Handler) {
 	h := r.Header
 	if h.Get(hVersion) == "" && h.Get(hSignature) == "" && h.Get(hYourNonce) == "" {
