@@ -44,7 +44,9 @@ type header struct{ name, value string }
 
 // signedHeaders picks the headers BRC-104 signs from h, lower-cased and sorted by name:
 // x-bsv-* except x-bsv-auth*, authorization, and (for requests) content-type with its
-// parameters cut off. Values of a repeated header are joined by ", " as Node does.
+// parameters cut off. As Node's server reads a request, a repeated authorization or
+// content-type keeps its first value; other repeated headers, and every one in a response
+// (as fetch's Headers reads it), have their values joined by ", ".
 //
 // TypeScript sorts with localeCompare, which equals byte order for names of lower-case
 // letters, digits and '-', the only characters in every header either side of walletsync
@@ -58,7 +60,11 @@ func signedHeaders(h http.Header, request bool) []header {
 		switch {
 		case strings.HasPrefix(k, "x-bsv-auth"):
 			continue
-		case strings.HasPrefix(k, "x-bsv-"), k == "authorization":
+		case strings.HasPrefix(k, "x-bsv-"):
+		case k == "authorization":
+			if request {
+				v = values[0]
+			}
 		case request && k == "content-type":
 			v, _, _ = strings.Cut(values[0], ";")
 			v = strings.TrimSpace(v)
