@@ -5,6 +5,7 @@
 //
 // stdin: {"url": base URL, "key": root private key hex, "steps": [step, ...]} where a step is
 //   {"rpc": method, "params": [...]}   StorageClient.rpcCall(method, params)
+//   {"rpc": ..., "concurrent": N}      N such calls at once; the result is the array of their results
 //   {"get": path}                      a plain unauthenticated fetch(url + path), e.g. a test hook
 // stdout: {"results": [...]}, per step {"result": value} or {"error": {"name", "message", "parameter"?}}
 // or {"timeout": true}: the TypeScript transport swallows verification failures and then waits
@@ -26,6 +27,9 @@ async function step (s) {
   if (s.get != null) {
     const r = await fetch(input.url + s.get)
     return { result: r.status }
+  }
+  if (s.concurrent != null) {
+    return { result: await Promise.all(Array.from({ length: s.concurrent }, () => client.rpcCall(s.rpc, s.params ?? []))) }
   }
   return { result: await client.rpcCall(s.rpc, s.params ?? []) }
 }

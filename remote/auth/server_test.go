@@ -132,6 +132,7 @@ func TestServer_TypeScriptStorageClient(t *testing.T) {
 		tsStep{"rpc": "whoAmI"},
 		tsStep{"get": "/test/forget"},
 		tsStep{"rpc": "getSettings"},
+		tsStep{"rpc": "whoAmI", "concurrent": 8},
 	)
 	for i, r := range res {
 		if r.Timeout {
@@ -163,6 +164,7 @@ func TestServer_TypeScriptStorageClient(t *testing.T) {
 	}
 	want(8, me)
 	want(10, map[string]any{"storageIdentityKey": "go-test", "storageName": "go", "chain": "test", "dbtype": "SQLite", "maxOutputScript": 1024})
+	want(11, []any{me, me, me, me, me, me, me, me})
 	// One handshake at the start, one after each time the server forgot its sessions.
 	if n := gs.handshakes.Load(); n != 3 {
 		t.Errorf("%d handshakes, want 3", n)
