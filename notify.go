@@ -28,11 +28,6 @@ type Notifier interface {
 	Notify(ctx context.Context, n Notification) error
 }
 
-// kindImport is the agent's task kind for an import (a restore into the wallet). The
-// agent has no constant for it yet; this is the wire string its API lists for the import
-// task, and must change with it.
-const kindImport = "import"
-
 // notificationFor returns the notification an agent event deserves, if any. Two things
 // are worth interrupting a person for: a backup that failed (a sync to a backup wallet or a
 // backup file), because "it's backed up" is no longer true, and a restore that finished,
@@ -49,9 +44,9 @@ func notificationFor(ev streamEvent, destinationName func(id string) string) (No
 	switch {
 	case (t.Kind == agent.KindSync || t.Kind == agent.KindBackup) && t.State == agent.TaskFailed:
 		return Notification{Title: "Backup failed", Body: withHint("The backup to "+destinationName(t.Target)+" failed: "+t.Error, t.Hint)}, true
-	case t.Kind == kindImport && t.State == agent.TaskSucceeded:
+	case t.Kind == agent.KindImport && t.State == agent.TaskSucceeded:
 		return Notification{Title: "Restore finished", Body: "Your wallet has been restored from the backup file."}, true
-	case t.Kind == kindImport && t.State == agent.TaskFailed:
+	case t.Kind == agent.KindImport && t.State == agent.TaskFailed:
 		return Notification{Title: "Restore failed", Body: withHint("Nothing was changed in your wallet: "+t.Error, t.Hint)}, true
 	}
 	return Notification{}, false

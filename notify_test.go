@@ -8,7 +8,7 @@ import (
 )
 
 func TestNotificationFor(t *testing.T) {
-	finished := func(kind string, state agent.TaskState) streamEvent {
+	finished := func(kind agent.TaskKind, state agent.TaskState) streamEvent {
 		b, err := json.Marshal(agent.Task{ID: "t1", Kind: kind, Target: "usb", State: state, Error: "disk full", Hint: "Free some space."})
 		if err != nil {
 			t.Fatal(err)
@@ -24,8 +24,8 @@ func TestNotificationFor(t *testing.T) {
 	}{
 		{"failed sync", finished(agent.KindSync, agent.TaskFailed), "Backup failed", "The backup to USB stick failed: disk full Free some space."},
 		{"failed backup file", finished(agent.KindBackup, agent.TaskFailed), "Backup failed", "The backup to USB stick failed: disk full Free some space."},
-		{"finished restore", finished(kindImport, agent.TaskSucceeded), "Restore finished", "Your wallet has been restored from the backup file."},
-		{"failed restore", finished(kindImport, agent.TaskFailed), "Restore failed", "Nothing was changed in your wallet: disk full Free some space."},
+		{"finished restore", finished(agent.KindImport, agent.TaskSucceeded), "Restore finished", "Your wallet has been restored from the backup file."},
+		{"failed restore", finished(agent.KindImport, agent.TaskFailed), "Restore failed", "Nothing was changed in your wallet: disk full Free some space."},
 		{"good backup", finished(agent.KindBackup, agent.TaskSucceeded), "", ""},
 		{"cancelled backup", finished(agent.KindSync, agent.TaskCancelled), "", ""},
 		{"interrupted backup", finished(agent.KindSync, agent.TaskInterrupted), "", ""},

@@ -263,9 +263,9 @@ func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
 // lastSuccess is when destination id's (or the drill's) job last succeeded, zero if never:
 // the scheduler counts schedules from it, so a failed or interrupted run is retried once.
 func (a *Agent) lastSuccess(id string) time.Time {
-	kinds := []string{KindSync, KindBackup}
+	kinds := []TaskKind{KindSync, KindBackup}
 	if id == DrillID {
-		kinds = []string{KindDrill}
+		kinds = []TaskKind{KindDrill}
 	}
 	for _, t := range a.tasks.List() { // newest first
 		if t.Target == id && t.State == TaskSucceeded && slices.Contains(kinds, t.Kind) {

@@ -487,7 +487,7 @@ func TestServer_TaskRoutes(t *testing.T) {
 	a := startAgent(t, nil)
 	c := a.client(t)
 	j := newBlockingJob()
-	task, _ := a.tasks.Start("sync", "usb-copy", func(ctx context.Context, h *TaskHandle) error {
+	task, _ := a.tasks.Start(KindSync, "usb-copy", func(ctx context.Context, h *TaskHandle) error {
 		h.Logf("copying %d tables", 14)
 		return j.run(ctx, h)
 	})
@@ -704,7 +704,7 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 		}
 	}
 	a.srv.Handle("POST", "/api/v1/backup", func(r *http.Request) (any, error) {
-		return a.tasks.Start("backup", "nas", func(_ context.Context, h *TaskHandle) error {
+		return a.tasks.Start(KindBackup, "nas", func(_ context.Context, h *TaskHandle) error {
 			pw, err := a.secrets.Get("backup")
 			if err != nil {
 				return err

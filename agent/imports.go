@@ -17,13 +17,6 @@ import (
 	"walletsync/wallet"
 )
 
-// Task kinds of the import wizard and of verifying a backup.
-const (
-	KindImportPreview = "import-preview"
-	KindImport        = "import"
-	KindVerify        = "verify"
-)
-
 // stagingDir is the agent's one private folder for import staging (plaintext and staging
 // databases): one fixed place, so that what a killed agent left there is found and cleared
 // by the import that resumes it, never forgotten in a folder with a random name.
@@ -131,7 +124,7 @@ func (a *Agent) importFile(req ImportRequest) (string, error) {
 // the wallet's own open store and, for a merge, takes a background write grant for each page
 // commit, so the import never makes the wallet feel slow; a restore may instead build a new
 // wallet file.
-func (a *Agent) startImport(kind string, req ImportRequest) (Task, error) {
+func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 	file, err := a.importFile(req)
 	if err != nil {
 		return Task{}, err
