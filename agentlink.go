@@ -34,12 +34,12 @@ func (e *AgentUnreachableError) Error() string {
 func (e *AgentUnreachableError) Unwrap() error { return e.Err }
 
 // dialAgent returns a link to the running agent of dir, or an *AgentUnreachableError when
-// none answers GET /api/v1/status.
+// none answers its status.
 func dialAgent(ctx context.Context, dir agent.DataDir) (*agentLink, error) {
 	l := &agentLink{dir: dir}
 	c, err := l.client()
 	if err == nil {
-		err = c.Do(ctx, "GET", "/api/v1/status", nil, nil)
+		_, err = c.Status(ctx)
 	}
 	if err != nil {
 		return nil, &AgentUnreachableError{Dir: string(dir), Err: err}

@@ -91,7 +91,7 @@ func TestApp_PrefersTheRunningAgent(t *testing.T) {
 		t.Fatalf("POST pause through the window = %d %s", code, body)
 	}
 	app.shutdown(context.Background())
-	if err := f.client(t).Do(testWait(t), "GET", "/api/v1/status", nil, nil); err != nil {
+	if _, err := f.client(t).Status(testWait(t)); err != nil {
 		t.Fatalf("closing the window stopped the running agent: %v", err)
 	}
 }
@@ -259,8 +259,8 @@ func TestApp_NotifiesFailedBackupsFromNowOn(t *testing.T) {
 	f.startAgent(t)
 	c := f.client(t)
 	run := func(id string) agent.Task {
-		var task agent.Task
-		if err := c.Do(testWait(t), "POST", "/api/v1/destinations/"+id+"/run", nil, &task); err != nil {
+		task, err := c.Run(testWait(t), id)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return waitTask(t, c, task.ID)

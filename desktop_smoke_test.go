@@ -109,7 +109,7 @@ func TestDesktopSmoke(t *testing.T) {
 		var ov agent.Overview
 		e, err := dir.Endpoint()
 		if err == nil {
-			err = agent.NewClient(e).Do(context.Background(), "GET", "/api/v1/overview", nil, &ov)
+			ov, err = agent.NewClient(e).Overview(context.Background())
 		}
 		health = ov.Health
 		return err == nil && health != "" && strings.Contains(string(page), health),
@@ -170,14 +170,14 @@ func backUpOnce(t *testing.T, f agentFolder) {
 		}
 	}()
 	c := f.client(t)
-	var task agent.Task
-	if err := c.Do(testWait(t), "POST", "/api/v1/destinations/good-1/run", nil, &task); err != nil {
+	task, err := c.Run(testWait(t), "good-1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if task = waitTask(t, c, task.ID); task.State != agent.TaskSucceeded {
 		t.Fatalf("first backup = %+v", task)
 	}
-	if err := c.Do(testWait(t), "POST", "/api/v1/resume", nil, nil); err != nil {
+	if _, err := c.ResumeAll(testWait(t)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -50,7 +50,7 @@ const pageTextEvery = 500 * time.Millisecond
 func desktopMain() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	app, err := NewApp(AppOptions{
-		Agent:    agent.Options{Version: version, Logger: log},
+		Agent:    agent.Options{Version: version, Logger: log, Dashboard: frontend.Handler()},
 		Window:   wailsWindow{},
 		Notifier: desktopNotifier(),
 		Logger:   log,

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/agent"
 	"walletsync/localstore"
 )
 
@@ -117,8 +116,8 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 	f.startAgent(t)
 	dir := "--data-dir=" + string(f.dir)
 	id := f.client(t)
-	var cfg agent.Config
-	if err := id.Do(testWait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || len(cfg.Destinations) != 1 {
+	cfg, err := id.Config(testWait(t))
+	if err != nil || len(cfg.Destinations) != 1 {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 	dest := cfg.Destinations[0].ID
@@ -135,7 +134,7 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 			t.Errorf("walletsync %v: exit %d, %q (stderr %q); want %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
-	if err := id.Do(testWait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
+	if cfg, err = id.Config(testWait(t)); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
 		t.Fatalf("after pause --for 1h: %+v, %v", cfg.Destinations[0].Pause, err)
 	}
 }

@@ -33,7 +33,7 @@ type Notifier interface {
 // backup file), because "it's backed up" is no longer true, and a restore that finished,
 // because they are waiting for it. Everything else shows in the window and the tray.
 // destinationName turns a destination id into the name the person gave it.
-func notificationFor(ev streamEvent, destinationName func(id string) string) (Notification, bool) {
+func notificationFor(ev agent.StreamedEvent, destinationName func(id string) string) (Notification, bool) {
 	if ev.Type != agent.EventTaskFinished {
 		return Notification{}, false
 	}
@@ -56,11 +56,11 @@ func notificationFor(ev streamEvent, destinationName func(id string) string) (No
 // itself when the agent cannot say.
 func destinationName(ctx context.Context, endpoint endpointFunc, id string) string {
 	e, err := endpoint(ctx)
-	var cfg agent.Config
+	var dests []agent.Destination
 	if err == nil {
-		err = agent.NewClient(e).Do(ctx, "GET", "/api/v1/config", nil, &cfg)
+		dests, err = agent.NewClient(e).Destinations(ctx)
 	}
-	for _, d := range cfg.Destinations {
+	for _, d := range dests {
 		if err == nil && d.ID == id && d.Name != "" {
 			return d.Name
 		}
@@ -79,7 +79,7 @@ func withHint(text, hint string) string {
 // notifications they deserve, until ctx ends. A notification that cannot be shown is logged
 // and skipped.
 func notifyEvents(ctx context.Context, endpoint endpointFunc, cursor string, n Notifier, log *slog.Logger) {
-	err := followEvents(ctx, endpoint, cursor, func(ev streamEvent) {
+	err := followEvents(ctx, endpoint, cursor, func(ev agent.StreamedEvent) {
 		note, ok := notificationFor(ev, func(id string) string { return destinationName(ctx, endpoint, id) })
 		if !ok {
 			return

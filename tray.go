@@ -101,7 +101,7 @@ func (t *tray) state(ctx context.Context) trayState {
 	c, err := t.client(ctx)
 	var ov agent.Overview
 	if err == nil {
-		err = c.Do(ctx, "GET", "/api/v1/overview", nil, &ov)
+		ov, err = c.Overview(ctx)
 	}
 	if err != nil {
 		return trayState{Health: "The walletsync agent is not reachable: " + err.Error()}
@@ -150,15 +150,15 @@ func (t *tray) backUpNow(ctx context.Context) ([]agent.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cfg agent.Config // the destinations, without the overview's reading of the wallets
-	if err := c.Do(ctx, "GET", "/api/v1/config", nil, &cfg); err != nil {
+	dests, err := c.Destinations(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var tasks []agent.Task
 	var errs []error
-	for _, d := range cfg.Destinations {
-		var task agent.Task
-		if err := c.Do(ctx, "POST", "/api/v1/destinations/"+d.ID+"/run", nil, &task); err != nil {
+	for _, d := range dests {
+		task, err := c.Run(ctx, d.ID)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("back up to %s: %w", d.Name, err))
 			continue
 		}
@@ -175,9 +175,11 @@ func (t *tray) pauseOrResume(ctx context.Context, paused bool) error {
 		return err
 	}
 	if paused {
-		return c.Do(ctx, "POST", "/api/v1/resume", nil, nil)
+		_, err = c.ResumeAll(ctx)
+	} else {
+		_, err = c.PauseAll(ctx, trayPauseFor)
 	}
-	return c.Do(ctx, "POST", "/api/v1/pause", agent.PauseRequest{For: agent.Duration(trayPauseFor)}, nil)
+	return err
 }
 
 // watch calls show with the tray's state now, then again after every event that can change
@@ -187,7 +189,7 @@ func (t *tray) watch(ctx context.Context, show func(trayState)) {
 	var following sync.WaitGroup
 	defer following.Wait()
 	following.Go(func() {
-		followEvents(ctx, t.endpoint, "", func(ev streamEvent) {
+		followEvents(ctx, t.endpoint, "", func(ev agent.StreamedEvent) {
 			if ev.Type == agent.EventTaskProgress || ev.Type == agent.EventTaskLog {
 				return // progress never changes the sentence; the end of the task does
 			}
@@ -227,13 +229,11 @@ func browserDashboard(endpoint endpointFunc, open func(ctx context.Context, url 
 		if err != nil {
 			return err
 		}
-		var login struct {
-			URL string `json:"url"`
-		}
-		if err := agent.NewClient(e).Do(ctx, "POST", "/api/v1/login-url", nil, &login); err != nil {
+		url, err := agent.NewClient(e).LoginURL(ctx)
+		if err != nil {
 			return err
 		}
-		return open(ctx, login.URL)
+		return open(ctx, url)
 	}
 }
 

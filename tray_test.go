@@ -16,8 +16,8 @@ import (
 // overviewHealth is the agent's own health sentence, to compare the tray's with.
 func overviewHealth(t *testing.T, f agentFolder) string {
 	t.Helper()
-	var ov agent.Overview
-	if err := f.client(t).Do(testWait(t), "GET", "/api/v1/overview", nil, &ov); err != nil {
+	ov, err := f.client(t).Overview(testWait(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ov.Health
@@ -121,7 +121,7 @@ func TestTray_WatchFollowsTheAgent(t *testing.T) {
 	// event stream. Until the stream is open a pause may be missed, so pause until the
 	// tray shows it.
 	for {
-		if err := f.client(t).Do(ctx, "POST", "/api/v1/pause", agent.PauseRequest{For: agent.Duration(2 * time.Hour)}, nil); err != nil {
+		if _, err := f.client(t).PauseAll(ctx, 2*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		select {

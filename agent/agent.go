@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ type Options struct {
 	Addr string
 	// Version is reported by GET /api/v1/status.
 	Version string
+	// Dashboard serves the dashboard's files at "/", behind the API's checks (the caller
+	// passes frontend.Handler()). Nil serves the API alone: the daemon needs no UI bundle.
+	Dashboard http.Handler
 	// Logger receives the agent's log (discarded when nil).
 	Logger *slog.Logger
 	// Clock is the wall clock the agent's schedules and health read (time.Now when nil).

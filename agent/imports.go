@@ -55,35 +55,6 @@ type VerifyRequest struct {
 	Name string `json:"name"`
 }
 
-func (a *Agent) importRoutes() {
-	a.srv.HandleUpload("/api/v1/import/upload", func(r *http.Request) (any, error) { return a.receiveUpload(r) })
-	a.srv.Handle("POST", "/api/v1/import/preview", func(r *http.Request) (any, error) {
-		var req ImportRequest
-		if err := DecodeJSON(r, &req); err != nil {
-			return nil, err
-		}
-		return a.startImport(KindImportPreview, req)
-	})
-	a.srv.Handle("POST", "/api/v1/import", func(r *http.Request) (any, error) {
-		var req ImportRequest
-		if err := DecodeJSON(r, &req); err != nil {
-			return nil, err
-		}
-		if !req.Confirm {
-			return nil, WithHint(fmt.Errorf("import without confirm: %w", wallet.ErrInvalidArgument), "look at the preview first, then confirm")
-		}
-		return a.startImport(KindImport, req)
-	})
-	a.srv.Handle("POST", "/api/v1/destinations/{id}/backups/verify", func(r *http.Request) (any, error) {
-		var req VerifyRequest
-		if err := DecodeJSON(r, &req); err != nil {
-			return nil, err
-		}
-		return a.VerifyBackup(r.PathValue("id"), req.Name)
-	})
-	a.srv.Handle("POST", "/api/v1/drill", func(r *http.Request) (any, error) { return a.RunDrill("manual") })
-}
-
 // receiveUpload streams an uploaded backup file into the private uploads folder.
 func (a *Agent) receiveUpload(r *http.Request) (Upload, error) {
 	if err := os.MkdirAll(a.uploadsDir(), 0o700); err != nil {

@@ -94,7 +94,7 @@ func (d *dash) seen(what string) []string {
 }
 
 // newestTask returns the newest task of kind (on target, unless it is ""), from the API.
-func (d *dash) newestTask(kind, target string) agent.Task {
+func (d *dash) newestTask(kind agent.TaskKind, target string) agent.Task {
 	d.t.Helper()
 	var ts []agent.Task
 	d.api("GET", "/api/v1/tasks", nil, &ts)

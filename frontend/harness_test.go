@@ -20,6 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/frontend"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/portable"
@@ -218,7 +219,7 @@ func newDash(t *testing.T) *dash {
 // startAgent starts an agent on the test's data folder and address.
 func (d *dash) startAgent() {
 	d.t.Helper()
-	a, err := agent.Start(context.Background(), agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e"})
+	a, err := agent.Start(context.Background(), agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e", Dashboard: frontend.Handler()})
 	if err != nil {
 		d.t.Fatalf("start agent: %v", err)
 	}
@@ -430,7 +431,7 @@ func (d *dash) waitIdle() {
 		busy := ""
 		for _, t := range d.agent.Tasks().List() {
 			if !t.State.Terminal() {
-				busy = t.Kind + " " + t.Target
+				busy = t.Kind.String() + " " + t.Target
 			}
 		}
 		if busy == "" {
