@@ -179,7 +179,7 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	first := runAndWait(t, c, a, "/api/v1/destinations/folder/run")
+	first := runAndWait(t, c, a, RouteRun, "folder")
 	if first.State != TaskSucceeded {
 		t.Fatal(first)
 	}
@@ -189,7 +189,7 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 	}
 	// A second backup (within the same second: it must not replace the first), then damage
 	// it: the drill takes the newest file.
-	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded {
 		t.Fatal(task)
 	}
 	recs, err := a.state.Backups(context.Background(), "folder")
@@ -335,7 +335,7 @@ func TestAgent_KilledDuringBackupRestartsClean(t *testing.T) {
 		t.Fatalf("after the kill, tasks %+v: want the backup shown interrupted", a.tasks.List())
 	}
 	c := apiClient(t, e.opts.Dir)
-	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded {
 		t.Fatalf("backup after the restart: %+v", task)
 	}
 	entries, _ := os.ReadDir(e.folder)
@@ -363,7 +363,7 @@ func TestAgent_KilledDuringSyncResumesFromTheCheckpoint(t *testing.T) {
 	})
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	task := runAndWait(t, c, a, "/api/v1/destinations/file/run")
+	task := runAndWait(t, c, a, RouteRun, "file")
 	var res SyncResult
 	if err := jsonUnmarshal(task.Result, &res); task.State != TaskSucceeded || err != nil {
 		t.Fatalf("sync after the kill: %+v (%v)", task, err)
