@@ -71,12 +71,18 @@ func TestDashboard_ContentSecurityPolicy(t *testing.T) {
 }
 
 // dialogStub stands in for the desktop window's bindings (window.go.main.App): each dialog
-// records its call and answers a path.
+// records its call and answers a path. Like Wails, it refuses a call with another number
+// of arguments than the Go method takes.
 const dialogStub = `window.dialogCalls = [];
+const binding = (name, arity, answer) => (...args) => {
+  if (args.length !== arity) return Promise.reject(new Error(name + ': ' + args.length + ' arguments, expected ' + arity));
+  dialogCalls.push([name, ...args].join(' '));
+  return Promise.resolve(answer);
+};
 window.go = { main: { App: {
-  SaveBackupFile: (suggested) => { dialogCalls.push('SaveBackupFile ' + suggested); return Promise.resolve('/chosen/saved.brc39'); },
-  OpenBackupFile: () => { dialogCalls.push('OpenBackupFile'); return Promise.resolve('/chosen/opened.brc39'); },
-  ChooseBackupFolder: () => { dialogCalls.push('ChooseBackupFolder'); return Promise.resolve('/chosen/folder'); },
+  SaveBackupFile: binding('SaveBackupFile', 1, '/chosen/saved.brc39'),
+  OpenBackupFile: binding('OpenBackupFile', 0, '/chosen/opened.brc39'),
+  ChooseBackupFolder: binding('ChooseBackupFolder', 0, '/chosen/folder'),
 } } };`
 
 // In a browser, Export, Restore and the destination editor have no Browse button (the

@@ -19,13 +19,15 @@ export const base = (config.base ?? '').replace(/\/+$/, '');
 
 /**
  * dialog returns walletsyncConfig's hook name, else a call of the window's App binding
- * method, else null (a browser, which has no native dialogs). It looks when asked, not
- * when this module loads, so that the window's bindings are found whenever they arrive.
+ * method with as many of the hook's arguments as the Go method takes (Wails refuses a
+ * call with more), else null (a browser, which has no native dialogs). It looks when
+ * asked, not when this module loads, so that the window's bindings are found whenever
+ * they arrive.
  */
-function dialog(name, method) {
+function dialog(name, method, arity) {
   if (typeof config[name] === 'function') return config[name];
   const app = globalThis.go?.main?.App;
-  return typeof app?.[method] === 'function' ? (...args) => app[method](...args) : null;
+  return typeof app?.[method] === 'function' ? (...args) => app[method](...args.slice(0, arity)) : null;
 }
 
 /**
@@ -34,9 +36,9 @@ function dialog(name, method) {
  * backup file to open, chooseFolder() for a folder to keep backup files in.
  */
 export const hooks = {
-  get chooseSavePath() { return dialog('chooseSavePath', 'SaveBackupFile'); },
-  get chooseOpenPath() { return dialog('chooseOpenPath', 'OpenBackupFile'); },
-  get chooseFolder() { return dialog('chooseFolder', 'ChooseBackupFolder'); },
+  get chooseSavePath() { return dialog('chooseSavePath', 'SaveBackupFile', 1); },
+  get chooseOpenPath() { return dialog('chooseOpenPath', 'OpenBackupFile', 0); },
+  get chooseFolder() { return dialog('chooseFolder', 'ChooseBackupFolder', 0); },
 };
 
 /** authHeaders are the headers that authenticate a request: none when the cookie does. */
