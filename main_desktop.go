@@ -46,6 +46,11 @@ const pageTextEnv = "WALLETSYNC_PAGE_TEXT"
 
 const pageTextEvery = 500 * time.Millisecond
 
+// pageScriptEnv holds JavaScript that the window runs in its page once the page has
+// loaded: how the smoke test opens a page and puts focus on a button, as a person would.
+// Unset, nothing runs.
+const pageScriptEnv = "WALLETSYNC_PAGE_SCRIPT"
+
 // desktopMain runs the window until it closes and returns the exit code.
 func desktopMain() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
@@ -83,6 +88,9 @@ func desktopMain() int {
 		OnDomReady: func(ctx context.Context) {
 			if path := os.Getenv(pageTextEnv); path != "" {
 				go writePageText(probeCtx, ctx, path, log)
+			}
+			if js := os.Getenv(pageScriptEnv); js != "" {
+				runtime.WindowExecJS(ctx, js)
 			}
 		},
 		OnBeforeClose: app.beforeClose,
