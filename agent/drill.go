@@ -12,9 +12,6 @@ import (
 	"walletsync/wallet"
 )
 
-// KindDrill is the restore drill's task kind.
-const KindDrill = "drill"
-
 // DrillResult is what a restore drill found, one file per backup folder.
 type DrillResult struct {
 	Files []DrillFile `json:"files"`

@@ -14,13 +14,6 @@ import (
 	"walletsync/wallet"
 )
 
-// Task kinds: what a job does. The strings are a wire format.
-const (
-	KindSync   = "sync"   // bring a SQLite backup wallet up to date
-	KindBackup = "backup" // write an encrypted BRC-39 file into a backup folder
-	KindExport = "export" // write one BRC-39 file where the person asked
-)
-
 // BackupPasswordKey names the unattended backup password in the secrets file. Scheduled
 // BRC-39 backups need it without a person.
 const BackupPasswordKey = "backup-password"

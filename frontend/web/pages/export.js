@@ -5,7 +5,7 @@ import { api, hooks } from '../api.js';
 import { store, on } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, notice, passwordPair, copyButton, uid, wizard,
+  h, field, notice, passwordPair, copyButton, uid, wizard, browseButton,
 } from '../ui.js';
 import { shortKey, fmtSats, fmtBytes, fmtNumber, terminal } from '../format.js';
 
@@ -45,10 +45,7 @@ function chooseStep(next) {
 function whereStep(next) {
   state.path ||= suggestPath();
   const path = h('input', { type: 'text', value: state.path, required: true, spellcheck: 'false', class: 'mono', name: 'path' });
-  const browse = hooks.chooseSavePath && h('button', { type: 'button', onclick: async () => {
-    const p = await hooks.chooseSavePath(path.value);
-    if (p) path.value = p;
-  } }, 'Browse…');
+  const browse = browseButton(hooks.chooseSavePath, path);
   const problem = h('div');
   const form = h('form', { class: 'stack' },
     field('Save the backup file as', path, 'The full path of the new file. Keep backups off this computer\'s disk too: a USB stick, another disk or a cloud folder.'),
@@ -88,7 +85,7 @@ function passwordStep(next) {
       return;
     }
     startTask(go, problem,
-      () => api.post('/api/v1/export', { wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value() }),
+      () => api.exportFile({ wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value() }),
       (t) => { state.taskId = t.id; next(3); },
       'The export did not start');
   });
