@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
@@ -33,7 +34,7 @@ func acquireWriterLock(dbPath string) (*writerLock, error) {
 	if err := safefile.TryLock(f); err != nil {
 		f.Close()
 		if errors.Is(err, safefile.ErrLocked) {
-			return nil, &wallet.LockedError{Path: dbPath, PID: readHolder(path)}
+			return nil, &wallet.LockedError{Path: dbPath, PID: waitHolder(path)}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -58,6 +59,19 @@ func (l *writerLock) release() error {
 	}
 	l.f = nil
 	return err
+}
+
+// waitHolder reads the holder's pid, waiting a little for it: a holder writes its pid just
+// after it takes the lock, so a process refused in that moment would otherwise read an empty
+// file and could not say who holds the wallet.
+func waitHolder(path string) int {
+	for range 50 {
+		if pid := readHolder(path); pid != 0 {
+			return pid
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return 0
 }
 
 func readHolder(path string) int {

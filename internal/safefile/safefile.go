@@ -72,9 +72,16 @@ func CopyNew(from, to string) (err error) {
 	return err
 }
 
-// RenameDurably moves a finished file into place: fsync the file, rename, fsync the
-// folder, so that after a crash the path holds either nothing new or the whole file.
-func RenameDurably(from, to string) error {
+// RenameNew moves a finished file into place at a path that must not exist: fsync the file,
+// move it without ever replacing what is at to (see renameNoReplace), fsync the folder, so
+// that after a crash to holds either nothing new or the whole file. An existing to, even one
+// that appeared a moment ago in another process, is left as it is and the answer satisfies
+// errors.Is(err, fs.ErrExist); from then stays where it was.
+//
+// A plain rename would replace to, and a check before it would race with another process
+// creating to: two writers creating one wallet would then each hold a different file under
+// one name, and one of them would lose everything it wrote.
+func RenameNew(from, to string) error {
 	f, err := os.Open(from)
 	if err != nil {
 		return err
@@ -86,8 +93,17 @@ func RenameDurably(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.Rename(from, to); err != nil {
+	if err := renameNoReplace(from, to); err != nil {
 		return err
 	}
 	return SyncDir(filepath.Dir(to))
+}
+
+// linkNoReplace is the portable form of a rename that never replaces: a hard link fails
+// with EEXIST where to exists, and the source name is removed only once the link stands.
+func linkNoReplace(from, to string) error {
+	if err := os.Link(from, to); err != nil {
+		return err
+	}
+	return os.Remove(from)
 }

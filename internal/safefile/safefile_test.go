@@ -51,13 +51,13 @@ func TestWriteAtomic_FailureLeavesTheOldFile(t *testing.T) {
 	}
 }
 
-func TestRenameDurably_MovesTheFile(t *testing.T) {
+func TestRenameNew_MovesTheFile(t *testing.T) {
 	dir := t.TempDir()
 	from, to := filepath.Join(dir, "a.tmp"), filepath.Join(dir, "a")
 	if err := os.WriteFile(from, []byte("whole"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := RenameDurably(from, to); err != nil {
+	if err := RenameNew(from, to); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(to); err != nil || string(got) != "whole" {
@@ -66,8 +66,32 @@ func TestRenameDurably_MovesTheFile(t *testing.T) {
 	if _, err := os.Stat(from); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the source is still there: %v", err)
 	}
-	if err := RenameDurably(from, to); !errors.Is(err, os.ErrNotExist) {
+	if err := RenameNew(from, to); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("renaming a missing file: %v; want ErrNotExist", err)
+	}
+}
+
+func TestRenameNew_NeverReplaces(t *testing.T) {
+	for name, move := range map[string]func(from, to string) error{"RenameNew": RenameNew, "linkNoReplace": linkNoReplace} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			from, to := filepath.Join(dir, "new"), filepath.Join(dir, "wallet")
+			if err := os.WriteFile(from, []byte("new"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(to, []byte("held by another process"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := move(from, to); !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("move over an existing file: %v; want fs.ErrExist", err)
+			}
+			if got, _ := os.ReadFile(to); string(got) != "held by another process" {
+				t.Fatalf("the existing file now says %q", got)
+			}
+			if got, _ := os.ReadFile(from); string(got) != "new" {
+				t.Fatalf("the source now says %q", got)
+			}
+		})
 	}
 }
 
