@@ -87,6 +87,8 @@ var errorClasses = []errorClass{
 	{ErrNotLoopback, http.StatusBadRequest, "not_loopback", "Bind the API to 127.0.0.1, [::1] or localhost."},
 	{wallet.ErrNotFound, http.StatusNotFound, "not_found", ""},
 	{wallet.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument", ""},
+	{wallet.ErrFileExists, http.StatusConflict, "file_exists", "Choose another file name, or ask to replace it: only a backup file can be replaced."},
+	{wallet.ErrProtectedFile, http.StatusConflict, "protected_file", "Choose another file: walletsync never replaces a wallet, its own files, or anything that is not a backup file."},
 	{wallet.ErrWriterLocked, http.StatusConflict, "wallet_locked", "Another walletsync process is writing to this wallet; wait for it to finish or stop it."},
 	{wallet.ErrSnapshotBusy, http.StatusConflict, "busy", "Another task is reading this wallet; try again when it has finished."},
 	{wallet.ErrBusy, http.StatusConflict, "busy", "The wallet is busy with another writer; try again shortly."},

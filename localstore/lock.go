@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 
 	"walletsync/internal/safefile"
@@ -21,7 +20,7 @@ type writerLock struct {
 	f *os.File
 }
 
-func lockPath(dbPath string) string { return dbPath + ".walletsync-lock" }
+func lockPath(dbPath string) string { return safefile.WriterLockPath(dbPath) }
 
 // acquireWriterLock takes the lock without waiting. A lock held elsewhere yields a
 // *wallet.LockedError naming the holder's pid.
@@ -66,19 +65,10 @@ func (l *writerLock) release() error {
 // file and could not say who holds the wallet.
 func waitHolder(path string) int {
 	for range 50 {
-		if pid := readHolder(path); pid != 0 {
+		if pid := safefile.ReadPID(path); pid != 0 {
 			return pid
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	return 0
-}
-
-func readHolder(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
-	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
 }

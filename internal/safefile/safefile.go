@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 )
 
 // ErrLocked is TryLock's answer when another open file holds the lock.
@@ -106,4 +108,38 @@ func linkNoReplace(from, to string) error {
 		return err
 	}
 	return os.Remove(from)
+}
+
+// WriterLockPath returns the lock file of the wallet file at path: the writer lock a
+// walletsync process holds while it writes that wallet, taken before the file exists when
+// it creates one (localstore). The file holds the holder's pid.
+func WriterLockPath(path string) string { return path + ".walletsync-lock" }
+
+// LockHolder reports whether the lock file at lockPath is locked by another open file, and
+// the pid it names (0 when it names none). There is no portable way to ask without trying,
+// so it takes the lock for a moment when it is free: it is for a refusal's check, never for
+// polling.
+func LockHolder(lockPath string) (pid int, held bool) {
+	f, err := os.Open(lockPath)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	if err := TryLock(f); err == nil {
+		Unlock(f)
+		return 0, false
+	} else if !errors.Is(err, ErrLocked) {
+		return 0, false
+	}
+	return ReadPID(lockPath), true
+}
+
+// ReadPID returns the pid written in the lock file at lockPath, or 0.
+func ReadPID(lockPath string) int {
+	b, err := os.ReadFile(lockPath)
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return pid
 }
