@@ -12,7 +12,7 @@ import (
 // replacing an existing file only when the person asked, and only a backup file
 // (portable.CheckExportPath).
 func (a *Agent) exportOptions(overwrite bool) portable.ExportOptions {
-	return portable.ExportOptions{Overwrite: overwrite, Protected: []string{string(a.opts.Dir)}}
+	return portable.ExportOptions{Overwrite: overwrite, Protected: []string{string(a.opts.Dir)}, KDFGate: a.deriveGate}
 }
 
 // checkExport refuses an export request before a task starts, as the command line refuses

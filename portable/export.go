@@ -26,6 +26,8 @@ type ExportOptions struct {
 	Overwrite bool
 	// Protected lists folders the export never writes into: walletsync's data folder.
 	Protected []string
+	// KDFGate, when set, admits ExportBRC39's key derivation (see KDFGate).
+	KDFGate KDFGate
 }
 
 // ExportResult describes a finished export file.
@@ -64,7 +66,7 @@ func ExportBRC39(ctx context.Context, v wallet.View, settings wallet.Settings, i
 		return ExportResult{}, fmt.Errorf("export BRC-39: %w", err)
 	}
 	res, err := export(ctx, v, settings, identityKey, dstPath, opts, func(w io.Writer) (io.WriteCloser, time.Duration, error) {
-		e, err := Encrypt(ctx, w, password, params, opts.Rand)
+		e, err := gated(ctx, opts.KDFGate, func() (*Encrypter, error) { return Encrypt(ctx, w, password, params, opts.Rand) })
 		if err != nil {
 			return nil, 0, err
 		}
