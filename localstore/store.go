@@ -22,7 +22,8 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
@@ -212,13 +213,13 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 		// SQLite reports a folder as a disk I/O error, which sends a person looking at the disk.
 		return nil, fmt.Errorf("open store %s: a folder, not a wallet file: %w", path, wallet.ErrInvalidArgument)
 	}
-	st, err := inspectFile(ctx, path, opts.BusyTimeout)
+	st, roParams, err := inspectFile(ctx, path, opts.BusyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{path: path, opts: opts, log: opts.Logger, viewSlot: make(chan struct{}, 1)}
 	if opts.ReadOnly {
-		s.readDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "mode=ro", "_pragma=query_only(1)"))
+		s.readDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, append(roParams, "_pragma=query_only(1)")...))
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
@@ -288,14 +289,46 @@ func OpenOrCreate(ctx context.Context, path string, co CreateOptions, opts Optio
 }
 
 // inspectFile opens a private read-only connection for the schema inspection, so that a
-// refused file is never written: no journal mode change, no migration, no lock file.
-func inspectFile(ctx context.Context, path string, busy time.Duration) (schemaState, error) {
-	db, err := sql.Open("sqlite", dsn(path, busy, "mode=ro"))
-	if err != nil {
-		return schemaState{}, err
+// refused file is never written: no journal mode change, no migration, no lock file. It
+// returns the parameters of the read-only connections that worked (see readOnlyParams).
+func inspectFile(ctx context.Context, path string, busy time.Duration) (schemaState, []string, error) {
+	params := []string{"mode=ro"}
+	for {
+		db, err := sql.Open("sqlite", dsn(path, busy, params...))
+		if err != nil {
+			return schemaState{}, nil, err
+		}
+		st, err := inspect(ctx, db, path)
+		db.Close()
+		if err == nil || len(params) > 1 || !cannotOpen(err) {
+			return st, params, err
+		}
+		if params, err = readOnlyParams(path); err != nil {
+			return st, nil, err
+		}
 	}
-	defer db.Close()
-	return inspect(ctx, db, path)
+}
+
+// readOnlyParams are the parameters that open a wallet on read-only media (a write-protected
+// card, a read-only share, a folder the user may not write). A WAL-mode file needs its
+// "-shm" index beside it, which SQLite cannot make there, so it answers "unable to open
+// database file (14)". Where no WAL file holds data, the database file alone is the whole
+// wallet and nobody can change it: immutable=1 opens it without the index and without
+// locks. Where a WAL file holds committed transactions that only its index could make
+// visible, opening the file alone would show an older wallet, so that is refused with
+// wallet.ErrReadOnly: copy the wallet's files to a writable folder first.
+func readOnlyParams(path string) ([]string, error) {
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("open %s: its folder is read-only and its WAL file holds transactions SQLite cannot read there; copy the wallet and its -wal file to a writable folder: %w", path, wallet.ErrReadOnly)
+	}
+	return []string{"mode=ro", "immutable=1"}, nil
+}
+
+// cannotOpen reports SQLITE_CANTOPEN, SQLite's answer for a file or companion file it could
+// not open or create.
+func cannotOpen(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN
 }
 
 func dsn(path string, busy time.Duration, params ...string) string {

@@ -5,12 +5,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"syscall"
 	"testing"
 
 	"walletsync/internal/safefile"
+	"walletsync/internal/testfs"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )
@@ -138,27 +137,11 @@ func holdLock(t *testing.T, path string) {
 	}
 }
 
-// mountTmpfs mounts a tmpfs of size bytes for the test, or skips the test where this
-// process may not mount one (it needs root in a mount namespace that allows it).
-func mountTmpfs(t *testing.T, size string) string {
-	t.Helper()
-	dir := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size+",mode=0700", "tmpfs", dir).CombinedOutput(); err != nil {
-		t.Skipf("cannot mount a tmpfs here: %v %s", err, out)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(dir, 0); err != nil {
-			t.Errorf("unmount %s: %v", dir, err)
-		}
-	})
-	return dir
-}
-
 // TestExport_DiskFullIsTyped exports onto a disk that cannot hold the file: the export fails
 // with wallet.ErrDiskFull, and leaves no temporary file behind.
 func TestExport_DiskFullIsTyped(t *testing.T) {
 	src, id := mustStore(t, localstore.FixtureSmall, smallSeed)
-	dir := mountTmpfs(t, "16k")
+	dir := testfs.Tmpfs(t, "16k")
 	_, err := exportTo(t, src, id, filepath.Join(dir, "wallet.brc39"), ExportOptions{})
 	if !errors.Is(err, wallet.ErrDiskFull) {
 		t.Fatalf("export onto a full disk: %v; want wallet.ErrDiskFull", err)
