@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -30,6 +31,9 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := required("to", *to); err != nil {
 		return err
+	}
+	if safefile.SameFile(*from, *to) {
+		return fmt.Errorf("%w: --to %s is the wallet --from names; choose another file", errUsage, *to)
 	}
 	// Refused before anything is opened or created. The Go API reads 0 as the default; on the
 	// command line it is a value outside the range the flags state.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -143,5 +144,26 @@ func TestCLI_SyncChainMismatchWritesNothing(t *testing.T) {
 	defer s.Close()
 	if info, err := s.Info(t.Context()); err != nil || len(info.Identities) != 0 {
 		t.Fatalf("the destination after a refused sync: %+v (%v)", info.Identities, err)
+	}
+}
+
+// TestCLI_SyncIntoItsOwnWalletRefused: a --to that is the --from wallet under another name is
+// a usage error, and the wallet stays as it was.
+func TestCLI_SyncIntoItsOwnWalletRefused(t *testing.T) {
+	src := seededWallet(t, localstore.FixtureSmall)
+	before, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "same.sqlite")
+	if err := os.Symlink(src, link); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", link)
+	if code != 2 || !strings.Contains(stderr, "is the wallet --from names") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if now, _ := os.ReadFile(src); string(now) != string(before) {
+		t.Fatal("the refused sync changed the wallet")
 	}
 }

@@ -143,3 +143,31 @@ func ReadPID(lockPath string) int {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	return pid
 }
+
+// SameFile reports whether the paths a and b name one file: the same absolute path once
+// symbolic links are resolved, or, where both exist, one file under two names (a hard link,
+// a bind mount). A path that does not exist yet is resolved through its folder.
+func SameFile(a, b string) bool {
+	if resolve(a) == resolve(b) {
+		return true
+	}
+	fa, errA := os.Stat(a)
+	fb, errB := os.Stat(b)
+	return errA == nil && errB == nil && os.SameFile(fa, fb)
+}
+
+// resolve makes path absolute and resolves its symbolic links, or its folder's where path
+// does not exist; it returns what it could resolve.
+func resolve(path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return filepath.Clean(path)
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		return r
+	}
+	if dir, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		return filepath.Join(dir, filepath.Base(abs))
+	}
+	return abs
+}

@@ -144,3 +144,50 @@ func TestCopyNew_CopiesAndRefusesToOverwrite(t *testing.T) {
 		t.Fatalf("copy of a missing file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+func TestSameFile_OneFileUnderManyNames(t *testing.T) {
+	dir := t.TempDir()
+	wallet := filepath.Join(dir, "wallet.sqlite")
+	if err := os.WriteFile(wallet, []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.sqlite")
+	if err := os.WriteFile(other, []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, hard := filepath.Join(dir, "link.sqlite"), filepath.Join(dir, "hard.sqlite")
+	if err := os.Symlink(wallet, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(wallet, hard); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    string
+		want bool
+	}{
+		{"itself", wallet, true},
+		{"a longer spelling", filepath.Join(sub, "..", "wallet.sqlite"), true},
+		{"a symbolic link", link, true},
+		{"a hard link", hard, true},
+		{"another file", other, false},
+		{"a file that does not exist", filepath.Join(dir, "new.sqlite"), false},
+	} {
+		if got := SameFile(wallet, tc.b); got != tc.want {
+			t.Errorf("%s: SameFile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Through a linked folder, before the file exists.
+	linkedDir := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(dir, linkedDir); err != nil {
+		t.Fatal(err)
+	}
+	if !SameFile(filepath.Join(dir, "new.sqlite"), filepath.Join(linkedDir, "new.sqlite")) {
+		t.Error("a new file through a linked folder is not the same file")
+	}
+}
