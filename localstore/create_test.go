@@ -1,31 +1,28 @@
 package localstore
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
+	"walletsync/internal/childtest"
 	"walletsync/wallet"
 )
 
 // createRaceEnv names the wallet a createRaceChild process creates or opens.
 const createRaceEnv = "WALLETSYNC_TEST_CREATE_RACE"
 
-// createRaceChild is the second process of TestOpenOrCreate_TwoProcessesOneWallet: it waits
-// for a line on stdin (so that both children start at one moment), opens or creates the
+// createRaceChild is a process of TestOpenOrCreate_TwoProcessesOneWallet: it waits for the
+// other (childtest.WaitForStart), opens or creates the
 // wallet at path as a backup destination's first run does, writes a user's rows as a sync
 // would, and says what happened: "ok IDENTITY", "locked PID" or "error ...".
 func createRaceChild(path string) {
 	seed, _ := strconv.ParseUint(os.Getenv(createRaceEnv+"_SEED"), 10, 64)
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	childtest.WaitForStart()
 	ctx := context.Background()
 	s, err := OpenOrCreate(ctx, path, CreateOptions{Chain: wallet.ChainTest}, Options{})
 	var le *wallet.LockedError
@@ -58,41 +55,17 @@ func TestOpenOrCreate_TwoProcessesOneWallet(t *testing.T) {
 	const rounds = 20
 	for round := range rounds {
 		path := filepath.Join(t.TempDir(), "backup.sqlite")
-		var cmds [2]*exec.Cmd
-		var outs [2]bytes.Buffer
-		var gos [2]interface{ Close() error }
-		for i := range cmds {
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), createRaceEnv+"="+path, fmt.Sprintf("%s_SEED=%d", createRaceEnv, round*2+i+1))
-			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds[i], gos[i] = cmd, stdin
+		env := func(i int) []string {
+			return []string{createRaceEnv + "=" + path, fmt.Sprintf("%s_SEED=%d", createRaceEnv, round*2+i+1)}
 		}
-		for _, g := range gos {
-			g.Close() // go: both children read EOF at once
-		}
+		outs := childtest.Together(t, env(0), env(1))
 		var succeeded []string
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("round %d: child %d: %v\n%s", round, i, err, outs[i].String())
-			}
-			verb, arg, _ := strings.Cut(strings.TrimSpace(outs[i].String()), " ")
-			switch verb {
-			case "ok":
-				succeeded = append(succeeded, arg)
-			case "locked":
-				other := cmds[1-i].Process.Pid
-				if arg != strconv.Itoa(other) {
-					t.Errorf("round %d: child %d was refused by pid %s; the other child is %d", round, i, arg, other)
-				}
-			default:
-				t.Fatalf("round %d: child %d: %s", round, i, outs[i].String())
+		for i, o := range outs {
+			switch {
+			case o.Verb == "ok":
+				succeeded = append(succeeded, o.Arg)
+			case !o.LockedBy(outs[1-i]):
+				t.Fatalf("round %d: child %d: %s; want ok or the other child's lock", round, i, o.Output)
 			}
 		}
 		if len(succeeded) == 0 {

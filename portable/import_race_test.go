@@ -1,20 +1,17 @@
 package portable
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 
+	"walletsync/internal/childtest"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )
@@ -25,7 +22,7 @@ const importRaceEnv = "WALLETSYNC_TEST_IMPORT_RACE"
 // importRaceTask is a restore of File into the new wallet file Target, staged in Staging.
 type importRaceTask struct{ File, Target, Staging string }
 
-// importRaceChild waits for a line on stdin (so that two children start at one moment), runs
+// importRaceChild waits for the other child (childtest.WaitForStart), runs
 // the restore and says how it ended: "ok", "locked PID", "exists" or "error ...". It never
 // returns.
 func importRaceChild(task string) {
@@ -34,7 +31,7 @@ func importRaceChild(task string) {
 		fmt.Println("error bad task:", err)
 		os.Exit(2)
 	}
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	childtest.WaitForStart()
 	opts := ImportOptions{StagingDir: c.Staging, Open: testOpener(localstore.Options{}), Mode: wallet.ImportRestore}
 	_, err := Import(context.Background(), c.File, importPassword, Target{Path: c.Target}, opts, nil)
 	var le *wallet.LockedError
@@ -64,50 +61,26 @@ func TestImport_TwoRestoresIntoOneNewFile(t *testing.T) {
 	for round := range 20 {
 		dir := t.TempDir()
 		target := filepath.Join(dir, "restored.sqlite")
-		var cmds [2]*exec.Cmd
-		var outs [2]bytes.Buffer
-		var gos [2]interface{ Close() error }
-		for i := range cmds {
+		env := func(i int) []string {
 			staging := filepath.Join(dir, "staging")
 			if round%2 == 1 {
 				staging += strconv.Itoa(i)
 			}
 			b, _ := json.Marshal(importRaceTask{File: file, Target: target, Staging: staging})
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), importRaceEnv+"="+string(b))
-			cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
-			stdin, err := cmd.StdinPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			cmds[i], gos[i] = cmd, stdin
+			return []string{importRaceEnv + "=" + string(b)}
 		}
-		for _, g := range gos {
-			g.Close()
-		}
+		outs := childtest.Together(t, env(0), env(1))
 		ok := 0
-		for i, cmd := range cmds {
-			if err := cmd.Wait(); err != nil {
-				t.Fatalf("round %d: child %d: %v\n%s", round, i, err, outs[i].String())
-			}
-			verb, arg, _ := strings.Cut(strings.TrimSpace(outs[i].String()), " ")
-			switch verb {
-			case "ok":
+		for i, o := range outs {
+			switch {
+			case o.Verb == "ok":
 				ok++
-			case "locked":
-				if other := cmds[1-i].Process.Pid; arg != strconv.Itoa(other) {
-					t.Errorf("round %d: child %d was refused by pid %s; the other child is %d", round, i, arg, other)
-				}
-			case "exists":
-			default:
-				t.Fatalf("round %d: child %d: %s", round, i, outs[i].String())
+			case o.Verb != "exists" && !o.LockedBy(outs[1-i]):
+				t.Fatalf("round %d: child %d: %s; want ok, exists or the other child's lock", round, i, o.Output)
 			}
 		}
 		if ok != 1 {
-			t.Fatalf("round %d: %d restores reported success; want exactly one\n%s\n%s", round, ok, outs[0].String(), outs[1].String())
+			t.Fatalf("round %d: %d restores reported success; want exactly one\n%s\n%s", round, ok, outs[0].Output, outs[1].Output)
 		}
 		requireSameWallet(t, readWallet(t, target, identity), want)
 	}
