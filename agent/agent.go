@@ -58,6 +58,8 @@ type Agent struct {
 	sched   *Scheduler
 	cancel  context.CancelFunc
 	serving sync.WaitGroup
+	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
+	kdf chan struct{}
 
 	mu      sync.Mutex // guards cfg and wallets
 	cfg     Config
@@ -92,7 +94,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 			return nil, err
 		}
 	}
-	a := &Agent{opts: opts, log: opts.Logger, now: opts.Clock, wallets: map[string]*walletHandle{}}
+	a := &Agent{opts: opts, log: opts.Logger, now: opts.Clock, wallets: map[string]*walletHandle{}, kdf: make(chan struct{}, 1)}
 	started := false
 	defer func() {
 		if !started { // release what was opened before the failure

@@ -318,7 +318,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if _, pattern := s.mux.Handler(r); pattern == "" || isAPIFallthrough(r.URL.Path, pattern) {
 		s.noRoute(w, r)
 		return
 	}
@@ -392,7 +392,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		alt := r.Clone(r.Context())
 		alt.Method = m
-		if _, p := s.mux.Handler(alt); p != "" {
+		if _, p := s.mux.Handler(alt); p != "" && !isAPIFallthrough(r.URL.Path, p) {
 			allow = append(allow, m)
 		}
 	}
@@ -443,7 +443,7 @@ func DecodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decode request body: %v: %w", err, wallet.ErrInvalidArgument)
+		return invalidBody(err)
 	}
 	if dec.More() {
 		return fmt.Errorf("decode request body: more than one JSON value: %w", wallet.ErrInvalidArgument)

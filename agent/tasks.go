@@ -314,8 +314,10 @@ func (m *Manager) startLocked(t *task, now time.Time) {
 	m.log.Info("task started", "id", t.snap.ID, "kind", t.snap.Kind, "target", t.snap.Target)
 	run := t.run
 	t.run = nil // the history need not keep what the job's closure holds
+	h := &TaskHandle{m: m, t: t}
+	ctx = context.WithValue(ctx, taskKey{}, h)
 	m.jobs.Go(func() {
-		err := run(ctx, &TaskHandle{m: m, t: t})
+		err := run(ctx, h)
 		state := TaskSucceeded
 		switch {
 		case err == nil:
@@ -652,6 +654,17 @@ type TaskHandle struct {
 
 // ID returns the task's id.
 func (h *TaskHandle) ID() string { return h.t.snap.ID }
+
+// taskKey is the context key of the running task's handle.
+type taskKey struct{}
+
+// taskOf returns the handle of the task whose context ctx is (or derives from), or nil, so
+// that shared machinery deep in a job (the key-derivation gate) can tell its task what it is
+// waiting for.
+func taskOf(ctx context.Context) *TaskHandle {
+	h, _ := ctx.Value(taskKey{}).(*TaskHandle)
+	return h
+}
 
 // update applies f to the running task and publishes the change (throttled).
 func (h *TaskHandle) update(f func(t *task, now time.Time)) {

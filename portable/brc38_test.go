@@ -90,6 +90,9 @@ func TestMain(m *testing.M) {
 	if task := os.Getenv(importCrashEnv); task != "" {
 		importCrashChild(task)
 	}
+	if task := os.Getenv(importRaceEnv); task != "" {
+		importRaceChild(task)
+	}
 	var err error
 	if shared, err = os.MkdirTemp("", "portable-test-"); err != nil {
 		panic(err)

@@ -41,6 +41,13 @@ var (
 	ErrConstraint = errors.New("row breaks a constraint of the wallet schema")
 	// ErrNotEmpty: a restore found rows in a wallet that must be empty (see NotEmptyError).
 	ErrNotEmpty = errors.New("wallet is not empty")
+	// ErrFileExists: the file a command would write exists, and the caller did not ask to
+	// replace it (see ReplaceError). Nothing was written.
+	ErrFileExists = errors.New("file exists")
+	// ErrProtectedFile: the file is one walletsync never replaces, even when asked: a wallet,
+	// a file held by walletsync, anything in walletsync's data folder, anything that is not
+	// a backup file (see ReplaceError). Nothing was written.
+	ErrProtectedFile = errors.New("file is protected")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")
@@ -73,6 +80,37 @@ func (e *LockedError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrWriterLocked) true.
 func (e *LockedError) Unwrap() error { return ErrWriterLocked }
+
+// ClassError carries an error from below (SQLite, the operating system) with the sentinel it
+// belongs to (ErrDiskFull, ErrReadOnly, ErrBusy...), so that errors.Is finds the sentinel and
+// errors.As still finds the original.
+type ClassError struct {
+	Class error // the sentinel
+	Err   error // the original error
+}
+
+func (e *ClassError) Error() string { return fmt.Sprintf("%v: %v", e.Class, e.Err) }
+
+// Unwrap returns both the sentinel and the original error.
+func (e *ClassError) Unwrap() []error { return []error{e.Class, e.Err} }
+
+// ReplaceError says why a command would not write a file at Path: Err is ErrFileExists (the
+// caller may ask to replace it: the file is a backup file) or ErrProtectedFile (it may not).
+type ReplaceError struct {
+	Path   string
+	Reason string // what the file is, in words: "a wallet (SQLite database)"
+	Err    error  // ErrFileExists or ErrProtectedFile
+}
+
+func (e *ReplaceError) Error() string {
+	if errors.Is(e.Err, ErrFileExists) {
+		return fmt.Sprintf("%s exists (%s); nothing was written: choose another name, or ask to replace it", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s is %s: walletsync never replaces it; nothing was written", e.Path, e.Reason)
+}
+
+// Unwrap returns the sentinel that classifies the refusal.
+func (e *ReplaceError) Unwrap() error { return e.Err }
 
 // RowTooLargeError names the first row of a page that does not fit the page's byte budget.
 // The row was not skipped: the caller reads it alone, in a one-row page with a byte limit of
