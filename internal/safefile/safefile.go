@@ -7,6 +7,7 @@ package safefile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
@@ -90,4 +91,12 @@ func RenameDurably(from, to string) error {
 		return err
 	}
 	return SyncDir(filepath.Dir(to))
+}
+
+// renameChecked refuses an existing to, then renames.
+func renameChecked(from, to string) error {
+	if _, err := os.Lstat(to); err == nil {
+		return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+	}
+	return os.Rename(from, to)
 }
