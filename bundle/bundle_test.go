@@ -21,9 +21,10 @@ import (
 	"walletsync/wallet"
 )
 
-// tp is the template wallet, built once by TestMain (it takes seconds: 10,000 labels and 64
-// proven transactions of 32 KiB) and only read afterwards.
-var tp template
+// The template wallets, built once by TestMain and only read afterwards: tp holds the toolbox
+// fixture (10,000 labels, 64 proven transactions of 32 KiB) and the small one; small holds
+// two small fixtures, for the tests that make many bundles and restores.
+var tp, small template
 
 func TestMain(m *testing.M) {
 	if task := os.Getenv(crashEnv); task != "" {
@@ -34,8 +35,11 @@ func TestMain(m *testing.M) {
 		fmt.Println(err)
 		os.Exit(1)
 	}
-	if tp, err = buildTemplate(dir); err != nil {
-		fmt.Println("build the template wallet:", err)
+	if tp, err = buildTemplate(dir, "toolbox.sqlite", localstore.FixtureToolbox); err == nil {
+		small, err = buildTemplate(dir, "small.sqlite", localstore.FixtureSmall)
+	}
+	if err != nil {
+		fmt.Println("build the template wallets:", err)
 		os.Exit(1)
 	}
 	code := m.Run()
@@ -208,7 +212,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 
 func TestCreate_RefusesExistingOut(t *testing.T) {
 	dir := t.TempDir()
-	s := openStore(t, tp.copyTo(t, dir, "wallet.sqlite"))
+	s := openStore(t, small.copyTo(t, dir, "wallet.sqlite"))
 	out := filepath.Join(dir, "bundle")
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
@@ -230,8 +234,8 @@ func TestCreate_RefusesExistingOut(t *testing.T) {
 // TestRestore_RefusesWhileHeld: a wallet that a walletsync process holds is never replaced.
 func TestRestore_RefusesWhileHeld(t *testing.T) {
 	dir := t.TempDir()
-	out := mustCreate(t, tp.copyTo(t, dir, "wallet.sqlite"), dir, "bundle")
-	target := tp.copyTo(t, dir, "target.sqlite")
+	out := mustCreate(t, small.copyTo(t, dir, "wallet.sqlite"), dir, "bundle")
+	target := small.copyTo(t, dir, "target.sqlite")
 	held := openStore(t, target)
 	_, err := Restore(context.Background(), out, target, RestoreOptions{})
 	var le *wallet.LockedError
@@ -249,7 +253,7 @@ func TestRestore_RefusesWhileHeld(t *testing.T) {
 // restore would have replaced is unchanged.
 func TestVerify_RefusesDamage(t *testing.T) {
 	dir := t.TempDir()
-	good := mustCreate(t, tp.copyTo(t, dir, "wallet.sqlite"), dir, "good")
+	good := mustCreate(t, small.copyTo(t, dir, "wallet.sqlite"), dir, "good")
 	gm, err := ReadManifest(good)
 	if err != nil {
 		t.Fatal(err)
@@ -334,9 +338,9 @@ func TestVerify_RefusesDamage(t *testing.T) {
 			if _, err := Verify(context.Background(), b); !errors.Is(err, c.want) {
 				t.Fatalf("verify: %v, want %v", err, c.want)
 			}
-			live := tp.copyTo(t, t.TempDir(), "live.sqlite")
+			live := small.copyTo(t, t.TempDir(), "live.sqlite")
 			s := openStore(t, live)
-			if err := s.AddLabel(context.Background(), tp.identities[1], 1, "live"); err != nil && !errors.Is(err, wallet.ErrNotFound) {
+			if err := s.AddLabel(context.Background(), small.identities[1], 1, "live"); err != nil && !errors.Is(err, wallet.ErrNotFound) {
 				t.Fatal(err)
 			}
 			s.Close()

@@ -105,9 +105,9 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	base := t.TempDir()
-	bundleDir := mustCreate(t, tp.copyTo(t, base, "new.sqlite"), base, "bundle")
+	bundleDir := mustCreate(t, small.copyTo(t, base, "new.sqlite"), base, "bundle")
 	newDigests := tableDigests(t, filepath.Join(base, "new.sqlite"))
-	old := tp.copyTo(t, base, "old.sqlite")
+	old := small.copyTo(t, base, "old.sqlite")
 	s := openStore(t, old)
 	if _, err := localstore.Seed(ctx, s, localstore.FixtureSmall, localstore.SeedOptions{Seed: 9}); err != nil {
 		t.Fatal(err)
@@ -182,7 +182,7 @@ func TestCreate_SurvivesSIGKILL(t *testing.T) {
 		t.Run(at, func(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
-			w := tp.copyTo(t, dir, "wallet.sqlite")
+			w := small.copyTo(t, dir, "wallet.sqlite")
 			before := tableDigests(t, w)
 			out := filepath.Join(dir, "bundle")
 			runCrashChild(t, crashTask{Op: "create", Wallet: w, Bundle: out, At: at})

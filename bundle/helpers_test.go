@@ -17,17 +17,18 @@ import (
 	"walletsync/wallet"
 )
 
-// template is a wallet that every test copies: the toolbox fixture for one identity and the
-// small fixture for another, with their sync states, built once per test binary.
+// template is a wallet that tests copy, with two identities and their sync states, built
+// once per test binary.
 type template struct {
 	path       string
 	identities []string
 }
 
-// buildTemplate makes the template wallet in dir.
-func buildTemplate(dir string) (template, error) {
+// buildTemplate makes a template wallet at dir/name: the first fixture for one identity, the
+// small fixture for another.
+func buildTemplate(dir, name string, first localstore.Fixture) (template, error) {
 	ctx := context.Background()
-	tp := template{path: filepath.Join(dir, "template.sqlite")}
+	tp := template{path: filepath.Join(dir, name)}
 	s, err := localstore.Create(ctx, tp.path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "bundle template"}, localstore.Options{})
 	if err != nil {
 		return tp, err
@@ -36,7 +37,7 @@ func buildTemplate(dir string) (template, error) {
 	for _, f := range []struct {
 		fixture localstore.Fixture
 		seed    uint64
-	}{{localstore.FixtureToolbox, 1}, {localstore.FixtureSmall, 2}} {
+	}{{first, 1}, {localstore.FixtureSmall, 2}} {
 		res, err := localstore.Seed(ctx, s, f.fixture, localstore.SeedOptions{Seed: f.seed})
 		if err != nil {
 			return tp, err

@@ -176,7 +176,7 @@ func unpack(ctx context.Context, dir string, m Manifest, to string) (err error) 
 		if errors.As(err, &pe) {
 			return err // writing the copy failed: the disk, not the bundle
 		}
-		return bad("cannot decompress", errors.Join(wallet.ErrCorrupt, err))
+		return bad("cannot decompress (damaged)", err)
 	}
 	// Whatever follows the compressed stream counts towards the file's digest too.
 	if _, err := io.Copy(stored, in); err != nil {
@@ -184,11 +184,11 @@ func unpack(ctx context.Context, dir string, m Manifest, to string) (err error) 
 	}
 	switch {
 	case stored.sum() != mf.SHA256:
-		return bad("SHA-256 differs from the manifest's", wallet.ErrCorrupt)
+		return bad("SHA-256 differs from the manifest's (damaged or replaced)", nil)
 	case raw.n != mf.RawSizeBytes:
-		return bad(fmt.Sprintf("decompresses to %d bytes where the manifest says %d", raw.n, mf.RawSizeBytes), wallet.ErrCorrupt)
+		return bad(fmt.Sprintf("decompresses to %d bytes where the manifest says %d", raw.n, mf.RawSizeBytes), nil)
 	case raw.sum() != mf.RawSHA256:
-		return bad("decompressed SHA-256 differs from the manifest's", wallet.ErrCorrupt)
+		return bad("decompressed SHA-256 differs from the manifest's", nil)
 	}
 	return nil
 }

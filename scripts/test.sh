@@ -37,6 +37,7 @@ fuzz ./portable FuzzImport
 fuzz ./wallet FuzzDecodeSyncChunk
 fuzz ./wallet FuzzSyncMap
 fuzz ./localstore FuzzDecodeCursor
+fuzz ./bundle FuzzDecodeManifest
 
 echo "== desktop build and smoke test"
 ./scripts/desktop.sh
