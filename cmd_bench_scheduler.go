@@ -322,10 +322,29 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 		})
 	}
 
-	// Open loop: operation i is due at start + i*interval whatever happened before, and its
-	// latency counts from when it was due. A closed loop would issue fewer operations while
-	// the store is blocked and hide exactly the waits this benchmark is about.
-	fg := q.NewSession(identity, "local")
+	start := time.Now()
+	latencies, maxWait, err := foregroundLoad(ctx, q.NewSession(identity, "local"), local, identity, actions, r.interval, max(r.minOps, 200), bgDone)
+	if err != nil {
+		return ph, err
+	}
+	m := q.Metrics()
+	ph.ForegroundBusy = m.Foreground.TotalHold.Seconds() / time.Since(start).Seconds()
+	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
+	ph.Ops = len(latencies)
+	ph.P50ms, ph.P95ms, ph.P99ms = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
+	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
+	return ph, nil
+}
+
+// foregroundLoad runs the foreground workload of a wallet front end on st, one foregroundOp
+// every interval, until bgDone has delivered (a nil error, or closed) and at least minOps
+// operations ran, and returns their latencies in milliseconds, sorted, and the longest queue
+// wait. A background error received on bgDone ends it with that error.
+//
+// It is an open loop: operation i is due at start + i*interval whatever happened before, and
+// its latency counts from when it was due. A closed loop would issue fewer operations while
+// the store is blocked and hide exactly the waits the benchmarks are about.
+func foregroundLoad(ctx context.Context, fg *scheduler.Session, st *localstore.Store, identity string, actions []wallet.Action, interval time.Duration, minOps int, bgDone <-chan error) ([]float64, time.Duration, error) {
 	rnd := rand.New(rand.NewPCG(7, 7))
 	var latencies []float64
 	var maxWait time.Duration
@@ -335,32 +354,26 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 			select {
 			case err, ok := <-bgDone:
 				if ok && err != nil {
-					return ph, fmt.Errorf("background copy: %w", err)
+					return nil, 0, fmt.Errorf("background copy: %w", err)
 				}
 				bgDone = nil
 			default:
 			}
 		}
-		if bgDone == nil && i >= max(r.minOps, 200) {
+		if bgDone == nil && i >= minOps {
 			break
 		}
-		due := start.Add(time.Duration(i) * r.interval)
+		due := start.Add(time.Duration(i) * interval)
 		time.Sleep(time.Until(due))
-		wait, err := foregroundOp(ctx, fg, local, identity, actions, rnd)
+		wait, err := foregroundOp(ctx, fg, st, identity, actions, rnd)
 		if err != nil {
-			return ph, err
+			return nil, 0, err
 		}
 		latencies = append(latencies, float64(time.Since(due))/float64(time.Millisecond))
 		maxWait = max(maxWait, wait)
 	}
-	m := q.Metrics()
-	ph.ForegroundBusy = m.Foreground.TotalHold.Seconds() / time.Since(start).Seconds()
-	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
 	slices.Sort(latencies)
-	ph.Ops = len(latencies)
-	ph.P50ms, ph.P95ms, ph.P99ms = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
-	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
-	return ph, nil
+	return latencies, maxWait, nil
 }
 
 // foregroundOp runs one operation of a wallet front end under a foreground grant: mostly

@@ -57,6 +57,7 @@ func commands() []command {
 		{name: "bench scheduler", summary: "measure foreground latency while a background copy (backup or restore) runs: idle, exclusive, paged", run: runBenchScheduler},
 		{name: "bench sync", summary: "measure a full, an unchanged and an incremental sync against the raw SQLite floor", run: runBenchSync},
 		{name: "bench sync-child", hidden: true, run: runBenchSyncChild},
+		{name: "bench bundle", summary: "measure foreground latency while a whole-store bundle is made, and the bundle against a plain file copy", run: runBenchBundle},
 		{name: "bench portable", summary: "measure BRC-39 export and restore (Argon2id apart) against @bsv/wallet-toolbox's, and their memory", run: runBenchPortable},
 		{name: "bench portable-child", hidden: true, run: runBenchPortableChild},
 	}

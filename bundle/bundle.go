@@ -247,7 +247,9 @@ func compress(from, to string) (f File, err error) {
 		}
 	}()
 	stored := newCounter()
-	enc, err := zstd.NewWriter(io.MultiWriter(out, stored), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(maxWindow))
+	// One encoder goroutine: a bundle is background work, and the default (one per core)
+	// takes the CPU the wallet's foreground work needs.
+	enc, err := zstd.NewWriter(io.MultiWriter(out, stored), zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithWindowSize(maxWindow), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return f, err
 	}
