@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -107,21 +108,14 @@ const (
 
 func runBenchScheduler(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("bench scheduler", "[--fixture toolbox] [--dir D] [--interval 5ms] [--target 20ms] [--repeat 3] [--json]", out)
-	setup := benchFlags(fs, "the wallets to use: toolbox, small or large")
-	interval := fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations")
+	fb := foregroundBenchFlags(fs, "the wallets to use: toolbox, small or large",
+		"measurements of each run, in rounds; the median one is reported (a copy takes under a second on the toolbox fixture, and one run is at the mercy of a noisy machine)")
 	target := fs.Duration("target", 20*time.Millisecond, "the adaptive page budget's target commit time")
-	repeat := fs.Int("repeat", 3, "measurements of each run, in rounds; the median one is reported (a copy takes under a second on the toolbox fixture, and one run is at the mercy of a noisy machine)")
+	setup, interval, repeat := fb.setup, fb.interval, fb.repeat
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *repeat < 1 {
-		return fmt.Errorf("%w: --repeat must be at least 1", errUsage)
-	}
-	f, walletPath, identity, progress, err := setup.prepare(ctx, out)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "walletsync-bench-scheduler-")
+	f, walletPath, identity, progress, work, err := fb.prepare(ctx, out, "scheduler")
 	if err != nil {
 		return err
 	}
@@ -334,6 +328,36 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 	ph.P50ms, ph.P95ms, ph.P99ms = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
 	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
 	return ph, nil
+}
+
+// foregroundBench holds the flags of the benchmarks that run foregroundLoad beside a
+// background job (bench scheduler, bench bundle).
+type foregroundBench struct {
+	setup    benchSetup
+	interval *time.Duration
+	repeat   *int
+}
+
+// foregroundBenchFlags defines --fixture, --dir, --json, --interval and --repeat on fs.
+func foregroundBenchFlags(fs *flag.FlagSet, fixtureUsage, repeatUsage string) foregroundBench {
+	return foregroundBench{
+		setup:    benchFlags(fs, fixtureUsage),
+		interval: fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations"),
+		repeat:   fs.Int("repeat", 3, repeatUsage),
+	}
+}
+
+// prepare checks the parsed flags, generates (or reuses) the fixture wallet, and makes a
+// temporary work folder, which the caller removes.
+func (b foregroundBench) prepare(ctx context.Context, out io.Writer, name string) (f localstore.Fixture, walletPath, identity string, progress io.Writer, work string, err error) {
+	if *b.repeat < 1 {
+		return f, "", "", nil, "", fmt.Errorf("%w: --repeat must be at least 1", errUsage)
+	}
+	if f, walletPath, identity, progress, err = b.setup.prepare(ctx, out); err != nil {
+		return f, "", "", nil, "", err
+	}
+	work, err = os.MkdirTemp("", "walletsync-bench-"+name+"-")
+	return f, walletPath, identity, progress, work, err
 }
 
 // foregroundLoad runs the foreground workload of a wallet front end on st, one foregroundOp

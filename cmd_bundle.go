@@ -155,20 +155,12 @@ type bundleBenchReport struct {
 
 func runBenchBundle(ctx context.Context, args []string, out io.Writer) error {
 	fs := newFlags("bench bundle", "[--fixture toolbox] [--dir D] [--interval 5ms] [--repeat 3] [--json]", out)
-	setup := benchFlags(fs, "the wallet to bundle: toolbox, small or large")
-	interval := fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations")
-	repeat := fs.Int("repeat", 3, "rounds; each figure is the median one")
+	fb := foregroundBenchFlags(fs, "the wallet to bundle: toolbox, small or large", "rounds; each figure is the median one")
+	setup, interval, repeat := fb.setup, fb.interval, fb.repeat
 	if err := parse(fs, args); err != nil {
 		return err
 	}
-	if *repeat < 1 {
-		return fmt.Errorf("%w: --repeat must be at least 1", errUsage)
-	}
-	f, walletPath, identity, progress, err := setup.prepare(ctx, out)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "walletsync-bench-bundle-")
+	f, walletPath, identity, progress, work, err := fb.prepare(ctx, out, "bundle")
 	if err != nil {
 		return err
 	}

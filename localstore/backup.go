@@ -3,7 +3,9 @@ package localstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"time"
 
@@ -118,9 +120,11 @@ func (s *Store) Backup(ctx context.Context, dst string, opts BackupOptions) (err
 	return nil
 }
 
-// selfContained switches a database file to rollback-journal mode (the backup copies the
-// source's WAL flag in the header) and fsyncs it, so that it is one file that can be
-// compressed, moved or renamed on its own.
+// selfContained makes a database file one file that can be compressed, moved or renamed on
+// its own: it checkpoints the WAL into the main file and switches to rollback-journal mode
+// (journal_mode DELETE; a backup copies the source's WAL flag into the header), removes the
+// emptied -wal and -shm, and fsyncs the file. It needs the file to itself: another program's
+// open connection makes it fail with wallet.ErrBusy, and the file is left as it was.
 func selfContained(ctx context.Context, path string, busy time.Duration) error {
 	db, err := sql.Open("sqlite", dsn(path, busy, "_pragma=journal_mode(DELETE)", "_pragma=synchronous(FULL)"))
 	if err != nil {
@@ -132,6 +136,14 @@ func selfContained(ctx context.Context, path string, busy time.Duration) error {
 	}
 	if err != nil {
 		return classify(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return fmt.Errorf("%s-wal still holds %d bytes: %w", path, fi.Size(), wallet.ErrBusy)
+	}
+	for _, suffix := range []string{"-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return classify(err)
+		}
 	}
 	return classify(syncFile(path))
 }

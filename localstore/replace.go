@@ -3,7 +3,6 @@ package localstore
 import (
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -183,29 +182,11 @@ func finish(target string, hook func(string)) error {
 	return classify(safefile.SyncDir(dir))
 }
 
-// foldWAL checkpoints a wallet's WAL into its main file and leaves it in rollback-journal mode
-// with no -wal or -shm beside it, so that nothing of the old wallet can pair with a new main
-// file. It needs the file to itself: another program's open connection makes it fail with
-// wallet.ErrBusy.
+// foldWAL folds an old wallet's WAL into its main file (selfContained), so that nothing of
+// the old wallet can pair with a new main file renamed over it.
 func foldWAL(ctx context.Context, path string, busy time.Duration) error {
-	db, err := sql.Open("sqlite", dsn(path, busy, "_pragma=journal_mode(DELETE)"))
-	if err != nil {
-		return err
-	}
-	err = db.PingContext(ctx)
-	if cerr := db.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("fold the old wallet's WAL: %w", classify(err))
-	}
-	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
-		return fmt.Errorf("fold the old wallet's WAL: %s-wal still holds %d bytes: %w", path, fi.Size(), wallet.ErrBusy)
-	}
-	for _, suffix := range []string{"-wal", "-shm"} {
-		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return classify(err)
-		}
+	if err := selfContained(ctx, path, busy); err != nil {
+		return fmt.Errorf("fold the old wallet's WAL: %w", err)
 	}
 	return nil
 }
