@@ -178,7 +178,8 @@ func buildToolboxFile(ctx context.Context, path string, co CreateOptions) error 
 	return classify(db.Close())
 }
 
-// Open opens an existing wallet file. It first inspects the schema read-only and refuses,
+// Open opens an existing wallet file. It first finishes or rolls back a whole-file restore
+// (Replace) that a crash interrupted at path, then inspects the schema read-only and refuses,
 // leaving the file untouched, a file that is not a toolbox 2.1.26 store, one whose
 // walletsync schema is newer than this binary, or one with unknown objects in walletsync's
 // namespace (*wallet.SchemaError). A read-write open then takes the writer lock (a second
@@ -202,6 +203,9 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := recoverOnOpen(ctx, path, opts.BusyTimeout, opts.Logger); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	fi, err := os.Stat(path)
 	switch {

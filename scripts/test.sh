@@ -45,6 +45,7 @@ fuzz ./remote/auth FuzzClientVerify
 fuzz ./remote/auth FuzzVerifyNonce
 fuzz ./remote/auth FuzzParseKeyFile
 fuzz ./remote/auth FuzzDecodeUTF8
+fuzz ./bundle FuzzDecodeManifest
 
 echo "== desktop build and smoke test"
 ./scripts/desktop.sh

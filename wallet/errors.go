@@ -39,6 +39,9 @@ var (
 	// ErrConstraint: a row breaks a constraint of the wallet schema (a unique index, a
 	// foreign key, a NOT NULL column). Nothing of the statement's transaction was kept.
 	ErrConstraint = errors.New("row breaks a constraint of the wallet schema")
+	// ErrBundleInvalid: a whole-store bundle is damaged, incomplete or not what its manifest
+	// says (see BundleError). Nothing was restored from it.
+	ErrBundleInvalid = errors.New("bundle damaged or incomplete")
 	// ErrNotEmpty: a restore found rows in a wallet that must be empty (see NotEmptyError).
 	ErrNotEmpty = errors.New("wallet is not empty")
 	// ErrFileExists: the file a command would write exists, and the caller did not ask to
@@ -178,3 +181,33 @@ func (e *JSValueError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotJSValue) true.
 func (e *JSValueError) Unwrap() error { return ErrNotJSValue }
+
+// BundleError says why a whole-store bundle was refused: a file missing, truncated or with
+// another digest, a manifest that cannot be read or that the database contradicts, a copy
+// that fails SQLite's checks. It unwraps to ErrBundleInvalid and to the cause, when there is
+// one (fs.ErrNotExist, ErrCorrupt, ...).
+type BundleError struct {
+	Dir    string // the bundle folder
+	File   string // the file at fault, relative to Dir; "" for the bundle as a whole
+	Reason string
+	Err    error // the cause, or nil
+}
+
+func (e *BundleError) Error() string {
+	where := e.Dir
+	if e.File != "" {
+		where += ": " + e.File
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("bundle %s: %s: %v", where, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("bundle %s: %s", where, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrBundleInvalid) true, and exposes the cause.
+func (e *BundleError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrBundleInvalid}
+	}
+	return []error{ErrBundleInvalid, e.Err}
+}

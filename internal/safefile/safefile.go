@@ -7,6 +7,7 @@ package safefile
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -95,15 +96,31 @@ func RenameNew(from, to string) error {
 	if err != nil {
 		return err
 	}
-	if err := renameNoReplace(from, to); err != nil {
+	if err := RenameNoReplace(from, to); err != nil {
 		return err
 	}
 	return SyncDir(filepath.Dir(to))
 }
 
+// RenameNoReplace renames from to to, a file or a folder, in one step that refuses
+// (errors.Is(err, fs.ErrExist)) where to exists, even when another process creates to a
+// moment before: renameat2(RENAME_NOREPLACE) on Linux, MoveFileEx without replace on
+// Windows, a hard link elsewhere. (os.Rename would replace a file or an empty folder.) It
+// syncs nothing: the caller makes from durable first and syncs the folder after.
+func RenameNoReplace(from, to string) error { return renameNoReplace(from, to) }
+
 // linkNoReplace is the portable form of a rename that never replaces: a hard link fails
 // with EEXIST where to exists, and the source name is removed only once the link stands.
+// Folders cannot be linked; for one, the check comes just before the rename, so a folder
+// created in between by another process could still be replaced where the system has no
+// atomic form.
 func linkNoReplace(from, to string) error {
+	if st, err := os.Lstat(from); err == nil && st.IsDir() {
+		if _, err := os.Lstat(to); err == nil {
+			return &os.LinkError{Op: "rename", Old: from, New: to, Err: fs.ErrExist}
+		}
+		return os.Rename(from, to)
+	}
 	if err := os.Link(from, to); err != nil {
 		return err
 	}
