@@ -20,7 +20,7 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 	ctx := context.Background()
-	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded { // the agent now holds the wallet
+	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded { // the agent now holds the wallet
 		t.Fatalf("backup: %+v", task)
 	}
 	backup := filepath.Join(e.dir, "old.brc39")
