@@ -88,6 +88,7 @@ type Snapshot struct {
 // OpenSnapshot pins a read transaction on a dedicated connection. Only one view per store is
 // open at a time: a second OpenSnapshot fails with wallet.ErrSnapshotBusy, or waits when
 // opts.Wait is set. The lifetime counts from this call, not from when the view was granted.
+// A store that holds part of an unfinished merge opens no view (*wallet.ImportInProgressError).
 func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, error) {
 	if opts.Clock.Mono == nil || opts.Clock.Wall == nil {
 		opts.Clock = SystemClock()
@@ -97,6 +98,10 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 	}
 	if opts.Lifetime < MinSnapshotLifetime || opts.Lifetime > MaxSnapshotLifetime {
 		return nil, fmt.Errorf("open snapshot: lifetime %v outside %v..%v: %w", opts.Lifetime, MinSnapshotLifetime, MaxSnapshotLifetime, wallet.ErrInvalidArgument)
+	}
+	// A wallet that holds part of an unfinished merge is read by no sync and no export.
+	if err := s.ImportInProgress(ctx); err != nil {
+		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
 	v := &Snapshot{store: s, clock: opts.Clock, lifetime: opts.Lifetime,
 		monoOpen: opts.Clock.Mono(), wallOpen: opts.Clock.Wall(), users: map[string]int64{}, stmts: map[string]*sql.Stmt{}}
