@@ -4,13 +4,21 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"walletsync/localstore"
+	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
@@ -19,7 +27,9 @@ import (
 // toolbox's tables, their AUTOINCREMENT counters, and walletsync's import journal, undo
 // log, checkpoints and id maps. It leaves out the change journal, which records every change
 // and its undoing by design (a sync destination must learn of both).
-func walletDigest(tb testing.TB, path string) string {
+//
+// skip names further tables to leave out.
+func walletDigest(tb testing.TB, path string, skip ...string) string {
 	tb.Helper()
 	db := rawDB(tb, path)
 	defer db.Close()
@@ -31,7 +41,9 @@ func walletDigest(tb testing.TB, path string) string {
 	for names.Next() {
 		var n string
 		names.Scan(&n)
-		tables = append(tables, n)
+		if !slices.Contains(skip, n) {
+			tables = append(tables, n)
+		}
 	}
 	names.Close()
 	h := sha256.New()
@@ -134,4 +146,280 @@ func TestImport_RefusesAnotherIdentity(t *testing.T) {
 	if ids, err := s.Identities(ctx); err != nil || !slices.Equal(ids, []string{own, other}) {
 		t.Fatalf("identities after the merge: %v, %v", ids, err)
 	}
+}
+
+// stopAfter returns a progress callback that cancels the import after n page commits.
+func stopAfter(n int, cancel context.CancelFunc) func(ImportProgress) {
+	commits := 0
+	return func(p ImportProgress) {
+		if p.Sync != nil && p.Sync.State == syncer.StateCommitted {
+			if commits++; commits == n {
+				cancel()
+			}
+		}
+	}
+}
+
+// mergePages is how many pages an uninterrupted merge of file into a copy of target commits.
+func mergePages(tb testing.TB, file string, target func(testing.TB) string, opts ImportOptions) int {
+	tb.Helper()
+	n := 0
+	_, err := Import(context.Background(), file, importPassword, Target{Path: target(tb)}, opts, func(p ImportProgress) {
+		if p.Sync != nil && p.Sync.State == syncer.StateCommitted {
+			n++
+		}
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return n
+}
+
+// requireImportInProgress checks that the wallet at path says, everywhere a person looks,
+// that it holds part of an unfinished merge: its info, a snapshot (what export and sync
+// read), a sync into it, and the preview of another backup.
+func requireImportInProgress(tb testing.TB, path, otherFile string) {
+	tb.Helper()
+	ctx := context.Background()
+	s := mustOpen(tb, path)
+	defer s.Close()
+	info, err := s.Info(ctx)
+	if err != nil || info.ImportInProgress == nil || info.ImportInProgress.State != wallet.ImportMerging {
+		tb.Fatalf("wallet info of a wallet mid-merge: %+v, %v", info.ImportInProgress, err)
+	}
+	if _, err := s.OpenSnapshot(ctx, localstore.SnapshotOptions{}); !errors.Is(err, wallet.ErrImportInProgress) {
+		tb.Fatalf("snapshot of a wallet mid-merge: %v, want ErrImportInProgress", err)
+	}
+	src, identity := mustStore(tb, localstore.FixtureSmall, smallSeed)
+	from := mustOpen(tb, src)
+	defer from.Close()
+	if _, err := syncer.Run(ctx, from, s, identity, syncer.Options{Active: wallet.KeepDestinationActive}); !errors.Is(err, wallet.ErrImportInProgress) {
+		tb.Fatalf("sync into a wallet mid-merge: %v, want ErrImportInProgress", err)
+	}
+	var busy *wallet.ImportInProgressError
+	if _, err := Preview(ctx, otherFile, importPassword, Target{Store: s}, importOptions(tb), nil); !errors.As(err, &busy) {
+		tb.Fatalf("preview of another backup into a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
+	}
+}
+
+// TestImport_AbandonLeavesTheWalletAsItWas stops a merge after each of its page commits in
+// turn, and abandons it: the wallet, digested whole (every toolbox table, their counters,
+// walletsync's import state), is exactly what it was before the import; meanwhile every
+// command says the import is in progress. Into a wallet of the same user (rows inserted and
+// updated), and of another user asked for (the user and its basket made by the first page).
+func TestImport_AbandonLeavesTheWalletAsItWas(t *testing.T) {
+	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	file, _ := backupFile(t, src, identity)
+	otherFile, _ := otherIdentityBackup(t)
+	seedFour := func(tb testing.TB) string {
+		p, _ := mustStore(tb, localstore.FixtureSmall, smallSeed+1)
+		return p
+	}
+	for _, tc := range []struct {
+		name        string
+		file, other string
+		target      func(testing.TB) string
+		allow       bool
+	}{
+		{"same identity", file, otherFile, partialWallet, false},
+		{"another identity", otherFile, file, seedFour, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := importOptions(t)
+			opts.AllowOtherIdentity = tc.allow
+			pages := mergePages(t, tc.file, tc.target, opts)
+			for stop := 1; stop < pages; stop++ {
+				dst := tc.target(t)
+				before := walletDigest(t, dst)
+				ctx, cancel := context.WithCancel(context.Background())
+				_, err := Import(ctx, tc.file, importPassword, Target{Path: dst}, opts, stopAfter(stop, cancel))
+				cancel()
+				if !errors.Is(err, context.Canceled) {
+					t.Fatalf("stop after %d pages: %v", stop, err)
+				}
+				requireImportInProgress(t, dst, tc.other)
+				recs, err := Abandon(context.Background(), Target{Path: dst}, opts)
+				if err != nil || len(recs) != 1 || recs[0].State != wallet.ImportMerging {
+					t.Fatalf("abandon after %d pages: %+v, %v", stop, recs, err)
+				}
+				if walletDigest(t, dst) != before {
+					t.Fatalf("after %d of %d pages and abandon, the wallet differs from before the import", stop, pages)
+				}
+				if names := stagingFiles(t, opts.StagingDir); len(names) > 0 {
+					t.Fatalf("abandon left %v in the staging folder", names)
+				}
+				if _, err := Abandon(context.Background(), Target{Path: dst}, opts); !errors.Is(err, wallet.ErrNotFound) {
+					t.Fatalf("abandon again: %v, want ErrNotFound", err)
+				}
+			}
+		})
+	}
+}
+
+// crashOutcome is what one counting crash child did.
+type crashOutcome struct {
+	commits int    // durable page commits it made
+	killed  bool   // it died by SIGKILL at its boundary
+	end     string // its import's result when it ended without a crash
+}
+
+// runCountingChild runs a counting crash child (importCrashTask.Count) to its end.
+func runCountingChild(t *testing.T, task importCrashTask) crashOutcome {
+	t.Helper()
+	task.Count = true
+	b, _ := json.Marshal(task)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), importCrashEnv+"="+string(b))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	var o crashOutcome
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		switch {
+		case line == importCommitMarker:
+			o.commits++
+		case strings.HasPrefix(line, importEndMarker):
+			o.end = strings.TrimSpace(strings.TrimPrefix(line, importEndMarker))
+		}
+	}
+	var ee *exec.ExitError
+	o.killed = errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
+	if !o.killed && (err != nil || !strings.HasPrefix(string(out[strings.LastIndex(strings.TrimSpace(string(out)), "\n")+1:]), importEndMarker)) {
+		t.Fatalf("child (%s #%d): %v\n%s\n%s", task.At, task.N, err, out, stderr.String())
+	}
+	return o
+}
+
+// TestImport_KilledMergeFinishesOrAbandons kills real import processes with SIGKILL at
+// random durable points of a merge (the document staged, a page written but not committed, a
+// page committed but not acknowledged, the journal done), again and again. After every kill
+// the wallet is either untouched (the toolbox's tables as before) or says everywhere that an
+// import is in progress; imported again it ends as one uninterrupted merge, each attempt
+// having committed at most one whole merge's pages (the factor over all attempts is logged);
+// abandoned, it is digest-for-digest what it was before the import.
+func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 0))
+	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	file, _ := backupFile(t, src, identity)
+	otherFile, _ := otherIdentityBackup(t)
+	want := cleanMerge(t, file, identity)
+	staging := filepath.Join(t.TempDir(), "staging")
+	base := runCountingChild(t, importCrashTask{File: file, Target: partialWallet(t), Staging: staging, Mode: wallet.ImportMerge, At: "never"})
+	if base.killed || base.end != "<nil>" || base.commits == 0 {
+		t.Fatalf("uninterrupted merge: %+v", base)
+	}
+	points := []string{hookStaged, hookRowsWritten, hookCommitted, hookCommitted, hookDone}
+	kill := func(target, staging string) crashOutcome {
+		at := points[rng.IntN(len(points))]
+		n := 1
+		if at == hookRowsWritten || at == hookCommitted {
+			n = 1 + rng.IntN(base.commits)
+		}
+		return runCountingChild(t, importCrashTask{File: file, Target: target, Staging: staging, Mode: wallet.ImportMerge, At: at, N: n})
+	}
+	// checkAfterKill checks that the wallet is untouched or says the import is in progress.
+	checkAfterKill := func(target, toolboxBefore string) {
+		s := mustOpen(t, target)
+		recs, err := s.UnfinishedImports(context.Background())
+		s.Close()
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case slices.ContainsFunc(recs, func(r wallet.ImportRecord) bool { return r.State == wallet.ImportMerging }):
+			requireImportInProgress(t, target, otherFile)
+		case walletDigest(t, target, ownTables(t, target)...) != toolboxBefore:
+			if rec, _ := journalEntry(t, target, recsDigest(t, file)); rec.State != wallet.ImportDone {
+				t.Fatalf("killed outside a merge (%+v), yet the wallet's toolbox tables changed", recs)
+			}
+		}
+	}
+
+	t.Run("finish", func(t *testing.T) {
+		target := partialWallet(t)
+		toolboxBefore := walletDigest(t, target, ownTables(t, target)...)
+		total, kills := 0, 0
+		for {
+			o := kill(target, staging)
+			total += o.commits
+			if !o.killed {
+				if o.end != "<nil>" && !strings.Contains(o.end, ErrAlreadyImported.Error()) {
+					t.Fatalf("the import ended with %s", o.end)
+				}
+				break
+			}
+			kills++
+			if kills > 100*base.commits {
+				t.Fatalf("%d kills and no end", kills)
+			}
+			checkAfterKill(target, toolboxBefore)
+		}
+		requireSameWallet(t, settledWallet(t, target, identity), want)
+		if names := stagingFiles(t, staging); len(names) > 0 {
+			t.Fatalf("the staging folder keeps %v", names)
+		}
+		t.Logf("%d kills; %d pages committed over all attempts, %d by one uninterrupted merge: factor %.2f",
+			kills, total, base.commits, float64(total)/float64(base.commits))
+		// A rerun resumes from the wallet's durable checkpoint only while the session keeps
+		// its view; a new process opens a new view of the staging database, and syncer
+		// then traverses it from the first page again (rows already merged count as
+		// unchanged). So each attempt commits at most one whole merge.
+		if total > (kills+1)*base.commits {
+			t.Fatalf("%d attempts committed %d pages, more than %d whole merges of %d", kills+1, total, kills+1, base.commits)
+		}
+	})
+
+	t.Run("abandon", func(t *testing.T) {
+		for range 6 {
+			target, staging := partialWallet(t), filepath.Join(t.TempDir(), "staging")
+			before := walletDigest(t, target)
+			o := kill(target, staging)
+			if !o.killed {
+				continue // it ended; nothing to abandon
+			}
+			_, err := Abandon(context.Background(), Target{Path: target}, ImportOptions{StagingDir: staging, Open: testOpener(localstore.Options{})})
+			if rec, jerr := journalEntry(t, target, recsDigest(t, file)); jerr == nil && rec.State == wallet.ImportDone {
+				continue // killed after done: the import is complete, there is nothing to abandon
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if walletDigest(t, target) != before {
+				t.Fatal("after a kill and abandon, the wallet differs from before the import")
+			}
+			if names := stagingFiles(t, staging); len(names) > 0 {
+				t.Fatalf("the staging folder keeps %v", names)
+			}
+		}
+	})
+}
+
+// ownTables lists walletsync's own tables in the wallet at path.
+func ownTables(tb testing.TB, path string) []string {
+	tb.Helper()
+	db := rawDB(tb, path)
+	defer db.Close()
+	rs, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'walletsync_%'")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer rs.Close()
+	var out []string
+	for rs.Next() {
+		var n string
+		rs.Scan(&n)
+		out = append(out, n)
+	}
+	return out
+}
+
+// recsDigest is the import journal's name for the document in file.
+func recsDigest(tb testing.TB, file string) string {
+	tb.Helper()
+	sum, err := Verify(context.Background(), file, importPassword, importOptions(tb), nil)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return sum.Digest
 }
