@@ -474,6 +474,9 @@ func (r *importRun) previewFrom(ctx context.Context, st Store) (wallet.MergePrev
 // completed, or a new one loaded from the document in one transaction. r.rec.Session names
 // it afterwards.
 func (r *importRun) stage(ctx context.Context) (Store, error) {
+	if err := ensureStagingDir(r.opts.StagingDir); err != nil { // a plaintext document made none yet
+		return nil, err
+	}
 	if _, err := os.Stat(r.staging); err == nil {
 		st, err := r.opts.Open(ctx, r.staging, "")
 		if err != nil {
