@@ -21,6 +21,7 @@ import (
 const (
 	KindImportPreview = "import-preview"
 	KindImport        = "import"
+	KindImportAbandon = "import-abandon"
 	KindVerify        = "verify"
 )
 
@@ -55,6 +56,15 @@ type ImportRequest struct {
 	Mode   wallet.ImportMode `json:"mode,omitempty"`
 	// Confirm must be true for an import: the person saw the preview and said yes.
 	Confirm bool `json:"confirm,omitempty"`
+	// AllowOtherIdentity lets a merge bring another identity than the wallet's into it (the
+	// preview's otherIdentity); without it such an import is refused.
+	AllowOtherIdentity bool `json:"allowOtherIdentity,omitempty"`
+}
+
+// AbandonRequest is the body of POST /api/v1/import/abandon: the configured wallet whose
+// unfinished import to take back (the only one when empty).
+type AbandonRequest struct {
+	Wallet string `json:"wallet,omitempty"`
 }
 
 // VerifyRequest is the body of POST /api/v1/destinations/{id}/backups/verify.
@@ -80,6 +90,13 @@ func (a *Agent) importRoutes() {
 			return nil, WithHint(fmt.Errorf("import without confirm: %w", wallet.ErrInvalidArgument), "look at the preview first, then confirm")
 		}
 		return a.startImport(KindImport, req)
+	})
+	a.srv.Handle("POST", "/api/v1/import/abandon", func(r *http.Request) (any, error) {
+		var req AbandonRequest
+		if err := DecodeJSON(r, &req); err != nil {
+			return nil, err
+		}
+		return a.AbandonImport(req.Wallet)
 	})
 	a.srv.Handle("POST", "/api/v1/destinations/{id}/backups/verify", func(r *http.Request) (any, error) {
 		var req VerifyRequest
@@ -147,6 +164,7 @@ func (a *Agent) startImport(kind string, req ImportRequest) (Task, error) {
 	target := "import:" + file
 	return a.tasks.Start(kind, target, func(ctx context.Context, h *TaskHandle) error {
 		opts := a.importOptions(a.stagingDir(), req.Mode)
+		opts.AllowOtherIdentity = req.AllowOtherIdentity
 		t := portable.Target{Path: req.Wallet}
 		if refErr == nil {
 			w, err := a.wallet(ctx, ref.Path)
@@ -177,6 +195,30 @@ func (a *Agent) startImport(kind string, req ImportRequest) (Task, error) {
 			if req.Upload != "" {
 				os.Remove(file)
 			}
+		}
+		return err
+	})
+}
+
+// AbandonImport starts a task that takes back the unfinished import of a configured wallet
+// (the only one when walletPath is empty): the wallet becomes exactly what it was before the
+// import started (see portable.Abandon). Its result is the abandoned imports.
+func (a *Agent) AbandonImport(walletPath string) (Task, error) {
+	ref, err := a.config().walletRef(walletPath)
+	if err != nil {
+		return Task{}, err
+	}
+	return a.tasks.Start(KindImportAbandon, ref.Path, func(ctx context.Context, h *TaskHandle) error {
+		w, err := a.wallet(ctx, ref.Path)
+		if err != nil {
+			return err
+		}
+		opts := a.importOptions(a.stagingDir(), "")
+		opts.Sync.Grants = w.queue.NewSession("import-abandon", ref.Path)
+		recs, err := portable.Abandon(ctx, portable.Target{Store: w.store}, opts)
+		h.SetResult(recs)
+		if err == nil {
+			h.Logf("abandoned %d unfinished import(s) into %s", len(recs), ref.Path)
 		}
 		return err
 	})
