@@ -74,11 +74,22 @@ func valueColumns(t *wallet.Table) (cols, slots []string, err error) {
 	return cols, slots, nil
 }
 
-// keyMatch is the condition that matches a row of t (as alias) to a log row u.
-func keyMatch(t *wallet.Table, alias string) string {
-	cond := "u.k1 = " + alias + "." + quoteIdent(t.Key[0])
+// keyIn is the condition that matches a row of t whose key is among the keys of the log's
+// rows of op for the import and table bound to its two parameters: it drives the lookups
+// from the log (t's primary key or unique index), never a scan of t.
+func keyIn(t *wallet.Table, op string) string {
+	key, sel := quoteIdent(t.Key[0]), "k1"
 	if len(t.Key) > 1 {
-		cond += " AND u.k2 = " + alias + "." + quoteIdent(t.Key[1])
+		key, sel = "("+key+", "+quoteIdent(t.Key[1])+")", "k1, k2"
+	}
+	return fmt.Sprintf("%s IN (SELECT %s FROM %s WHERE digest = ? AND tbl = ? AND op = '%s')", key, sel, undoTable, op)
+}
+
+// keyMatch is the condition that matches the log's row u to the row of t being written.
+func keyMatch(t *wallet.Table) string {
+	cond := "u.k1 = " + quoteIdent(string(t.Name)) + "." + quoteIdent(t.Key[0])
+	if len(t.Key) > 1 {
+		cond += " AND u.k2 = " + quoteIdent(string(t.Name)) + "." + quoteIdent(t.Key[1])
 	}
 	return cond
 }
@@ -179,17 +190,15 @@ func replayUndo(ctx context.Context, tx *sql.Tx, digest string) error {
 		if err != nil {
 			return err
 		}
-		name := quoteIdent(string(t.Name))
-		pick := fmt.Sprintf("FROM %s AS u WHERE u.digest = ? AND u.tbl = ? AND u.op = '%s' AND %s", undoTable, undoUpdate, keyMatch(t, "t"))
-		q := fmt.Sprintf("UPDATE %s AS t SET (%s) = (SELECT %s FROM %s WHERE rowid = (SELECT min(u.rowid) %s)) WHERE EXISTS (SELECT 1 %s)",
-			name, joinQuoted("", cols), strings.Join(slots, ", "), undoTable, pick, pick)
+		// The earliest record of a row holds its value from before the merge.
+		q := fmt.Sprintf("UPDATE %s SET (%s) = (SELECT %s FROM %s WHERE rowid = (SELECT min(u.rowid) FROM %s AS u WHERE u.digest = ? AND u.tbl = ? AND u.op = '%s' AND %s)) WHERE %s",
+			quoteIdent(string(t.Name)), joinQuoted("", cols), strings.Join(slots, ", "), undoTable, undoTable, undoUpdate, keyMatch(t), keyIn(t, undoUpdate))
 		if _, err := tx.ExecContext(ctx, q, digest, string(t.Name), digest, string(t.Name)); err != nil {
 			return fmt.Errorf("undo the updates of %s: %w", t.Name, classify(err))
 		}
 	}
 	for _, t := range slices.Backward(wallet.SyncOrder) {
-		q := fmt.Sprintf("DELETE FROM %s AS t WHERE EXISTS (SELECT 1 FROM %s AS u WHERE u.digest = ? AND u.tbl = ? AND u.op = '%s' AND %s)",
-			quoteIdent(string(t.Name)), undoTable, undoInsert, keyMatch(t, "t"))
+		q := fmt.Sprintf("DELETE FROM %s WHERE %s", quoteIdent(string(t.Name)), keyIn(t, undoInsert))
 		if _, err := tx.ExecContext(ctx, q, digest, string(t.Name)); err != nil {
 			return fmt.Errorf("undo the inserts into %s: %w", t.Name, classify(err))
 		}
