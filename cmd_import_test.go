@@ -3,16 +3,14 @@ package main
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"walletsync/internal/importtest"
 	"walletsync/localstore"
-	"walletsync/portable"
-	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
@@ -80,24 +78,7 @@ func TestCLI_ImportOtherIdentityAndAbandon(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	opts, err := portableOptions(dataDir, true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.Sync = syncer.Options{MaxRows: 2}
-	stop, cancel := context.WithCancel(ctx)
-	commits := 0
-	_, err = portable.Import(stop, own, "", portable.Target{Path: dst}, opts, func(p portable.ImportProgress) {
-		if p.Sync != nil && p.Sync.State == syncer.StateCommitted {
-			if commits++; commits == 2 {
-				cancel()
-			}
-		}
-	})
-	cancel()
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped import: %v", err)
-	}
+	importtest.HalfMerge(t, own, dst, filepath.Join(dataDir, "staging"), 2)
 	if code, out, stderr := walletsync(t, "wallet", "info", "--db", dst); code != 0 || !strings.Contains(out, "import in progress: finish or abandon") {
 		t.Fatalf("wallet info mid-merge: exit %d\n%s%s", code, out, stderr)
 	}

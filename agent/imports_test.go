@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/internal/importtest"
 	"walletsync/localstore"
 	"walletsync/portable"
-	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
@@ -46,22 +46,7 @@ func TestAgent_ImportRefusalsAndAbandon(t *testing.T) {
 	}
 
 	// A merge of the other identity, asked for, stopped after two pages.
-	a0 := &Agent{opts: e.opts}
-	opts := a0.importOptions(a0.stagingDir(), wallet.ImportMerge)
-	opts.Plaintext, opts.AllowOtherIdentity, opts.Sync = true, true, syncer.Options{MaxRows: 2}
-	stop, cancel := context.WithCancel(ctx)
-	commits := 0
-	_, err = portable.Import(stop, doc, "", portable.Target{Path: e.wallet}, opts, func(p portable.ImportProgress) {
-		if p.Sync != nil && p.Sync.State == syncer.StateCommitted {
-			if commits++; commits == 2 {
-				cancel()
-			}
-		}
-	})
-	cancel()
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped import: %v", err)
-	}
+	importtest.HalfMerge(t, doc, e.wallet, filepath.Join(string(e.opts.Dir), "staging"), 2)
 
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)

@@ -2,7 +2,6 @@ package frontend_test
 
 import (
 	"context"
-	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -10,10 +9,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/internal/importtest"
 	"walletsync/localstore"
 	"walletsync/portable"
-	"walletsync/syncer"
-	"walletsync/wallet"
 )
 
 // otherIdentityWallet seeds, in dir, a small wallet of another identity than the template's
@@ -100,26 +98,7 @@ func TestDashboard_AbandonAnUnfinishedImport(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	open := portable.Opener(func(ctx context.Context, path string, chain wallet.Chain) (*localstore.Store, error) {
-		if chain == "" {
-			return localstore.Open(ctx, path, localstore.Options{})
-		}
-		return localstore.Create(ctx, path, localstore.CreateOptions{Chain: chain}, localstore.Options{})
-	})
-	stop, cancel := context.WithCancel(ctx)
-	commits := 0
-	_, err = portable.Import(stop, doc, "", portable.Target{Path: d.wallet}, portable.ImportOptions{StagingDir: filepath.Join(string(d.data), "staging"),
-		Open: open, Plaintext: true, AllowOtherIdentity: true, Sync: syncer.Options{MaxRows: 2}}, func(p portable.ImportProgress) {
-		if p.Sync != nil && p.Sync.State == syncer.StateCommitted {
-			if commits++; commits == 2 {
-				cancel()
-			}
-		}
-	})
-	cancel()
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("stopped import: %v", err)
-	}
+	importtest.HalfMerge(t, doc, d.wallet, filepath.Join(string(d.data), "staging"), 2)
 	d.startAgent()
 	d.login()
 	if health := d.text("[data-testid=health]"); !strings.Contains(health, "Import in progress") {

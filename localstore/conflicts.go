@@ -1,7 +1,6 @@
 package localstore
 
 import (
-	"database/sql"
 	"errors"
 	"fmt"
 	"strings"
@@ -73,7 +72,7 @@ func (m *merger) uniqueIndexes(t *wallet.Table) ([][]string, error) {
 	}
 	var out [][]string
 	for _, i := range idx {
-		cols, err := queryTxStrings(m.tx, m, "SELECT name FROM pragma_index_info(?) ORDER BY seqno", i.name)
+		cols, err := queryStrings(m.ctx, m.tx, "SELECT name FROM pragma_index_info(?) ORDER BY seqno", i.name)
 		if err != nil {
 			return nil, err
 		}
@@ -81,23 +80,6 @@ func (m *merger) uniqueIndexes(t *wallet.Table) ([][]string, error) {
 	}
 	m.conflicts.uniques[t.Name] = out
 	return out, nil
-}
-
-func queryTxStrings(tx *sql.Tx, m *merger, q string, args ...any) ([]string, error) {
-	rs, err := tx.QueryContext(m.ctx, q, args...)
-	if err != nil {
-		return nil, classify(err)
-	}
-	defer rs.Close()
-	var out []string
-	for rs.Next() {
-		var s string
-		if err := rs.Scan(&s); err != nil {
-			return nil, classify(err)
-		}
-		out = append(out, s)
-	}
-	return out, classify(rs.Err())
 }
 
 // checkUnique records a conflict for each unique index of t on which r, as the merge would

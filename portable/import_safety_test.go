@@ -33,19 +33,12 @@ func walletDigest(tb testing.TB, path string, skip ...string) string {
 	tb.Helper()
 	db := rawDB(tb, path)
 	defer db.Close()
-	names, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'walletsync_journal%' ORDER BY name")
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var tables []string
-	for names.Next() {
-		var n string
-		names.Scan(&n)
+	for _, n := range sqliteTables(tb, path, "NOT LIKE 'walletsync_journal%'") {
 		if !slices.Contains(skip, n) {
 			tables = append(tables, n)
 		}
 	}
-	names.Close()
 	h := sha256.New()
 	for _, table := range tables {
 		rs, err := db.Query(fmt.Sprintf("SELECT * FROM %q", table))
@@ -329,7 +322,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 			t.Fatal(err)
 		case slices.ContainsFunc(recs, func(r wallet.ImportRecord) bool { return r.State == wallet.ImportMerging }):
 			requireImportInProgress(t, target, otherFile)
-		case walletDigest(t, target, ownTables(t, target)...) != toolboxBefore:
+		case walletDigest(t, target, sqliteTables(t, target, "LIKE 'walletsync_%'")...) != toolboxBefore:
 			if rec, _ := journalEntry(t, target, recsDigest(t, file)); rec.State != wallet.ImportDone {
 				t.Fatalf("killed outside a merge (%+v), yet the wallet's toolbox tables changed", recs)
 			}
@@ -338,7 +331,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 
 	t.Run("finish", func(t *testing.T) {
 		target := partialWallet(t)
-		toolboxBefore := walletDigest(t, target, ownTables(t, target)...)
+		toolboxBefore := walletDigest(t, target, sqliteTables(t, target, "LIKE 'walletsync_%'")...)
 		total, kills := 0, 0
 		for {
 			o := kill(target, staging)
@@ -395,12 +388,12 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 	})
 }
 
-// ownTables lists walletsync's own tables in the wallet at path.
-func ownTables(tb testing.TB, path string) []string {
+// sqliteTables lists the tables of the wallet at path whose name matches cond, by name.
+func sqliteTables(tb testing.TB, path, cond string) []string {
 	tb.Helper()
 	db := rawDB(tb, path)
 	defer db.Close()
-	rs, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'walletsync_%'")
+	rs, err := db.Query("SELECT name FROM sqlite_master WHERE type = 'table' AND name " + cond + " ORDER BY name")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -408,7 +401,9 @@ func ownTables(tb testing.TB, path string) []string {
 	var out []string
 	for rs.Next() {
 		var n string
-		rs.Scan(&n)
+		if err := rs.Scan(&n); err != nil {
+			tb.Fatal(err)
+		}
 		out = append(out, n)
 	}
 	return out
