@@ -99,10 +99,6 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 	if opts.Lifetime < MinSnapshotLifetime || opts.Lifetime > MaxSnapshotLifetime {
 		return nil, fmt.Errorf("open snapshot: lifetime %v outside %v..%v: %w", opts.Lifetime, MinSnapshotLifetime, MaxSnapshotLifetime, wallet.ErrInvalidArgument)
 	}
-	// A wallet that holds part of an unfinished merge is read by no sync and no export.
-	if err := s.ImportInProgress(ctx); err != nil {
-		return nil, fmt.Errorf("open snapshot: %w", err)
-	}
 	v := &Snapshot{store: s, clock: opts.Clock, lifetime: opts.Lifetime,
 		monoOpen: opts.Clock.Mono(), wallOpen: opts.Clock.Wall(), users: map[string]int64{}, stmts: map[string]*sql.Stmt{}}
 
@@ -142,6 +138,12 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 	v.stopTime = t.Stop
 	v.stopCtx = context.AfterFunc(ctx, func() { v.end(wallet.ErrSnapshotClosed) })
 	v.mu.Unlock()
+	// A wallet that holds part of an unfinished merge is read by no sync and no export.
+	// (Checked after the pin, so that it never delays the lifetime checks above.)
+	if err := s.ImportInProgress(ctx); err != nil {
+		v.Close()
+		return nil, fmt.Errorf("open snapshot: %w", err)
+	}
 	return v, nil
 }
 

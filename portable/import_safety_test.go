@@ -230,7 +230,9 @@ func TestImport_AbandonLeavesTheWalletAsItWas(t *testing.T) {
 				if !errors.Is(err, context.Canceled) {
 					t.Fatalf("stop after %d pages: %v", stop, err)
 				}
-				requireImportInProgress(t, dst, tc.other)
+				if stop == 1 || stop == pages-1 { // every command's refusal, at the first and the last stop
+					requireImportInProgress(t, dst, tc.other)
+				}
 				recs, err := Abandon(context.Background(), Target{Path: dst}, opts)
 				if err != nil || len(recs) != 1 || recs[0].State != wallet.ImportMerging {
 					t.Fatalf("abandon after %d pages: %+v, %v", stop, recs, err)
