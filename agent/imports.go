@@ -208,6 +208,12 @@ func (a *Agent) AbandonImport(walletPath string) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
+	// An import that runs would go on writing pages after its merge was taken back.
+	for _, t := range a.tasks.List() {
+		if t.Kind == KindImport && !t.State.Terminal() {
+			return Task{}, WithHint(fmt.Errorf("an import is running (task %s): %w", t.ID, wallet.ErrImportInProgress), "cancel it first, then abandon")
+		}
+	}
 	return a.tasks.Start(KindImportAbandon, ref.Path, func(ctx context.Context, h *TaskHandle) error {
 		w, err := a.wallet(ctx, ref.Path)
 		if err != nil {
