@@ -48,6 +48,15 @@ type ImportRequest struct {
 	Mode   wallet.ImportMode `json:"mode,omitempty"`
 	// Confirm must be true for an import: the person saw the preview and said yes.
 	Confirm bool `json:"confirm,omitempty"`
+	// AllowOtherIdentity lets a merge bring another identity than the wallet's into it (the
+	// preview's otherIdentity); without it such an import is refused.
+	AllowOtherIdentity bool `json:"allowOtherIdentity,omitempty"`
+}
+
+// AbandonRequest is the body of POST /api/v1/import/abandon: the configured wallet whose
+// unfinished import to take back (the only one when empty).
+type AbandonRequest struct {
+	Wallet string `json:"wallet,omitempty"`
 }
 
 // VerifyRequest is the body of POST /api/v1/destinations/{id}/backups/verify.
@@ -111,6 +120,7 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 	target := "import:" + file
 	return a.tasks.Start(kind, target, func(ctx context.Context, h *TaskHandle) error {
 		opts := a.importOptions(a.stagingDir(), req.Mode)
+		opts.AllowOtherIdentity = req.AllowOtherIdentity
 		t := portable.Target{Path: req.Wallet}
 		if refErr == nil {
 			w, err := a.wallet(ctx, ref.Path)
@@ -141,6 +151,36 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 			if req.Upload != "" {
 				os.Remove(file)
 			}
+		}
+		return err
+	})
+}
+
+// AbandonImport starts a task that takes back the unfinished import of a configured wallet
+// (the only one when walletPath is empty): the wallet becomes exactly what it was before the
+// import started (see portable.Abandon). Its result is the abandoned imports.
+func (a *Agent) AbandonImport(walletPath string) (Task, error) {
+	ref, err := a.config().walletRef(walletPath)
+	if err != nil {
+		return Task{}, err
+	}
+	// An import that runs would go on writing pages after its merge was taken back.
+	for _, t := range a.tasks.List() {
+		if t.Kind == KindImport && !t.State.Terminal() {
+			return Task{}, WithHint(fmt.Errorf("an import is running (task %s): %w", t.ID, wallet.ErrImportInProgress), "cancel it first, then abandon")
+		}
+	}
+	return a.tasks.Start(KindImportAbandon, ref.Path, func(ctx context.Context, h *TaskHandle) error {
+		w, err := a.wallet(ctx, ref.Path)
+		if err != nil {
+			return err
+		}
+		opts := a.importOptions(a.stagingDir(), "")
+		opts.Sync.Grants = w.queue.NewSession("import-abandon", ref.Path)
+		recs, err := portable.Abandon(ctx, portable.Target{Store: w.store}, opts)
+		h.SetResult(recs)
+		if err == nil {
+			h.Logf("abandoned %d unfinished import(s) into %s", len(recs), ref.Path)
 		}
 		return err
 	})

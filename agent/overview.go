@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -28,6 +29,9 @@ type WalletView struct {
 	Chain      wallet.Chain     `json:"chain,omitempty"`
 	Identities []wallet.Summary `json:"identities"`
 	Error      string           `json:"error,omitempty"`
+	// ImportInProgress is the merge into the wallet that started and did not finish: the
+	// wallet holds part of a backup until it is finished or abandoned.
+	ImportInProgress *wallet.ImportRecord `json:"importInProgress,omitempty"`
 }
 
 // DestinationView is a destination with what its task history says about it.
@@ -55,6 +59,12 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 	for _, ref := range cfg.Wallets {
 		wv := WalletView{Path: ref.Path, Identities: []wallet.Summary{}}
 		err := a.foreground(ctx, ref.Path, func(w *walletHandle) error {
+			var busy *wallet.ImportInProgressError
+			if err := w.store.ImportInProgress(ctx); errors.As(err, &busy) {
+				wv.ImportInProgress = &busy.Record
+			} else if err != nil {
+				return err
+			}
 			ids, err := w.identities(ctx, ref)
 			if err != nil {
 				return err
@@ -123,6 +133,9 @@ func health(ov Overview, now time.Time) (string, bool) {
 	for _, w := range ov.Wallets {
 		if w.Error != "" {
 			return fmt.Sprintf("The wallet %s cannot be opened: %s", w.Path, w.Error), false
+		}
+		if w.ImportInProgress != nil {
+			return fmt.Sprintf("Import in progress into %s: finish it (import the same file again) or abandon it (Restore page); until then nothing syncs or exports it.", w.Path), false
 		}
 	}
 	if len(ov.Destinations) == 0 {

@@ -56,6 +56,7 @@ const (
 	RouteImportUpload      Route = "POST /api/v1/import/upload"                    // the file's bytes -> Upload
 	RouteImportPreview     Route = "POST /api/v1/import/preview"                   // ImportRequest -> Task
 	RouteImport            Route = "POST /api/v1/import"                           // ImportRequest, confirmed -> Task
+	RouteImportAbandon     Route = "POST /api/v1/import/abandon"                   // AbandonRequest -> Task
 	RouteService           Route = "GET /api/v1/service"                           // ServiceInfo
 	RouteServiceInstall    Route = "POST /api/v1/service/install"                  // ServiceInfo
 	RouteServiceUninstall  Route = "POST /api/v1/service/uninstall"                // ServiceInfo
@@ -192,6 +193,7 @@ func (a *Agent) routes() {
 			}
 			return a.startImport(KindImport, req)
 		}),
+		RouteImportAbandon:    withBody(func(_ *http.Request, req AbandonRequest) (any, error) { return a.AbandonImport(req.Wallet) }),
 		RouteService:          func(*http.Request) (any, error) { return serviceInfo(), nil },
 		RouteServiceInstall:   func(*http.Request) (any, error) { return serviceAction((*Service).Install) },
 		RouteServiceUninstall: func(*http.Request) (any, error) { return serviceAction((*Service).Uninstall) },

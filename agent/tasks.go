@@ -58,6 +58,7 @@ const (
 	KindDrill         TaskKind = "drill"          // restore the newest backups into scratch wallets
 	KindImportPreview TaskKind = "import-preview" // decrypt a backup file and show what an import would do
 	KindImport        TaskKind = "import"         // merge or restore a backup file into a wallet
+	KindImportAbandon TaskKind = "import-abandon" // take back an unfinished merge of a backup file
 	KindVerify        TaskKind = "verify"         // decrypt and validate one backup file of a folder
 )
 

@@ -42,6 +42,9 @@ func (s *Store) Begin(ctx context.Context, session wallet.SessionKey) (wallet.De
 	if st.Settings, st.Capabilities, err = s.Describe(ctx); err != nil {
 		return st, err
 	}
+	if err := importInProgress(ctx, s.readDB, s.path, session.SourceStorage); err != nil {
+		return st, err
+	}
 	st.Checkpoint, err = s.Checkpoint(ctx, session)
 	return st, err
 }
@@ -85,12 +88,30 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		if cur.Seq != b.Expect {
 			return fmt.Errorf("session %s: expected sequence %d, the destination holds %d: %w", b.Checkpoint.Session, b.Expect, cur.Seq, wallet.ErrCheckpointConflict)
 		}
-		userID, _, err := ensureUser(ctx, tx, b.Checkpoint.Session.IdentityKey)
+		// The page of an import's merge is recorded in its undo log; while a merge is
+		// unfinished, no other session writes to the store.
+		if err := importInProgress(ctx, tx, s.path, b.Checkpoint.Session.SourceStorage); err != nil {
+			return err
+		}
+		undo, err := mergingImport(ctx, tx, b.Checkpoint.Session.SourceStorage)
 		if err != nil {
 			return err
 		}
+		if err := undo.begin(ctx, tx); err != nil {
+			return err
+		}
+		userID, created, err := ensureUser(ctx, tx, b.Checkpoint.Session.IdentityKey)
+		if err != nil {
+			return err
+		}
+		if created {
+			if err := undo.insertedUser(ctx, tx, userID); err != nil {
+				return err
+			}
+		}
 		ids := newTableIDs(b.Checkpoint.Session.SourceStorage)
 		m := newMerger(ctx, tx, userID, ids, b.Active)
+		m.undo = undo
 		defer m.close()
 		t, _ := wallet.LookupTable(b.Page.Table)
 		if err := ids.load(ctx, m.stmt, referencedIDs(t, b.Page.Rows)); err != nil {

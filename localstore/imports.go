@@ -46,15 +46,21 @@ func (s *Store) PutImportRecord(ctx context.Context, rec wallet.ImportRecord) er
 	return nil
 }
 
+const importColumns = `digest, mode, state, identity_key, source_storage, target_storage, session_storage,
+		started_at, updated_at, inserts, updates`
+
 func readImportRecord(ctx context.Context, q queryer, digest string) (wallet.ImportRecord, error) {
-	rec := wallet.ImportRecord{Digest: digest}
-	var mode, state, started, updated string
-	err := q.QueryRowContext(ctx, `SELECT mode, state, identity_key, source_storage, target_storage, session_storage,
-		started_at, updated_at, inserts, updates FROM `+importsTable+` WHERE digest = ?`, digest).
-		Scan(&mode, &state, &rec.IdentityKey, &rec.Source, &rec.Target, &rec.Session, &started, &updated, &rec.Inserts, &rec.Updates)
+	rec, err := scanImportRecord(q.QueryRowContext(ctx, `SELECT `+importColumns+` FROM `+importsTable+` WHERE digest = ?`, digest))
 	if errors.Is(err, sql.ErrNoRows) {
 		return rec, fmt.Errorf("import %s: %w", wallet.ShortKey(digest, 16), wallet.ErrNotFound)
 	}
+	return rec, err
+}
+
+func scanImportRecord(row interface{ Scan(...any) error }) (wallet.ImportRecord, error) {
+	var rec wallet.ImportRecord
+	var mode, state, started, updated string
+	err := row.Scan(&rec.Digest, &mode, &state, &rec.IdentityKey, &rec.Source, &rec.Target, &rec.Session, &started, &updated, &rec.Inserts, &rec.Updates)
 	if err != nil {
 		return rec, classify(err)
 	}
@@ -63,6 +69,121 @@ func readImportRecord(ctx context.Context, q queryer, digest string) (wallet.Imp
 		rec.UpdatedAt, err = wallet.ParseTime(updated)
 	}
 	return rec, err
+}
+
+// UnfinishedImports returns the import journal's entries that are not done, oldest first:
+// at most one merging (see ImportInProgress), and any number staged (the wallet holds
+// nothing of those).
+func (s *Store) UnfinishedImports(ctx context.Context) ([]wallet.ImportRecord, error) {
+	recs, err := unfinishedImports(ctx, s.readDB, "state <> ?", string(wallet.ImportDone))
+	if err != nil {
+		return nil, fmt.Errorf("read import journal: %w", err)
+	}
+	return recs, nil
+}
+
+func unfinishedImports(ctx context.Context, q interface {
+	queryer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, where string, args ...any) ([]wallet.ImportRecord, error) {
+	var n int
+	if err := q.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?", importsTable).Scan(&n); err != nil || n == 0 {
+		return nil, classify(err) // a file that predates the journal has no imports
+	}
+	rs, err := q.QueryContext(ctx, "SELECT "+importColumns+" FROM "+importsTable+" WHERE "+where+" ORDER BY started_at", args...)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rs.Close()
+	var out []wallet.ImportRecord
+	for rs.Next() {
+		rec, err := scanImportRecord(rs)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	return out, classify(rs.Err())
+}
+
+// ImportInProgress returns a *wallet.ImportInProgressError when a merge into the store
+// started and did not finish: the wallet then holds part of a backup, which no sync, export
+// or other import may see or spread until the person finishes the merge (imports the same
+// file again) or abandons it (AbandonImport). It returns nil otherwise.
+func (s *Store) ImportInProgress(ctx context.Context) error {
+	return importInProgress(ctx, s.readDB, s.path, "")
+}
+
+// importInProgress is ImportInProgress, read through q; the merge whose sync session comes
+// from the source storage session (the merge itself) is let through.
+func importInProgress(ctx context.Context, q interface {
+	queryer
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, path, session string) error {
+	recs, err := unfinishedImports(ctx, q, "state = ? AND session_storage <> ?", string(wallet.ImportMerging), session)
+	if err != nil {
+		return fmt.Errorf("read import journal: %w", err)
+	}
+	if len(recs) > 0 {
+		return &wallet.ImportInProgressError{Path: path, Record: recs[0]}
+	}
+	return nil
+}
+
+// mergingImport returns the undo log of the import whose merge the sync session from the
+// source storage session is, or nil when that session is no import's.
+func mergingImport(ctx context.Context, tx *sql.Tx, session string) (*undoLog, error) {
+	var digest string
+	err := tx.QueryRowContext(ctx, "SELECT digest FROM "+importsTable+" WHERE state = ? AND session_storage = ?", string(wallet.ImportMerging), session).Scan(&digest)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil, nil
+	case err != nil:
+		return nil, classify(err)
+	}
+	return &undoLog{digest: digest}, nil
+}
+
+// AbandonImport takes back the unfinished import of the document digest, in one
+// transaction: what its merge wrote is undone from the undo log (the rows it inserted go,
+// the rows it updated get their previous values, the AUTOINCREMENT counters go back), its
+// session's checkpoint and id maps go, and so does its journal entry, so the toolbox's
+// tables and walletsync's import state are exactly as before the import started. (The
+// change journal keeps the changes and their undoing, which a sync destination needs.) An
+// import that is done cannot be abandoned (wallet.ErrInvalidArgument); one the journal does
+// not hold fails with wallet.ErrNotFound.
+func (s *Store) AbandonImport(ctx context.Context, digest string) (wallet.ImportRecord, error) {
+	var rec wallet.ImportRecord
+	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		if rec, err = readImportRecord(ctx, tx, digest); err != nil {
+			return err
+		}
+		if rec.State == wallet.ImportDone {
+			return fmt.Errorf("the import of %s is done; only an unfinished one can be abandoned: %w", wallet.ShortKey(digest, 16), wallet.ErrInvalidArgument)
+		}
+		if err := replayUndo(ctx, tx, digest); err != nil {
+			return err
+		}
+		if err := forgetSession(ctx, tx, rec.Session); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, "DELETE FROM "+importsTable+" WHERE digest = ?", digest)
+		return classify(err)
+	})
+	if err != nil {
+		return rec, fmt.Errorf("abandon import %s: %w", wallet.ShortKey(digest, 16), err)
+	}
+	return rec, nil
+}
+
+// Identities returns the identity keys of the store's users, in the order they came.
+func (s *Store) Identities(ctx context.Context) ([]string, error) {
+	keys, err := queryStrings(ctx, s.readDB, "SELECT identityKey FROM users ORDER BY userId")
+	if err != nil {
+		return nil, fmt.Errorf("read identities: %w", err)
+	}
+	return keys, nil
 }
 
 func putImportRecord(ctx context.Context, tx *sql.Tx, rec wallet.ImportRecord) error {
@@ -284,6 +405,9 @@ func (s *Store) CompleteMerge(ctx context.Context, stagingPath string, rec walle
 		rec.Inserts += counts.Inserts
 		rec.Updates += counts.Updates
 		if err := forgetSession(ctx, tx, rec.Session); err != nil {
+			return err
+		}
+		if err := dropUndo(ctx, tx, rec.Digest); err != nil {
 			return err
 		}
 		return putImportRecord(ctx, tx, rec)

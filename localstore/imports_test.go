@@ -140,11 +140,12 @@ func TestStore_PreviewMergeCountsWhatCommitWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	before, _ := dst.JournalState(ctx)
-	plan, err := dst.PreviewMerge(ctx, v, identity, srcSettings)
+	preview, err := dst.PreviewMerge(ctx, v, identity, srcSettings)
 	v.Close()
-	if err != nil {
-		t.Fatal(err)
+	if err != nil || preview.ConflictTotal != 0 {
+		t.Fatal(err, preview.Conflicts)
 	}
+	plan := preview.Plan
 	if after, _ := dst.JournalState(ctx); after != before || dst.CheckEmpty(ctx) != nil {
 		t.Fatal("the preview wrote to the store")
 	}
@@ -184,7 +185,7 @@ func TestStore_PreviewMergeCountsWhatCommitWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tb := range wallet.SyncOrder {
-		if c := again[tb.Name]; c.Inserts != 0 || c.Updates != 0 || c.Older != 0 {
+		if c := again.Plan[tb.Name]; c.Inserts != 0 || c.Updates != 0 || c.Older != 0 {
 			t.Errorf("%s after the merge: %+v", tb.Name, c)
 		}
 	}

@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
@@ -18,6 +19,9 @@ type Info struct {
 	SizeBytes int64 `json:"sizeBytes"`
 	// Journal is absent for a file walletsync never opened for writing.
 	Journal *JournalState `json:"journal,omitempty"`
+	// ImportInProgress, when set, is the merge that started and did not finish: the wallet
+	// holds part of a backup until it is finished or abandoned.
+	ImportInProgress *wallet.ImportRecord `json:"importInProgress,omitempty"`
 }
 
 // Info reads the store's settings, each identity's summary, the size on disk and the
@@ -28,7 +32,7 @@ func (s *Store) Info(ctx context.Context) (Info, error) {
 	if info.Settings, err = s.Settings(ctx); err != nil {
 		return info, fmt.Errorf("info: %w", err)
 	}
-	keys, err := queryStrings(ctx, s.readDB, "SELECT identityKey FROM users ORDER BY userId")
+	keys, err := s.Identities(ctx)
 	if err != nil {
 		return info, fmt.Errorf("info: %w", err)
 	}
@@ -46,6 +50,12 @@ func (s *Store) Info(ctx context.Context) (Info, error) {
 	}
 	if j, err := s.JournalState(ctx); err == nil {
 		info.Journal = &j
+	}
+	var busy *wallet.ImportInProgressError
+	if err := s.ImportInProgress(ctx); errors.As(err, &busy) {
+		info.ImportInProgress = &busy.Record
+	} else if err != nil {
+		return info, fmt.Errorf("info: %w", err)
 	}
 	return info, nil
 }

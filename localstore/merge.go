@@ -44,8 +44,13 @@ type merger struct {
 	older int64
 	// dry, when set, makes the merger a preview: it decides and counts every row exactly as
 	// a merge would, but writes nothing; the rows it would insert or update go into dry,
-	// which later finds consult first (see PreviewMerge).
-	dry *overlay
+	// which later finds consult first (see PreviewMerge); conflicts then collects the rows
+	// a merge could not write (conflicts.go).
+	dry       *overlay
+	conflicts *conflictLog
+	// undo, when set, records in the import journal what the merge writes, so that an
+	// abandoned import can be taken back (undo.go).
+	undo *undoLog
 }
 
 func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids idMapper, active wallet.ActivePolicy) *merger {
@@ -154,8 +159,12 @@ func (m *merger) mergePage(t *wallet.Table, rows []wallet.Row) error {
 }
 
 func (m *merger) mergeEach(t *wallet.Table, rows []wallet.Row) error {
+	merge := m.merge
+	if m.conflicts != nil {
+		merge = m.mergeOrRecord
+	}
 	for _, r := range rows {
-		if err := m.merge(t, r); err != nil {
+		if err := merge(t, r); err != nil {
 			return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
 		}
 	}
@@ -312,6 +321,11 @@ func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 			if _, err := st.ExecContext(m.ctx, args...); err != nil {
 				return fmt.Errorf("insert into %s: %w", t.Name, classify(err))
 			}
+			for _, i := range batch {
+				if err := m.undo.inserted(m, t, locals[i], 0); err != nil {
+					return err
+				}
+			}
 			m.inserts += int64(len(batch))
 			continue
 		}
@@ -329,6 +343,9 @@ func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		slices.Sort(ids)
 		for k, i := range batch {
 			if err := m.ids.record(t, rows[i][t.Col(t.ID)].(int64), ids[k]); err != nil {
+				return err
+			}
+			if err := m.undo.inserted(m, t, locals[i], ids[k]); err != nil {
 				return err
 			}
 		}
@@ -447,9 +464,17 @@ func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
 	var id int64
 	if m.dry != nil {
 		id = m.dry.put(t, local, true)
+		if m.conflicts != nil {
+			if err := m.checkUnique(t, local, nil, nil, fmt.Sprint("new ", id, t.KeyOf(in))); err != nil {
+				return err
+			}
+		}
 	} else {
 		var err error
 		if id, err = m.w.insert(m.ctx, t, local, false); err != nil {
+			return err
+		}
+		if err := m.undo.inserted(m, t, local, id); err != nil {
 			return err
 		}
 	}
@@ -464,7 +489,14 @@ func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
 func (m *merger) update(t *wallet.Table, r wallet.Row, cols []string) error {
 	if m.dry != nil {
 		m.dry.put(t, r, false)
+		if m.conflicts != nil {
+			self := t.KeyOf(r)
+			return m.checkUnique(t, r, self, cols, fmt.Sprint("stored ", sqlValues(self)))
+		}
 		return nil
+	}
+	if err := m.undo.updated(m, t, r); err != nil {
+		return err
 	}
 	sets := make([]string, len(cols))
 	args := make([]any, 0, len(cols)+3)

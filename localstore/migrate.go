@@ -109,6 +109,11 @@ CREATE TABLE ` + importsTable + ` (
 `,
 		objects: map[string]string{importsTable: "table"},
 	},
+	{
+		name:    "import undo log",
+		ddl:     undoDDL(),
+		objects: map[string]string{undoTable: "table", undoIndex: "index"},
+	},
 }
 
 // expectedObjects lists the walletsync objects a file at the given version may hold.

@@ -22,21 +22,34 @@ import (
 // storageName) the user has no state for yet (counting the producer from, whose state
 // CompleteMerge makes first), an update otherwise.
 //
+// It also finds every row that would make the merge fail half-way (see conflicts.go): a
+// unique key another row holds, a reference to nothing, an ambiguous match. A merge is
+// refused when the preview finds any.
+//
 // A store opened read-only previews as well.
-func (s *Store) PreviewMerge(ctx context.Context, src wallet.PageReader, identityKey string, from wallet.Settings) (wallet.MergePlan, error) {
+func (s *Store) PreviewMerge(ctx context.Context, src wallet.PageReader, identityKey string, from wallet.Settings) (wallet.MergePreview, error) {
 	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return nil, fmt.Errorf("preview merge: %w", classify(err))
+		return wallet.MergePreview{}, fmt.Errorf("preview merge: %w", classify(err))
 	}
 	defer tx.Rollback()
-	plan, err := previewMerge(ctx, tx, src, identityKey, from)
+	p, err := previewMerge(ctx, tx, src, identityKey, from)
 	if err != nil {
-		return nil, fmt.Errorf("preview merge: %w", err)
+		return p, fmt.Errorf("preview merge: %w", err)
 	}
-	return plan, nil
+	return p, nil
 }
 
-func previewMerge(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identityKey string, from wallet.Settings) (wallet.MergePlan, error) {
+func previewMerge(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identityKey string, from wallet.Settings) (wallet.MergePreview, error) {
+	var p wallet.MergePreview
+	var err error
+	log := newConflictLog()
+	p.Plan, err = previewPlan(ctx, tx, src, identityKey, from, log)
+	p.Conflicts, p.ConflictTotal = log.list, log.total
+	return p, err
+}
+
+func previewPlan(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identityKey string, from wallet.Settings, log *conflictLog) (wallet.MergePlan, error) {
 	dry := newOverlay()
 	userID, err := lookupUser(ctx, tx, identityKey)
 	known := err == nil
@@ -53,7 +66,7 @@ func previewMerge(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identi
 		return nil, err
 	}
 	m := newMerger(ctx, tx, userID, syncMapIDs{wallet.NewSyncMap()}, wallet.KeepDestinationActive)
-	m.dry = dry
+	m.dry, m.conflicts = dry, log
 	defer m.close()
 
 	plan := wallet.MergePlan{}

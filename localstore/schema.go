@@ -142,7 +142,9 @@ func inspect(ctx context.Context, db *sql.DB, path string) (schemaState, error) 
 	return st, nil
 }
 
-func queryStrings(ctx context.Context, db *sql.DB, query string, args ...any) ([]string, error) {
+func queryStrings(ctx context.Context, db interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, query string, args ...any) ([]string, error) {
 	rows, err := db.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, classify(err)

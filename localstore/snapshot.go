@@ -88,6 +88,7 @@ type Snapshot struct {
 // OpenSnapshot pins a read transaction on a dedicated connection. Only one view per store is
 // open at a time: a second OpenSnapshot fails with wallet.ErrSnapshotBusy, or waits when
 // opts.Wait is set. The lifetime counts from this call, not from when the view was granted.
+// A store that holds part of an unfinished merge opens no view (*wallet.ImportInProgressError).
 func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, error) {
 	if opts.Clock.Mono == nil || opts.Clock.Wall == nil {
 		opts.Clock = SystemClock()
@@ -137,6 +138,12 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 	v.stopTime = t.Stop
 	v.stopCtx = context.AfterFunc(ctx, func() { v.end(wallet.ErrSnapshotClosed) })
 	v.mu.Unlock()
+	// A wallet that holds part of an unfinished merge is read by no sync and no export.
+	// (Checked after the pin, so that it never delays the lifetime checks above.)
+	if err := s.ImportInProgress(ctx); err != nil {
+		v.Close()
+		return nil, fmt.Errorf("open snapshot: %w", err)
+	}
 	return v, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"time"
 
 	"walletsync/scheduler"
@@ -23,12 +24,18 @@ import (
 //     whole tag verified; nothing reads the plaintext before.
 //  2. The whole document is decoded and validated (Decode); nothing acts on it before.
 //  3. What cannot go in is refused in plain words: a document the wallet's import journal
-//     records as imported (*AlreadyImportedError), another chain (*wallet.ChainError), a
-//     restore into a wallet that is not empty (*wallet.NotEmptyError).
+//     records as imported (*AlreadyImportedError), a wallet that holds part of another
+//     unfinished merge (*wallet.ImportInProgressError), another chain (*wallet.ChainError),
+//     a restore into a wallet that is not empty (*wallet.NotEmptyError), a merge of another
+//     identity than the wallet's unless asked for (*wallet.OtherIdentityError).
 //  4. The document is loaded into a staging database, ids kept, in one transaction; the
 //     wallet's journal says "staged".
-//  5. A merge is a sync session: the staging database is the Source and syncer.Run commits
-//     its pages into the wallet (journal "merging": a crash resumes from the sync checkpoint),
+//  5. A merge first runs its preview against the wallet and refuses, writing nothing, a
+//     document with rows that would make it fail half-way (*wallet.MergeConflictError).
+//     Then it is a sync session: the staging database is the Source and syncer.Run commits
+//     its pages into the wallet (journal "merging": a crash resumes from the sync checkpoint;
+//     every page is recorded in the undo log, so Abandon can take the merge back; until it
+//     ends, no sync, export or other import reads the wallet),
 //     then Store.CompleteMerge writes the sync states and "done" in one transaction. A
 //     restore copies everything in one transaction (Store.RestoreFrom), or, into a new wallet
 //     file, copies the staging database itself into place (Store.SaveAs).
@@ -69,6 +76,10 @@ type ImportOptions struct {
 	// Plaintext reads the file as a plaintext BRC-38 document instead of a BRC-39 file; the
 	// password is not used.
 	Plaintext bool
+	// AllowOtherIdentity lets a merge bring a user the wallet does not hold into a wallet
+	// that holds users of its own, which then holds two identities. Without it Import
+	// refuses such a document (*wallet.OtherIdentityError); Preview reports it.
+	AllowOtherIdentity bool
 	// KDFLimits caps the Argon2id parameters a header may ask for (DefaultKDFLimits where
 	// zero); a file above them is refused before Argon2 runs.
 	KDFLimits KDFLimits
@@ -158,6 +169,16 @@ type PreviewResult struct {
 	Mode   wallet.ImportMode `json:"mode"`
 	// Resumes is set when an unfinished import of this document into the target exists.
 	Resumes bool `json:"resumes"`
+	// OtherIdentity is set when the document's user is not among the wallet's users
+	// (WalletIdentities) while the wallet holds some: the import is refused unless
+	// ImportOptions.AllowOtherIdentity asks for it.
+	OtherIdentity    bool     `json:"otherIdentity"`
+	WalletIdentities []string `json:"walletIdentities,omitempty"`
+	// Conflicts are the rows that would make the merge fail (the first
+	// wallet.MaxListedConflicts; ConflictTotal counts all): the import is refused while
+	// there are any.
+	Conflicts     []wallet.MergeConflict `json:"conflicts,omitempty"`
+	ConflictTotal int                    `json:"conflictTotal"`
 	// Plan holds, per table, the rows the import would insert and update, and the rows it
 	// would leave unchanged or skip as older than the wallet's.
 	Plan  wallet.MergePlan   `json:"plan"`
@@ -200,17 +221,22 @@ func Verify(ctx context.Context, file, password string, opts ImportOptions, prog
 // into a staging database to read it in sync order; that database is removed afterwards
 // unless an unfinished import of the document needs it.
 //
-// Refusals come as errors, with the result's Summary filled: *AlreadyImportedError when the
-// wallet's journal holds the document as imported, *wallet.ChainError for another chain,
-// *wallet.NotEmptyError for a restore into a wallet that is not empty, and every error of
-// Verify. progress may be nil.
+// What Import would refuse for the wallet's sake is reported, not refused: another identity
+// (OtherIdentity) and conflicts (Conflicts). Refusals come as errors, with the result's
+// Summary filled: *AlreadyImportedError when the wallet's journal holds the document as
+// imported, *wallet.ImportInProgressError when the wallet holds part of another unfinished
+// merge, *wallet.ChainError for another chain, *wallet.NotEmptyError for a restore into a
+// wallet that is not empty, and every error of Verify. progress may be nil.
 func Preview(ctx context.Context, file, password string, target Target, opts ImportOptions, progress func(ImportProgress)) (PreviewResult, error) {
+	opts.AllowOtherIdentity = true // reported below, not refused
 	r, err := begin(ctx, file, password, target, opts, progress)
 	defer r.close()
-	res := PreviewResult{Summary: r.sum, Target: r.path, Mode: r.mode, Resumes: r.resumed}
+	res := PreviewResult{Summary: r.sum, Target: r.path, Mode: r.mode, Resumes: r.resumed,
+		OtherIdentity: r.otherIdentity != nil, WalletIdentities: r.walletIdentities()}
 	if err == nil {
-		res.Plan, err = r.preview(ctx)
-		res.Total = res.Plan.Total()
+		var p wallet.MergePreview
+		p, err = r.preview(ctx)
+		res.Plan, res.Total, res.Conflicts, res.ConflictTotal = p.Plan, p.Plan.Total(), p.Conflicts, p.ConflictTotal
 	}
 	if err != nil {
 		return res, fmt.Errorf("preview %s into %s: %w", file, r.path, err)
@@ -219,11 +245,13 @@ func Preview(ctx context.Context, file, password string, target Target, opts Imp
 }
 
 // Import verifies a backup file and imports it into the target (see the steps above), after
-// the same refusals as Preview. A run that stops (a crash, a cancelled ctx, a full disk)
+// the same refusals as Preview and, writing nothing, those Preview reports: another identity
+// unless opts.AllowOtherIdentity (*wallet.OtherIdentityError), and conflicts
+// (*wallet.MergeConflictError). A run that stops (a crash, a cancelled ctx, a full disk)
 // leaves the wallet untouched or resumable: run Import again with the same file and password
-// and it continues from the journal and the sync checkpoint. Importing a document the wallet
-// already holds is refused with *AlreadyImportedError and changes nothing. progress may be
-// nil.
+// and it continues from the journal and the sync checkpoint, or take it back with Abandon.
+// Importing a document the wallet already holds is refused with *AlreadyImportedError and
+// changes nothing. progress may be nil.
 func Import(ctx context.Context, file, password string, target Target, opts ImportOptions, progress func(ImportProgress)) (ImportResult, error) {
 	start := time.Now()
 	r, err := begin(ctx, file, password, target, opts, progress)
@@ -260,6 +288,15 @@ type importRun struct {
 	rec      wallet.ImportRecord // the journal entry: the unfinished one resumed, or a new one
 	resumed  bool
 	staging  string // the staging database's path
+	// otherIdentity is set when the document's user is not the wallet's (a merge only).
+	otherIdentity *wallet.OtherIdentityError
+}
+
+func (r *importRun) walletIdentities() []string {
+	if r.otherIdentity == nil {
+		return nil
+	}
+	return r.otherIdentity.Wallet
 }
 
 // begin checks the options, verifies the document, opens the target and applies the
@@ -322,7 +359,8 @@ func begin(ctx context.Context, file, password string, target Target, opts Impor
 }
 
 // checkTarget applies the refusals that depend on the target wallet, in the order a person
-// needs them: a repeat first, then the chain, then a restore's empty wallet.
+// needs them: a repeat first, then another merge the wallet holds part of, then the chain,
+// then a restore's empty wallet or a merge's other identity.
 func (r *importRun) checkTarget(ctx context.Context) error {
 	settings, err := r.target.Settings(ctx)
 	if err != nil {
@@ -339,17 +377,33 @@ func (r *importRun) checkTarget(ctx context.Context) error {
 		return &AlreadyImportedError{Path: r.path, Record: rec}
 	case err == nil:
 		if r.opts.Mode != "" && r.opts.Mode != rec.Mode {
-			return fmt.Errorf("an unfinished %s of this backup exists; finish it in that mode: %w", rec.Mode, wallet.ErrInvalidArgument)
+			return &wallet.ImportInProgressError{Path: r.path, Record: rec}
 		}
 		r.mode, r.rec, r.resumed = rec.Mode, rec, true
 	case !errors.Is(err, wallet.ErrNotFound):
 		return err
+	}
+	if err := r.target.ImportInProgress(ctx); err != nil {
+		var busy *wallet.ImportInProgressError
+		if !errors.As(err, &busy) || busy.Record.Digest != r.sum.Digest {
+			return err
+		}
 	}
 	if err := wallet.CheckSameChain(r.sum.Chain, settings.Chain); err != nil {
 		return err
 	}
 	if r.mode == wallet.ImportRestore {
 		return r.target.CheckEmpty(ctx)
+	}
+	ids, err := r.target.Identities(ctx)
+	if err != nil {
+		return err
+	}
+	if len(ids) > 0 && !slices.Contains(ids, r.sum.IdentityKey) {
+		r.otherIdentity = &wallet.OtherIdentityError{Path: r.path, Backup: r.sum.IdentityKey, Wallet: ids}
+		if !r.opts.AllowOtherIdentity {
+			return r.otherIdentity
+		}
 	}
 	return nil
 }
@@ -387,16 +441,15 @@ func (r *importRun) restorePlan() wallet.MergePlan {
 	return plan
 }
 
-func (r *importRun) preview(ctx context.Context) (wallet.MergePlan, error) {
+func (r *importRun) preview(ctx context.Context) (wallet.MergePreview, error) {
 	if r.mode == wallet.ImportRestore {
-		return r.restorePlan(), nil
+		return wallet.MergePreview{Plan: r.restorePlan()}, nil
 	}
 	st, err := r.stage(ctx)
 	if err != nil {
-		return nil, err
+		return wallet.MergePreview{}, err
 	}
-	r.progress(ImportProgress{Phase: PhasePreviewing, Total: r.rows()})
-	plan, err := previewFrom(ctx, st, r.target, r.sum)
+	p, err := r.previewFrom(ctx, st)
 	if cerr := st.Close(); err == nil {
 		err = cerr
 	}
@@ -405,22 +458,27 @@ func (r *importRun) preview(ctx context.Context) (wallet.MergePlan, error) {
 			err = rerr
 		}
 	}
-	return plan, err
+	return p, err
 }
 
-func previewFrom(ctx context.Context, st, target Store, sum Summary) (wallet.MergePlan, error) {
+// previewFrom previews the merge of the staging database st into the target.
+func (r *importRun) previewFrom(ctx context.Context, st Store) (wallet.MergePreview, error) {
+	r.progress(ImportProgress{Phase: PhasePreviewing, Total: r.rows()})
 	v, err := st.OpenView(ctx, time.Hour)
 	if err != nil {
-		return nil, fmt.Errorf("read the staging database: %w", err)
+		return wallet.MergePreview{}, fmt.Errorf("read the staging database: %w", err)
 	}
 	defer v.Close()
-	return target.PreviewMerge(ctx, v, sum.IdentityKey, sum.Source)
+	return r.target.PreviewMerge(ctx, v, r.sum.IdentityKey, r.sum.Source)
 }
 
 // stage returns the staging database of the document: the one an earlier run of this import
 // completed, or a new one loaded from the document in one transaction. r.rec.Session names
 // it afterwards.
 func (r *importRun) stage(ctx context.Context) (Store, error) {
+	if err := ensureStagingDir(r.opts.StagingDir); err != nil { // a plaintext document made none yet
+		return nil, err
+	}
 	if _, err := os.Stat(r.staging); err == nil {
 		st, err := r.opts.Open(ctx, r.staging, "")
 		if err != nil {
@@ -444,7 +502,9 @@ func (r *importRun) stage(ctx context.Context) (Store, error) {
 	}
 	total := r.rows()
 	r.progress(ImportProgress{Phase: PhaseStaging, Total: total})
-	err = st.LoadDocument(ctx, r.rec, func(put func(*wallet.Table, wallet.Row) error) error {
+	staged := r.rec // the staging database holds the document, staged, whatever the wallet's journal says
+	staged.State = wallet.ImportStaged
+	err = st.LoadDocument(ctx, staged, func(put func(*wallet.Table, wallet.Row) error) error {
 		var n int64
 		return r.doc.rows(ctx, func(t *wallet.Table, row wallet.Row) error {
 			if err := put(t, row); err != nil {
@@ -500,7 +560,8 @@ func (r *importRun) write(ctx context.Context, fn func() error) error {
 	return fn()
 }
 
-// merge stages the document and merges it into the target through a page session.
+// merge stages the document, checks that nothing in it would make the merge fail, and
+// merges it into the target through a page session.
 func (r *importRun) merge(ctx context.Context) (wallet.MergePlan, error) {
 	stale := r.rec.Session
 	st, err := r.stage(ctx)
@@ -512,6 +573,19 @@ func (r *importRun) merge(ctx context.Context) (wallet.MergePlan, error) {
 			st.Close()
 		}
 	}()
+	// Before the first write: a document that conflicts with the wallet is refused whole.
+	p, err := r.previewFrom(ctx, st)
+	if err == nil && p.ConflictTotal > 0 {
+		err = &wallet.MergeConflictError{Path: r.path, Conflicts: p.Conflicts, Total: p.ConflictTotal}
+	}
+	if err != nil {
+		if !r.resumed {
+			st.Close()
+			st = nil
+			err = errors.Join(err, removeStaging(r.staging))
+		}
+		return nil, err
+	}
 	if r.resumed && stale != r.rec.Session {
 		// Staged again (the old staging database is gone): the old session's checkpoint and
 		// id maps will never be read; the new session traverses everything.

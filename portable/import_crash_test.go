@@ -29,6 +29,10 @@ const (
 	importCrashEnv = "WALLETSYNC_TEST_IMPORT_CRASH"
 	// importCrashMarker starts the line a child prints just before it kills itself.
 	importCrashMarker = "crashing at"
+	// importCommitMarker is the line a counting child prints at each durable page commit,
+	// and importEndMarker starts the line it prints when its import ends without a crash.
+	importCommitMarker = "page committed"
+	importEndMarker    = "import ended:"
 	// hookCommitted and hookRowsWritten are a page commit's boundaries in the wallet
 	// (localstore.Options.CommitHook): durable but unacknowledged, and written but not
 	// committed.
@@ -43,6 +47,9 @@ type importCrashTask struct {
 	Mode                  wallet.ImportMode
 	At                    string
 	N                     int
+	// Count makes the child print importCommitMarker at each durable page commit, and end
+	// normally (exit 0, after importEndMarker) when the import ends before the Nth At.
+	Count bool
 }
 
 // importCrashChild runs the task and never returns: it dies by SIGKILL at the boundary, or
@@ -70,6 +77,9 @@ func importCrashChild(task string) {
 		case localstore.HookRowsWritten:
 			reach(hookRowsWritten)
 		case localstore.HookCommitted:
+			if c.Count {
+				fmt.Println(importCommitMarker)
+			}
 			reach(hookCommitted)
 		}
 	}}
@@ -85,6 +95,10 @@ func importCrashChild(task string) {
 	})
 	opts := ImportOptions{StagingDir: c.Staging, Open: open, Mode: c.Mode, Sync: syncer.Options{MaxRows: 2}, hook: reach}
 	_, err := Import(context.Background(), c.File, importPassword, Target{Path: c.Target}, opts, nil)
+	if c.Count {
+		fmt.Println(importEndMarker, err)
+		os.Exit(0)
+	}
 	fmt.Println("finished without crashing:", err)
 	os.Exit(1)
 }

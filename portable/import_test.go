@@ -683,7 +683,9 @@ func TestImport_MergeKeepsSyncStatesAsTheToolbox(t *testing.T) {
 	mutate(t, src, `UPDATE sync_states SET syncMap = json_set(syncMap, '$.transaction.idMap."900"', (SELECT min(transactionId) FROM transactions))`)
 	file, _ := backupFile(t, src, identity)
 	dst, _ := mustStore(t, localstore.FixtureSmall, smallSeed+1) // another user: the new rows get other ids
-	res, err := Import(context.Background(), file, importPassword, Target{Path: dst}, importOptions(t), nil)
+	opts := importOptions(t)
+	opts.AllowOtherIdentity = true // asked for: the wallet then holds two identities
+	res, err := Import(context.Background(), file, importPassword, Target{Path: dst}, opts, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,19 @@ type Store interface {
 	// rec, in one transaction that commits only when fill returns nil.
 	LoadDocument(ctx context.Context, rec wallet.ImportRecord, fill func(put func(*wallet.Table, wallet.Row) error) error) error
 	// PreviewMerge counts, per table, what merging the user's rows from src would do, with
-	// the rules Commit merges by, writing nothing.
-	PreviewMerge(ctx context.Context, src wallet.PageReader, identityKey string, from wallet.Settings) (wallet.MergePlan, error)
+	// the rules Commit merges by, and finds the rows that would make it fail, writing
+	// nothing.
+	PreviewMerge(ctx context.Context, src wallet.PageReader, identityKey string, from wallet.Settings) (wallet.MergePreview, error)
+	// Identities returns the identity keys of the store's users.
+	Identities(ctx context.Context) ([]string, error)
+	// UnfinishedImports returns the import journal's entries that are not done.
+	UnfinishedImports(ctx context.Context) ([]wallet.ImportRecord, error)
+	// ImportInProgress returns an error matching wallet.ErrImportInProgress when a merge
+	// into the store started and did not finish, else nil.
+	ImportInProgress(ctx context.Context) error
+	// AbandonImport takes back, in one transaction, what the unfinished import of a
+	// document wrote, and forgets the import.
+	AbandonImport(ctx context.Context, digest string) (wallet.ImportRecord, error)
 	// RestoreFrom copies every row of the staging store at stagingPath, ids kept, into an
 	// empty store, and records rec, in one transaction.
 	RestoreFrom(ctx context.Context, stagingPath string, rec wallet.ImportRecord) error

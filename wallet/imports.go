@@ -1,7 +1,9 @@
 package wallet
 
 import (
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -94,4 +96,121 @@ func (p MergePlan) Total() MergeCounts {
 		sum = sum.Add(c)
 	}
 	return sum
+}
+
+// Refusals of an import. Each is found before the import writes anything to the wallet.
+var (
+	// ErrOtherIdentity: the backup holds a user the wallet does not, while the wallet holds
+	// users of its own; merging it would leave two identities in one wallet (see
+	// OtherIdentityError). An import proceeds only when the person asks for it explicitly.
+	ErrOtherIdentity = errors.New("the backup holds another identity than the wallet")
+	// ErrMergeConflict: a row of the backup cannot go into the wallet as it is (a unique key
+	// the wallet already holds for another row, a reference to nothing, two rows matching one
+	// natural key); see MergeConflictError. The preview lists them.
+	ErrMergeConflict = errors.New("the backup conflicts with the wallet")
+	// ErrImportInProgress: a merge into the wallet started and did not finish; the wallet
+	// holds part of it until the person finishes it (imports the same file again) or abandons
+	// it (see ImportInProgressError).
+	ErrImportInProgress = errors.New("import in progress: finish or abandon")
+)
+
+// OtherIdentityError reports a backup whose user is not among the wallet's users.
+type OtherIdentityError struct {
+	Path string // the wallet file
+	// Backup is the backup's identity key; Wallet the identity keys the wallet holds.
+	Backup string
+	Wallet []string
+}
+
+func (e *OtherIdentityError) Error() string {
+	have := make([]string, len(e.Wallet))
+	for i, k := range e.Wallet {
+		have[i] = ShortKey(k, 16)
+	}
+	return fmt.Sprintf("the backup's identity %s is not the identity of %s (%s): merging it would leave two identities in one wallet; "+
+		"ask for it explicitly (--allow-other-identity) if that is what you want: %v",
+		ShortKey(e.Backup, 16), e.Path, strings.Join(have, ", "), ErrOtherIdentity)
+}
+
+// Unwrap makes errors.Is(err, ErrOtherIdentity) true.
+func (e *OtherIdentityError) Unwrap() error { return ErrOtherIdentity }
+
+// ConflictKind names why a row of a backup cannot be merged. The wire strings are stable.
+type ConflictKind string
+
+const (
+	// ConflictUnique: the row, as the merge would write it, repeats a unique key that another
+	// row of the wallet (or another row of the same backup) already holds.
+	ConflictUnique ConflictKind = "unique"
+	// ConflictDangling: the row refers to a row that neither the wallet nor the backup holds.
+	ConflictDangling ConflictKind = "dangling"
+	// ConflictAmbiguous: the wallet holds two rows matching the row's natural key, or a
+	// proof request of another batch.
+	ConflictAmbiguous ConflictKind = "ambiguous"
+)
+
+// MergeConflict is one row of a backup that a merge could not write.
+type MergeConflict struct {
+	Kind  ConflictKind `json:"kind"`
+	Table TableName    `json:"table"`
+	// Key is the row's key in the backup (its id, or its two key columns).
+	Key []any `json:"key"`
+	// Columns names the unique key that collides, or the column that refers to nothing.
+	Columns []string `json:"columns,omitempty"`
+	// Holder is the key of the wallet's row that already holds the unique key (absent when
+	// the holder is another row of the backup).
+	Holder []any `json:"holder,omitempty"`
+	// Reason says it in words.
+	Reason string `json:"reason"`
+}
+
+// String describes the conflict in one line.
+func (c MergeConflict) String() string {
+	return fmt.Sprintf("%s row %v: %s", c.Table, c.Key, c.Reason)
+}
+
+// MaxListedConflicts bounds the conflicts a preview or a refusal lists; Total counts all.
+const MaxListedConflicts = 100
+
+// MergeConflictError refuses a merge whose backup conflicts with the wallet. It lists the
+// first MaxListedConflicts conflicts and counts them all.
+type MergeConflictError struct {
+	Path      string // the wallet file
+	Conflicts []MergeConflict
+	Total     int
+}
+
+func (e *MergeConflictError) Error() string {
+	first := ""
+	if len(e.Conflicts) > 0 {
+		first = " (the first: " + e.Conflicts[0].String() + ")"
+	}
+	return fmt.Sprintf("%d rows of the backup cannot be merged into %s%s; nothing was written: %v", e.Total, e.Path, first, ErrMergeConflict)
+}
+
+// Unwrap makes errors.Is(err, ErrMergeConflict) true.
+func (e *MergeConflictError) Unwrap() error { return ErrMergeConflict }
+
+// ImportInProgressError reports the unfinished merge a wallet holds part of.
+type ImportInProgressError struct {
+	Path   string // the wallet file
+	Record ImportRecord
+}
+
+func (e *ImportInProgressError) Error() string {
+	return fmt.Sprintf("%s: %v (a merge of backup %s started %s and did not end; import that file again to finish it, "+
+		"or abandon it with `walletsync import --db %s --abandon`, which puts the wallet back as it was)",
+		e.Path, ErrImportInProgress, ShortKey(e.Record.Digest, 16), FormatTime(e.Record.StartedAt), e.Path)
+}
+
+// Unwrap makes errors.Is(err, ErrImportInProgress) true.
+func (e *ImportInProgressError) Unwrap() error { return ErrImportInProgress }
+
+// MergePreview is what merging one backup into one wallet would do: the plan, and the rows
+// that would make the merge fail (the first MaxListedConflicts of them; ConflictTotal counts
+// all). A merge with conflicts is refused before it writes anything.
+type MergePreview struct {
+	Plan          MergePlan       `json:"plan"`
+	Conflicts     []MergeConflict `json:"conflicts,omitempty"`
+	ConflictTotal int             `json:"conflictTotal"`
 }

@@ -137,6 +137,8 @@ export const api = {
   upload: (file) => request('POST', '/api/v1/import/upload', file),
   previewImport: (req) => request('POST', '/api/v1/import/preview', req),
   importBackup: (req) => request('POST', '/api/v1/import', req),
+  /** abandonImport takes back an unfinished merge into wallet (a task). */
+  abandonImport: (wallet) => request('POST', '/api/v1/import/abandon', { wallet }),
 
   secretKeys: () => request('GET', '/api/v1/secrets'),
   setSecret: (key, value) => request('PUT', `/api/v1/secrets/${enc(key)}`, { value }),

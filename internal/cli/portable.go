@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"walletsync/agent"
@@ -135,17 +136,25 @@ func runVerify(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runImport(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("import", "--db WALLET --in FILE [--password-file P] [--preview] [--mode merge|restore] [--plaintext] [--data-dir DIR] [--json]", out)
+	fs := command.NewFlags("import", "--db WALLET (--in FILE [--password-file P] [--preview] [--mode merge|restore] [--allow-other-identity] [--plaintext] | --abandon) [--data-dir DIR] [--json]", out)
 	db := fs.String("db", "", "the wallet to import into; a restore may name a file that does not exist yet")
 	bf := addBackupFileFlags(fs, "the backup file")
 	preview := fs.Bool("preview", false, "show what the import would do, and write nothing to the wallet")
 	mode := fs.String("mode", "", "merge (BRC-40 rules, the wallet's own rows kept where newer) or restore (into an empty or new wallet, ids kept); default: restore for a new file, merge otherwise")
+	allowOther := fs.Bool("allow-other-identity", false, "merge a backup of another identity than the wallet's; the wallet then holds both")
+	abandon := fs.Bool("abandon", false, "take back the wallet's unfinished import: the wallet becomes exactly what it was before that import started (no --in, no password)")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
 	if err := command.Required("db", *db); err != nil {
 		return err
+	}
+	if *abandon {
+		if *bf.in != "" || *preview || *mode != "" || *allowOther {
+			return fmt.Errorf("%w: --abandon takes only --db, --data-dir and --json", command.ErrUsage)
+		}
+		return runAbandon(ctx, *db, *bf.dataDir, *asJSON, out)
 	}
 	var importMode wallet.ImportMode
 	if *mode != "" { // checked before the password is asked for
@@ -159,7 +168,7 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts.Mode = importMode
+	opts.Mode, opts.AllowOtherIdentity = importMode, *allowOther
 	bar := command.NewProgressLine(out)
 	progress := importProgress(bar, *asJSON)
 	if *preview {
@@ -200,6 +209,24 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 		fmt.Fprintf(w, "%s %s\n", verb, res.Target)
 		printPlan(w, res.Tables)
 		fmt.Fprintf(w, "done: %d rows inserted, %d updated in %s\n", res.Inserts, res.Updates, res.Elapsed.Round(time.Millisecond))
+	})
+}
+
+// runAbandon takes back the unfinished imports of the wallet db.
+func runAbandon(ctx context.Context, db, dataDir string, asJSON bool, out io.Writer) error {
+	opts, err := portableOptions(dataDir, false)
+	if err != nil {
+		return err
+	}
+	recs, err := portable.Abandon(ctx, portable.Target{Path: db}, opts)
+	if err != nil {
+		return err
+	}
+	return command.Report(out, asJSON, recs, func(w io.Writer) {
+		for _, rec := range recs {
+			fmt.Fprintf(w, "abandoned the %s of backup %s (started %s): %s is as it was before it\n",
+				rec.Mode, wallet.ShortKey(rec.Digest, 16), wallet.FormatTime(rec.StartedAt), db)
+		}
 	})
 }
 
@@ -333,9 +360,22 @@ func printPreview(w io.Writer, res portable.PreviewResult, refusal error) {
 		what = "finish an interrupted " + string(res.Mode) + " into"
 	}
 	fmt.Fprintf(w, "preview: %s %s (nothing was written)\n", what, res.Target)
+	if res.OtherIdentity {
+		fmt.Fprintf(w, "IDENTITY the backup's identity is not the wallet's (%s): the import needs --allow-other-identity, and the wallet then holds both\n",
+			strings.Join(res.WalletIdentities, ", "))
+	}
 	printPlan(w, res.Plan)
 	fmt.Fprintf(w, "total: %d to insert, %d to update, %d unchanged, %d older than the wallet's (skipped)\n",
 		res.Total.Inserts, res.Total.Updates, res.Total.Unchanged, res.Total.Older)
+	if res.ConflictTotal > 0 {
+		fmt.Fprintf(w, "CONFLICTS %d rows of the backup cannot be merged into this wallet; the import is refused:\n", res.ConflictTotal)
+		for _, c := range res.Conflicts {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+		if more := res.ConflictTotal - len(res.Conflicts); more > 0 {
+			fmt.Fprintf(w, "  and %d more\n", more)
+		}
+	}
 }
 
 func printPlan(w io.Writer, plan wallet.MergePlan) {

@@ -113,6 +113,9 @@ func printInfo(ctx context.Context, s *localstore.Store, out io.Writer, asJSON b
 		fmt.Fprintf(w, "chain    %s\n", info.Settings.Chain)
 		fmt.Fprintf(w, "storage  %s (%s)\n", info.Settings.StorageIdentityKey, info.Settings.StorageName)
 		fmt.Fprintf(w, "size     %s\n", command.HumanBytes(info.SizeBytes))
+		if ip := info.ImportInProgress; ip != nil {
+			fmt.Fprintf(w, "IMPORT   %v; the counts below hold part of it\n", &wallet.ImportInProgressError{Path: info.Path, Record: *ip})
+		}
 		if info.Journal != nil {
 			fmt.Fprintf(w, "journal  high-water %d, complete after %d, %d entries kept\n",
 				info.Journal.HighWater, info.Journal.CompleteAfter, info.Journal.Entries)

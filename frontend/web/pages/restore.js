@@ -16,14 +16,48 @@ const titles = ['Choose the file', 'Password', 'Check what changes', 'Importing'
 
 // The wizard's place survives leaving the page. password lives only in this module's
 // memory, from the check to the confirm, so that the person types it once.
-const state = { step: 0, source: null, wallet: '', mode: 'merge', checkId: '', importId: '' };
+const state = { step: 0, source: null, wallet: '', mode: 'merge', checkId: '', importId: '', allowOther: false };
 let password = '';
 
 const resultOf = (id) => store.tasks.get(id)?.result;
 
 /** request is what preview and import both send: the file, its password and the target. */
 const request = () => ({ ...(state.source.upload ? { upload: state.source.upload } : { path: state.source.path }),
-  password, wallet: state.wallet, mode: state.mode });
+  password, wallet: state.wallet, mode: state.mode, allowOtherIdentity: state.allowOther });
+
+/**
+ * unfinished says, for each configured wallet that holds part of an import that stopped
+ * half-way, that it must be finished (the same file imported again) or abandoned, and
+ * offers the abandon: the wallet then goes back to exactly what it was before that import.
+ */
+function unfinished() {
+  const busyWallets = (store.overview?.wallets ?? []).filter((w) => w.importInProgress);
+  return busyWallets.map((w) => {
+    const problem = h('div');
+    const abandon = h('button', { type: 'button', class: 'danger' }, 'Abandon that import');
+    const box = notice('error',
+      h('p', {}, h('strong', {}, 'Import in progress: finish or abandon. '),
+        `An import into ${w.path} started ${fmtWhen(w.importInProgress.startedAt)} and stopped before the end, `,
+        'so the wallet holds part of a backup. Until it is finished or abandoned, nothing syncs or exports this wallet.'),
+      h('p', {}, 'To finish it, choose the same file again below. To take it back, abandon it: the wallet becomes exactly what it was before that import.'),
+      h('div', { class: 'actions' }, abandon), problem);
+    box.dataset.testid = 'import-unfinished';
+    abandon.addEventListener('click', () => startTask(abandon, problem,
+      () => api.abandonImport(w.path),
+      (t) => {
+        const panel = taskPanel('Abandoning the import');
+        problem.replaceChildren(panel.el);
+        finished(t.id, panel).then((done) => {
+          if (done.state === 'succeeded') {
+            problem.replaceChildren(notice('ok', h('p', {}, `Abandoned: ${w.path} is as it was before that import.`)));
+            abandon.remove();
+          }
+        });
+      },
+      'The abandon did not start'));
+    return box;
+  });
+}
 
 function fileStep(go) {
   const input = h('input', { type: 'file', accept: '.brc39,.json', class: 'visually-hidden', id: uid('file') });
@@ -74,7 +108,7 @@ function fileStep(go) {
     state.source = { path: path.value.trim(), name: path.value.trim() };
     go(1);
   });
-  return h('div', { class: 'stack' },
+  return h('div', { class: 'stack' }, ...unfinished(),
     h('p', {}, 'Choose the encrypted backup file (.brc39) to bring back. You will see what it holds before anything changes.'),
     drop, input, status, byPath);
 }
@@ -187,12 +221,30 @@ function previewStep(go) {
   const restore = state.mode === 'restore';
   const ack = h('input', { type: 'checkbox', 'aria-describedby': 'nothing-yet' });
   const confirm = h('button', { type: 'submit', class: restore ? 'danger' : 'primary', disabled: true }, restore ? 'Restore now' : 'Import now');
-  ack.addEventListener('change', () => { confirm.disabled = !ack.checked; });
+  // Another identity needs its own yes; conflicts cannot be said yes to.
+  state.allowOther = false;
+  const other = p.otherIdentity ? h('input', { type: 'checkbox', 'data-testid': 'allow-other-identity' }) : null;
+  const ready = () => { confirm.disabled = !ack.checked || (other && !other.checked) || p.conflictTotal > 0; };
+  ack.addEventListener('change', ready);
+  other?.addEventListener('change', () => { state.allowOther = other.checked; ready(); });
+  const otherBox = other && notice('error', h('p', {}, h('strong', {}, 'This file holds another identity. '),
+    'It belongs to ', h('code', {}, shortKey(p.identityKey)), ', and this wallet to ',
+    (p.walletIdentities ?? []).map((k) => h('code', {}, shortKey(k))),
+    '. Importing it leaves two identities in one wallet, which is rarely what you want.'),
+  h('label', { class: 'choice' }, other, 'I know: bring this other identity into my wallet as well.'));
+  if (otherBox) otherBox.dataset.testid = 'preview-other-identity';
+  const conflictBox = p.conflictTotal > 0 && notice('error',
+    h('p', {}, h('strong', {}, `${fmtNumber(p.conflictTotal)} rows of this file cannot go into this wallet, so it cannot be imported here. `),
+      'Nothing has been written. The wallet already holds rows with the same unique keys:'),
+    h('ul', {}, (p.conflicts ?? []).map((c) => h('li', {}, `${tableLabel(c.table)} ${(c.key ?? []).join(', ')}: ${c.reason}`))),
+    p.conflictTotal > (p.conflicts ?? []).length ? h('p', {}, `and ${fmtNumber(p.conflictTotal - p.conflicts.length)} more.`) : null);
+  if (conflictBox) conflictBox.dataset.testid = 'preview-conflicts';
   const problem = h('div');
   const num = (v) => h('td', { class: 'num' }, fmtNumber(v ?? 0));
   const form = h('form', { class: 'stack', 'data-testid': 'import-preview' },
     facts(p),
     p.resumes ? notice('muted', h('p', {}, 'An earlier import of this file stopped before the end: importing it now finishes that one.')) : null,
+    otherBox, conflictBox || null,
     h('div', { class: 'table-scroll' }, h('table', { class: 'plain preview-table' },
       h('thead', {}, h('tr', {}, ['What', 'In the file', 'New', 'Updated', 'Unchanged', 'Skipped (older)'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : '' }, c)))),
       // sync_states rows are not in the document's counts, yet the merge may update one.
