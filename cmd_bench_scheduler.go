@@ -248,7 +248,11 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 		return ph, err
 	}
 	defer local.Close()
-	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	caps, err := local.Capabilities(ctx)
+	if err != nil {
+		return ph, err
+	}
+	q, err := scheduler.New(caps, scheduler.Options{})
 	if err != nil {
 		return ph, err
 	}
