@@ -130,9 +130,9 @@ func (o Options) withDefaults() Options {
 //   - ConcurrentReads of 0 or 1 (a store that promises nothing): every grant is exclusive.
 //   - ConcurrentReads above 1: up to that many readers (and Options.MaxReaders) share the
 //     store; a writer holds it alone.
-//   - ReadsBesideWriter as well (SQLite in WAL mode): readers are granted while one writer
-//     holds its grant, and a writer is granted while readers hold theirs. Writers stay
-//     exclusive among writers.
+//   - ReadsBesideWriter (SQLite in WAL mode): readers (as many as above, one at least) are
+//     granted while one writer holds its grant, and a writer is granted while readers hold
+//     theirs. Writers stay exclusive among writers.
 //
 // Requests wait in lanes: one lane for every request, except on a store with
 // ReadsBesideWriter, where readers and writers wait in two lanes, because there they never
