@@ -349,7 +349,13 @@ func (a *Agent) wallet(ctx context.Context, path string) (*walletHandle, error) 
 	if err != nil {
 		return nil, fmt.Errorf("open wallet %s: %w", path, err)
 	}
-	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	// The queue grants what the file promises now: reads beside a commit only in WAL mode.
+	caps, err := st.Capabilities(ctx)
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("open wallet %s: %w", path, err)
+	}
+	q, err := scheduler.New(caps, scheduler.Options{})
 	if err != nil {
 		st.Close()
 		return nil, err

@@ -15,12 +15,34 @@ const (
 	probeWindow = 60
 )
 
+// Directions of the background work a latency probe ran beside. The strings are a wire format.
+const (
+	// DirectionBackup: the wallet is read or copied out (syncs, backups, exports, drills).
+	// A paged copy out takes no grant on the wallet.
+	DirectionBackup = "backup"
+	// DirectionRestore: rows are copied into the wallet (an import; a pull). Each page
+	// commit holds a write grant on the wallet.
+	DirectionRestore = "restore"
+)
+
+// directionOf returns the direction of a task kind: only an import (and the abandoning of
+// one) writes into the wallet.
+func directionOf(kind TaskKind) string {
+	if kind == KindImport || kind == KindImportAbandon {
+		return DirectionRestore
+	}
+	return DirectionBackup
+}
+
 // LatencyMetrics is the payload of a metrics event: how long a small foreground read of
-// one wallet took, waiting in its access queue included, over its last probes. It is what
-// a wallet front end would feel while background work runs, and what the dashboard's
-// "does background work slow the wallet?" plot draws.
+// one wallet took, waiting in its access queue included, over its last probes made while
+// background work of one direction ran. It is what a wallet front end would feel while
+// that work runs, and what the dashboard's "does background work slow the wallet?" plot
+// draws, one line per direction. A probe made while work of both directions ran counts
+// for both.
 type LatencyMetrics struct {
 	Wallet     string         `json:"wallet"`
+	Direction  string         `json:"direction"` // DirectionBackup or DirectionRestore
 	Foreground LatencySummary `json:"foreground"`
 }
 
@@ -46,19 +68,27 @@ func summarize(samples []time.Duration) LatencySummary {
 }
 
 // probeLatency reads every open wallet once every probeEvery under a foreground grant, and
-// publishes a metrics event per wallet, until ctx ends. It only probes while a task runs:
-// that is when the answer matters, and an idle agent does no work for it.
+// publishes a metrics event per wallet and direction of the running tasks, until ctx ends.
+// It only probes while a task runs: that is when the answer matters, and an idle agent does
+// no work for it.
 func (a *Agent) probeLatency(ctx context.Context) {
 	t := time.NewTicker(probeEvery)
 	defer t.Stop()
-	windows := map[string][]time.Duration{}
+	type window struct{ wallet, direction string }
+	windows := map[window][]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if !a.tasks.Busy() {
+		var directions []string
+		for _, task := range a.tasks.List() {
+			if d := directionOf(task.Kind); (task.State == TaskRunning || task.State == TaskCancelling) && !slices.Contains(directions, d) {
+				directions = append(directions, d)
+			}
+		}
+		if len(directions) == 0 {
 			continue
 		}
 		a.mu.Lock()
@@ -76,12 +106,16 @@ func (a *Agent) probeLatency(ctx context.Context) {
 			if err != nil {
 				continue // a wallet being closed or gone: nothing to measure
 			}
-			w := append(windows[p], time.Since(start))
-			if len(w) > probeWindow {
-				w = w[len(w)-probeWindow:]
+			took := time.Since(start)
+			for _, d := range directions {
+				key := window{p, d}
+				w := append(windows[key], took)
+				if len(w) > probeWindow {
+					w = w[len(w)-probeWindow:]
+				}
+				windows[key] = w
+				a.bus.Publish(EventMetrics, LatencyMetrics{Wallet: p, Direction: d, Foreground: summarize(w)})
 			}
-			windows[p] = w
-			a.bus.Publish(EventMetrics, LatencyMetrics{Wallet: p, Foreground: summarize(w)})
 		}
 	}
 }

@@ -7,6 +7,17 @@ import (
 	"walletsync/localstore"
 )
 
+func TestDirectionOf(t *testing.T) {
+	for kind, want := range map[TaskKind]string{
+		KindImport: DirectionRestore, KindImportAbandon: DirectionRestore, KindSync: DirectionBackup, KindBackup: DirectionBackup,
+		KindExport: DirectionBackup, KindDrill: DirectionBackup,
+	} {
+		if got := directionOf(kind); got != want {
+			t.Errorf("directionOf(%q) = %q, want %q", kind, got, want)
+		}
+	}
+}
+
 func TestSummarize_Percentiles(t *testing.T) {
 	ms := func(ns ...int) []time.Duration {
 		out := make([]time.Duration, len(ns))
@@ -62,8 +73,8 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 			break
 		}
 	}
-	if got.Wallet != e.wallet || got.Foreground.Samples < 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
-		t.Fatalf("metrics %+v; want the wallet %s with at least one sample, 0 < p50 <= p95", got, e.wallet)
+	if got.Wallet != e.wallet || got.Direction != DirectionBackup || got.Foreground.Samples < 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
+		t.Fatalf("metrics %+v; want the wallet %s, the backup direction, at least one sample, 0 < p50 <= p95", got, e.wallet)
 	}
 	if _, err := a.tasks.Cancel(task.ID); err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"strings"
 	"time"
 
 	"walletsync/wallet"
@@ -25,14 +26,30 @@ const (
 	HookCommitted = "committed"
 )
 
-// Describe returns the store's settings and what it offers as a sync peer.
+// Describe returns the store's settings and what it offers as a sync peer (Capabilities).
 func (s *Store) Describe(ctx context.Context) (wallet.Settings, wallet.Capabilities, error) {
 	settings, err := s.Settings(ctx)
 	if err != nil {
 		return settings, wallet.Capabilities{}, err
 	}
+	caps, err := s.Capabilities(ctx)
+	return settings, caps, err
+}
+
+// Capabilities returns what the store promises: snapshot views, its change journal when it
+// keeps one, MaxReaders concurrent reads, and reads beside a writer when the file is in WAL
+// mode. The journal mode is the one SQLite reports in force now, not the one Open asked
+// for: SQLite keeps a file's old mode, without an error, where WAL cannot work (a file
+// system without shared memory), and in a rollback journal a commit waits for every reader
+// instead of running beside them.
+func (s *Store) Capabilities(ctx context.Context) (wallet.Capabilities, error) {
+	var mode string
+	if err := s.readDB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return wallet.Capabilities{}, fmt.Errorf("read journal mode: %w", classify(err))
+	}
 	_, journalErr := s.JournalState(ctx)
-	return settings, wallet.Capabilities{Snapshots: true, Journal: journalErr == nil, ConcurrentReads: MaxReaders}, nil
+	return wallet.Capabilities{Snapshots: true, Journal: journalErr == nil, ConcurrentReads: MaxReaders,
+		ReadsBesideWriter: strings.EqualFold(mode, "wal")}, nil
 }
 
 // Begin describes the store as a destination and returns the session's durable checkpoint.

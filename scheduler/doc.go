@@ -4,8 +4,10 @@
 // Two parts, both per DESIGN.md section 4:
 //
 //   - Queue, the access queue. Every access to the wallet asks it for a Grant through a Session:
-//     foreground before background, readers shared (as far as the store's Capability allows),
-//     writers exclusive, background never starved, sessions fenced by destination generation.
+//     foreground before background, readers shared (as far as the store's capabilities
+//     allow, beside one writer on a store with wallet.Capabilities.ReadsBesideWriter),
+//     writers exclusive among writers, background never starved, sessions fenced by
+//     destination generation.
 //     See queue.go for the scheduling rules, grant.go for Acquire and Release, session.go for
 //     sessions, fencing and destination switches, metrics.go for what the dashboard sees.
 //   - Budget, the adaptive page budget (budget.go). It picks each background page's row and

@@ -27,7 +27,7 @@ type Grant struct {
 	class   Class
 	mode    Mode
 	asked   time.Time
-	fgAtAsk uint64 // Queue.fgGranted when it was asked for: bypasses are counted from here
+	fgAtAsk uint64 // its lane's foreground grant count when it was asked for: bypasses are counted from here
 
 	// Guarded by the queue's mutex until decided is closed; read-only for the waiter after.
 	state   grantState
@@ -42,7 +42,8 @@ type Grant struct {
 func (g *Grant) Class() Class { return g.class }
 
 // Mode returns the mode the grant was asked for. On a store without concurrent reads a Read
-// grant is held exclusively all the same.
+// grant is held exclusively all the same; on a store with ReadsBesideWriter a Write grant
+// excludes other writers only.
 func (g *Grant) Mode() Mode { return g.mode }
 
 // Wait returns how long the request waited in the queue before it was granted.
@@ -78,7 +79,8 @@ func (s *Session) Acquire(ctx context.Context, class Class, mode Mode) (*Grant, 
 		q.mu.Unlock()
 		return nil, s.staleError(class, mode)
 	}
-	g := &Grant{sess: s, class: class, mode: mode, asked: now, fgAtAsk: q.fgGranted, decided: make(chan struct{})}
+	g := &Grant{sess: s, class: class, mode: mode, asked: now, decided: make(chan struct{})}
+	g.fgAtAsk = q.lanes[q.laneOf(g)].fgGranted
 	s.grant = g
 	line := q.line(class)
 	*line = append(*line, g)

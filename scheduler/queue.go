@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -48,9 +49,11 @@ type Mode uint8
 
 // Modes.
 const (
-	// Read is shared: up to the queue's reader limit at once, never beside a writer.
+	// Read is shared: up to the queue's reader limit at once, and beside a writer only on
+	// a store that advertises wallet.Capabilities.ReadsBesideWriter.
 	Read Mode = iota + 1
-	// Write is exclusive: alone, with no reader and no other writer.
+	// Write is exclusive among writers, and alone (no reader either) on a store that does
+	// not advertise wallet.Capabilities.ReadsBesideWriter.
 	Write
 )
 
@@ -75,18 +78,10 @@ func (m Mode) MarshalText() ([]byte, error) {
 
 func (m Mode) valid() bool { return m == Read || m == Write }
 
-// Capability is what a store advertises about concurrent access. The queue never grants
-// more concurrency than the store promised.
-type Capability struct {
-	// ConcurrentReads is how many readers the store serves safely at once (SQLite in WAL
-	// mode: 8). Zero, a store that advertises nothing, or one makes every grant exclusive:
-	// the serialized fallback.
-	ConcurrentReads int
-}
-
 // Options tune a Queue. Zero fields take the defaults; negative ones are refused by New.
 type Options struct {
-	// MaxReaders caps concurrent read grants below the store's Capability; default 8.
+	// MaxReaders caps concurrent read grants below the store's advertised ConcurrentReads;
+	// default 8.
 	MaxReaders int
 	// BypassGrants is how many foreground grants may overtake the oldest waiting background
 	// request before it goes next; default 8.
@@ -130,11 +125,26 @@ func (o Options) withDefaults() Options {
 // Queue is the fair access queue in front of one store. Every access to the store goes
 // through a Session of the queue (see NewSession and Session.Acquire).
 //
-// The rules, in the order the scheduler applies them whenever something changes (a request
-// arrives, is released, is cancelled or fenced, or a background deadline or the foreground
-// grace passes):
+// The queue never grants more concurrency than the store promised in the capabilities it was
+// made with:
+//   - ConcurrentReads of 0 or 1 (a store that promises nothing): every grant is exclusive.
+//   - ConcurrentReads above 1: up to that many readers (and Options.MaxReaders) share the
+//     store; a writer holds it alone.
+//   - ReadsBesideWriter (SQLite in WAL mode): readers (as many as above, one at least) are
+//     granted while one writer holds its grant, and a writer is granted while readers hold
+//     theirs. Writers stay exclusive among writers.
 //
-//  1. The next request in line is the oldest background request if it is due, else the
+// Requests wait in lanes: one lane for every request, except on a store with
+// ReadsBesideWriter, where readers and writers wait in two lanes, because there they never
+// wait for each other. Every lane keeps its own fairness counts (below), so that readers
+// granted beside a waiting background writer neither count as bypassing it nor restart its
+// clock.
+//
+// The rules, applied in each lane whenever something changes (a request arrives, is
+// released, is cancelled or fenced, or a background deadline or the foreground grace
+// passes):
+//
+//  1. The next request in the lane is the oldest background request if it is due, else the
 //     oldest foreground request, else the oldest background request, but not within
 //     ForegroundGrace of the last foreground release. The grace is what makes "foreground
 //     first" hold for a foreground caller that runs one request after another: between its
@@ -149,16 +159,21 @@ func (o Options) withDefaults() Options {
 //     several background requests queued under a steady foreground load, the literal rule
 //     ("waited 1 s") would make all of them due at once and grant them back to back, and a
 //     foreground request would wait for several commits instead of one.
-//  2. The next request is granted if it fits beside the current holders: a writer (or, on a
-//     store without concurrent reads, anyone) only when nobody holds a grant; a reader when
-//     no writer holds one and fewer than the reader limit do.
-//  3. If it does not fit, nobody behind it is granted either. A waiting writer therefore
-//     stops new readers from overtaking it, so writers are never starved by a reader stream.
+//  2. The next request is granted if it fits beside the current holders. On a store without
+//     ReadsBesideWriter: a writer (or, on a store without concurrent reads, anyone) only
+//     when nobody holds a grant; a reader when no writer holds one and fewer than the reader
+//     limit do. With it: a writer when no other writer holds one; a reader when fewer than
+//     the reader limit do.
+//  3. If it does not fit, nobody behind it in its lane is granted either. A waiting writer
+//     therefore stops new readers from overtaking it where it waits for readers, so writers
+//     are never starved by a reader stream; where readers and writers never wait for each
+//     other, they are in different lanes and neither holds up the other.
 //
 // A Queue is safe for concurrent use. It owns a timer for deadlines and graces and nothing
 // else; there is nothing to close.
 type Queue struct {
-	maxReaders int // 1 means every grant is exclusive
+	maxReaders int  // 1 means every grant is exclusive
+	beside     bool // readers may hold beside one writer: two lanes
 	bypass     uint64
 	maxBgWait  time.Duration
 	grace      time.Duration
@@ -167,10 +182,9 @@ type Queue struct {
 	foreground []*Grant // waiting, oldest first
 	background []*Grant // waiting, oldest first
 	holders    int      // grants held right now
+	writers    int      // write grants held right now
 	exclusive  bool     // the (only) holder holds exclusively
-	fgGranted  uint64   // foreground grants ever made: the clock that bypasses are counted on
-	lastBgAt   time.Time
-	lastBgFg   uint64      // fgGranted at the last background grant
+	lanes      [2]laneState
 	graceEnd   time.Time   // the last foreground release plus the grace (rule 1)
 	wake       *time.Timer // re-runs the scheduler when time alone changes rule 1 (see armLocked)
 	gens       map[string]uint64
@@ -179,9 +193,17 @@ type Queue struct {
 	metrics    metrics
 }
 
-// New returns an empty queue for a store with the given capability. Options outside their
-// documented range are refused with an error wrapping wallet.ErrInvalidArgument.
-func New(c Capability, opts Options) (*Queue, error) {
+// laneState is one lane's fairness counts (rule 1 on Queue).
+type laneState struct {
+	fgGranted uint64 // foreground grants ever made in the lane: the clock bypasses are counted on
+	lastBgAt  time.Time
+	lastBgFg  uint64 // fgGranted at the lane's last background grant
+}
+
+// New returns an empty queue for a store with the given capabilities; only ConcurrentReads
+// and ReadsBesideWriter matter here. Options outside their documented range are refused
+// with an error wrapping wallet.ErrInvalidArgument.
+func New(c wallet.Capabilities, opts Options) (*Queue, error) {
 	opts = opts.withDefaults()
 	switch {
 	case c.ConcurrentReads < 0:
@@ -191,6 +213,7 @@ func New(c Capability, opts Options) (*Queue, error) {
 	}
 	return &Queue{
 		maxReaders: max(1, min(c.ConcurrentReads, opts.MaxReaders)),
+		beside:     c.ReadsBesideWriter,
 		bypass:     uint64(opts.BypassGrants),
 		maxBgWait:  opts.MaxBackgroundWait,
 		grace:      opts.ForegroundGrace,
@@ -208,71 +231,126 @@ func (q *Queue) line(c Class) *[]*Grant {
 }
 
 // isExclusive reports whether g must hold the store alone.
-func (q *Queue) isExclusive(g *Grant) bool { return g.mode == Write || q.maxReaders == 1 }
+func (q *Queue) isExclusive(g *Grant) bool {
+	return !q.beside && (g.mode == Write || q.maxReaders == 1)
+}
+
+// laneOf returns the index of the lane g waits in: 0, or 1 for a reader on a store with
+// ReadsBesideWriter.
+func (q *Queue) laneOf(g *Grant) int {
+	if q.beside && g.mode == Read {
+		return 1
+	}
+	return 0
+}
+
+// headsLocked returns the oldest waiting foreground and background requests of lane l (nil
+// where none waits).
+func (q *Queue) headsLocked(l int) (fg, bg *Grant) {
+	first := func(line []*Grant) *Grant {
+		for _, g := range line {
+			if q.laneOf(g) == l {
+				return g
+			}
+		}
+		return nil
+	}
+	return first(q.foreground), first(q.background)
+}
 
 // scheduleLocked grants waiting requests by the rules on Queue, then arms the background
 // deadline timer. Every change of state ends with a call to it.
 func (q *Queue) scheduleLocked(now time.Time) {
-	for {
-		g := q.nextLocked(now)
-		if g == nil || !q.fitsLocked(g) {
-			break
+	// A grant in one lane moves rule 1's grace for neither lane and fits nothing more in the
+	// other (a reader takes no writer's place there), so one pass per lane is enough.
+	for l := range q.laneCount() {
+		for {
+			g := q.nextLocked(now, l)
+			if g == nil || !q.fitsLocked(g) {
+				break
+			}
+			q.grantLocked(g, now)
 		}
-		q.grantLocked(g, now)
 	}
 	q.armLocked(now)
 }
 
-func (q *Queue) nextLocked(now time.Time) *Grant {
+func (q *Queue) laneCount() int {
+	if q.beside {
+		return 2
+	}
+	return 1
+}
+
+func (q *Queue) nextLocked(now time.Time, l int) *Grant {
+	fg, bg := q.headsLocked(l)
 	switch {
-	case len(q.background) > 0 && q.dueLocked(q.background[0], now):
-		return q.background[0]
-	case len(q.foreground) > 0:
-		return q.foreground[0]
-	case len(q.background) > 0 && !now.Before(q.graceEnd):
-		return q.background[0]
+	case bg != nil && q.dueLocked(bg, now):
+		return bg
+	case fg != nil:
+		return fg
+	case bg != nil && !now.Before(q.graceEnd):
+		return bg
 	}
 	return nil
 }
 
-// bgSinceLocked returns when and at which foreground count a background request started
-// waiting, for the purpose of rule 1: its arrival, or the previous background grant if later.
+// bgSinceLocked returns when and at which foreground count of its lane a background request
+// started waiting, for the purpose of rule 1: its arrival, or the lane's previous background
+// grant if later.
 func (q *Queue) bgSinceLocked(g *Grant) (time.Time, uint64) {
+	ln := &q.lanes[q.laneOf(g)]
 	since := g.asked
-	if q.lastBgAt.After(since) {
-		since = q.lastBgAt
+	if ln.lastBgAt.After(since) {
+		since = ln.lastBgAt
 	}
 	// Each measure takes its own later value: a clock too coarse to order the arrival and
 	// the previous grant must not undo the count.
-	return since, max(g.fgAtAsk, q.lastBgFg)
+	return since, max(g.fgAtAsk, ln.lastBgFg)
 }
 
 func (q *Queue) dueLocked(g *Grant, now time.Time) bool {
 	since, fg := q.bgSinceLocked(g)
-	return q.fgGranted-fg >= q.bypass || now.Sub(since) >= q.maxBgWait
+	return q.lanes[q.laneOf(g)].fgGranted-fg >= q.bypass || now.Sub(since) >= q.maxBgWait
 }
 
 func (q *Queue) fitsLocked(g *Grant) bool {
-	if q.isExclusive(g) {
+	switch {
+	case q.beside && g.mode == Write:
+		return q.writers == 0
+	case q.beside:
+		return q.holders-q.writers < q.maxReaders
+	case q.isExclusive(g):
 		return q.holders == 0
 	}
 	return !q.exclusive && q.holders < q.maxReaders
 }
 
-// grantLocked hands the head of g's line its grant.
+// grantLocked hands g, the next request of its lane, its grant.
 func (q *Queue) grantLocked(g *Grant, now time.Time) {
-	line := q.line(g.class)
-	*line = (*line)[1:]
+	q.removeLocked(g)
 	g.state = held
 	g.granted = now
 	q.holders++
+	if g.mode == Write {
+		q.writers++
+	}
 	q.exclusive = q.isExclusive(g)
+	ln := &q.lanes[q.laneOf(g)]
 	if g.class == Foreground {
-		q.fgGranted++
+		ln.fgGranted++
 	} else {
-		q.lastBgAt, q.lastBgFg = now, q.fgGranted
+		ln.lastBgAt, ln.lastBgFg = now, ln.fgGranted
 	}
 	close(g.decided)
+}
+
+// removeLocked takes a waiting request out of its class's line.
+func (q *Queue) removeLocked(g *Grant) {
+	line := q.line(g.class)
+	if i := slices.Index(*line, g); i >= 0 {
+		*line = slices.Delete(*line, i, i+1)
+	}
 }
 
 // armLocked makes sure the scheduler runs again when time alone changes what rule 1 picks,
@@ -282,19 +360,26 @@ func (q *Queue) grantLocked(g *Grant, now time.Time) {
 // empty. The bypass count changes only with an event, so it needs no timer.
 func (q *Queue) armLocked(now time.Time) {
 	var at time.Time // zero: nothing waits on time alone
-	if len(q.background) > 0 && !q.dueLocked(q.background[0], now) {
-		since, _ := q.bgSinceLocked(q.background[0])
-		due := since.Add(q.maxBgWait)
+	for l := range q.laneCount() {
+		fg, bg := q.headsLocked(l)
+		if bg == nil || q.dueLocked(bg, now) {
+			continue
+		}
+		since, _ := q.bgSinceLocked(bg)
+		wake := time.Time{}
 		switch {
-		case len(q.foreground) > 0:
-			at = due // foreground goes first until then
+		case fg != nil:
+			wake = since.Add(q.maxBgWait) // foreground goes first until then
 		case now.Before(q.graceEnd):
-			at = due
-			if q.graceEnd.Before(due) {
-				at = q.graceEnd
+			wake = since.Add(q.maxBgWait)
+			if q.graceEnd.Before(wake) {
+				wake = q.graceEnd
 			}
 		}
 		// Otherwise the background request is next and waits only for a release.
+		if !wake.IsZero() && (at.IsZero() || wake.Before(at)) {
+			at = wake
+		}
 	}
 	if at.IsZero() {
 		if q.wake != nil {
@@ -324,6 +409,9 @@ func (q *Queue) freeLocked(g *Grant, now time.Time) {
 		q.graceEnd = now.Add(q.grace)
 	}
 	q.holders--
+	if g.mode == Write {
+		q.writers--
+	}
 	if q.isExclusive(g) {
 		q.exclusive = false
 	}
@@ -334,13 +422,7 @@ func (q *Queue) freeLocked(g *Grant, now time.Time) {
 // cancellation, which the waiter already knows about). The caller reschedules afterwards:
 // the requests behind a dropped writer may fit now.
 func (q *Queue) dropLocked(g *Grant, err error) {
-	line := q.line(g.class)
-	for i, w := range *line {
-		if w == g {
-			*line = append((*line)[:i], (*line)[i+1:]...)
-			break
-		}
-	}
+	q.removeLocked(g)
 	g.state = done
 	g.err = err
 	g.sess.grant = nil

@@ -19,9 +19,14 @@ import (
 // goroutine of the test is blocked, so "is it granted yet" has one answer, and time moves only
 // when the test sleeps, so the 1-second bound is tested exactly, without wall-clock time.
 
-var wal = Capability{ConcurrentReads: 8} // what SQLite in WAL mode advertises
+var (
+	// wal is what SQLite in WAL mode advertises to the queue.
+	wal = wallet.Capabilities{ConcurrentReads: 8, ReadsBesideWriter: true}
+	// sharedReads is a store whose readers share but never run beside a writer.
+	sharedReads = wallet.Capabilities{ConcurrentReads: 8}
+)
 
-func mustQueue(t testing.TB, c Capability, o Options) *Queue {
+func mustQueue(t testing.TB, c wallet.Capabilities, o Options) *Queue {
 	t.Helper()
 	q, err := New(c, o)
 	if err != nil {
@@ -154,7 +159,7 @@ func wantGranted(t *testing.T, want bool, rs ...*request) {
 
 func TestQueue_ForegroundFirst(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := mustQueue(t, wal, Options{})
+		q := mustQueue(t, sharedReads, Options{})
 		o := &order{}
 		holder := start(t, q, o, "holder", Foreground, Write)
 		// Background arrives first, then foreground; foreground still goes first.
@@ -266,7 +271,7 @@ func TestQueue_BackgroundBacklogDoesNotBurst(t *testing.T) {
 
 func TestQueue_BackgroundDeadlineGrantsWithoutAnEvent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := mustQueue(t, wal, Options{})
+		q := mustQueue(t, sharedReads, Options{})
 		reader := start(t, q, nil, "reader", Foreground, Read)
 		writer := start(t, q, nil, "fg writer", Foreground, Write) // waits for reader
 		bg := start(t, q, nil, "bg reader", Background, Read)      // waits behind the writer
@@ -287,7 +292,7 @@ func TestQueue_BackgroundDeadlineGrantsWithoutAnEvent(t *testing.T) {
 func TestQueue_ForegroundGrace(t *testing.T) {
 	t.Run("a foreground caller asking again at once goes first", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			q := mustQueue(t, wal, Options{})
+			q := mustQueue(t, sharedReads, Options{})
 			fg := q.NewSession("wallet", "dest")
 			cur := startSession(t, fg, nil, "fg", Foreground, Write)
 			bg := start(t, q, nil, "bg", Background, Write)
@@ -307,7 +312,7 @@ func TestQueue_ForegroundGrace(t *testing.T) {
 	})
 	t.Run("the bypass bound still holds", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			q := mustQueue(t, wal, Options{})
+			q := mustQueue(t, sharedReads, Options{})
 			o := &order{}
 			fg := q.NewSession("wallet", "dest")
 			cur := startSession(t, fg, o, "holder", Foreground, Write)
@@ -338,7 +343,7 @@ func TestQueue_ForegroundGrace(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				q := mustQueue(t, wal, tc.opts)
+				q := mustQueue(t, sharedReads, tc.opts)
 				holder := start(t, q, nil, "holder", Foreground, Read)
 				bg := start(t, q, nil, "bg", Background, Write)
 				holder.release(t)
@@ -357,7 +362,7 @@ func TestQueue_ForegroundGrace(t *testing.T) {
 	}
 	t.Run("no grace after a background release", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			q := mustQueue(t, wal, Options{})
+			q := mustQueue(t, sharedReads, Options{})
 			bg1 := start(t, q, nil, "bg1", Background, Write)
 			bg2 := start(t, q, nil, "bg2", Background, Write)
 			bg1.release(t)
@@ -430,15 +435,15 @@ func TestQueue_SequentialForegroundCatchesUp(t *testing.T) {
 func TestQueue_ReadersShareWritersExclusive(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		cap     Capability
+		cap     wallet.Capabilities
 		opts    Options
 		readers int
 	}{
-		{"WAL store, 8 readers", wal, Options{}, 8},
-		{"MaxReaders below the capability", wal, Options{MaxReaders: 3}, 3},
-		{"capability below MaxReaders", Capability{ConcurrentReads: 2}, Options{}, 2},
-		{"store without the capability", Capability{}, Options{}, 1},
-		{"store promising one reader", Capability{ConcurrentReads: 1}, Options{}, 1},
+		{"store with shared reads, 8 readers", sharedReads, Options{}, 8},
+		{"MaxReaders below the capability", sharedReads, Options{MaxReaders: 3}, 3},
+		{"capability below MaxReaders", wallet.Capabilities{ConcurrentReads: 2}, Options{}, 2},
+		{"store without the capability", wallet.Capabilities{}, Options{}, 1},
+		{"store promising one reader", wallet.Capabilities{ConcurrentReads: 1}, Options{}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -474,9 +479,92 @@ func TestQueue_ReadersShareWritersExclusive(t *testing.T) {
 	}
 }
 
-func TestQueue_WaitingWriterStopsNewReaders(t *testing.T) {
+// On a store with ReadsBesideWriter (SQLite in WAL mode) readers of both classes hold while
+// one writer holds, up to the reader limit; writers stay exclusive among writers, and a
+// waiting foreground writer still goes before a background writer that asked first.
+func TestQueue_ReadersBesideWriter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		q := mustQueue(t, wal, Options{})
+		o := &order{}
+		commit := start(t, q, o, "background commit", Background, Write)
+		bgWriter := start(t, q, o, "second background writer", Background, Write)
+		fgWriter := start(t, q, o, "foreground writer", Foreground, Write)
+		var readers []*request
+		for i := range 8 {
+			class := Foreground
+			if i%2 == 1 {
+				class = Background
+			}
+			readers = append(readers, start(t, q, o, "reader", class, Read))
+		}
+		wantGranted(t, true, commit)
+		wantGranted(t, true, readers...)
+		wantGranted(t, false, bgWriter, fgWriter)
+		extra := start(t, q, o, "ninth reader", Foreground, Read)
+		wantGranted(t, false, extra)
+		readers[0].release(t)
+		wantGranted(t, true, extra)
+		wantGranted(t, false, bgWriter, fgWriter)
+
+		commit.release(t)
+		wantGranted(t, true, fgWriter) // foreground first, beside the readers
+		wantGranted(t, false, bgWriter)
+		fgWriter.release(t)
+		passGrace()
+		wantGranted(t, true, bgWriter)
+		for _, r := range append(readers[1:], extra, bgWriter) {
+			r.release(t)
+		}
+	})
+}
+
+// A foreground writer on a store with ReadsBesideWriter does not wait for background
+// readers (a backup's snapshot reads), and readers arriving while it holds are not held back.
+func TestQueue_ForegroundWriterBesideBackgroundReaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := mustQueue(t, wal, Options{})
+		bg1 := start(t, q, nil, "background reader", Background, Read)
+		bg2 := start(t, q, nil, "background reader", Background, Read)
+		fg := start(t, q, nil, "foreground writer", Foreground, Write)
+		wantGranted(t, true, bg1, bg2, fg)
+		late := start(t, q, nil, "late background reader", Background, Read)
+		wantGranted(t, true, late)
+		for _, r := range []*request{fg, bg1, bg2, late} {
+			r.release(t)
+		}
+	})
+}
+
+// On a store with ReadsBesideWriter, readers and writers wait in different lanes: a waiting
+// writer does not stop readers, and foreground reads granted beside a waiting background
+// writer neither count as bypassing it nor end its wait early. The fairness rule holds among
+// writers as before: after BypassGrants foreground writes, the background writer goes.
+func TestQueue_BesideWriterFairnessCountsWritersOnly(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := mustQueue(t, wal, Options{BypassGrants: 2})
+		o := &order{}
+		holder := start(t, q, o, "holder", Foreground, Write)
+		bg := start(t, q, o, "bg", Background, Write)
+		for range 5 {
+			r := start(t, q, o, "fg read", Foreground, Read)
+			wantGranted(t, true, r)
+			r.release(t)
+		}
+		rs := []*request{holder, bg}
+		for range 3 {
+			rs = append(rs, start(t, q, o, "fg write", Foreground, Write))
+		}
+		got := drain(t, o, rs...)
+		want := []string{"holder", "fg read", "fg read", "fg read", "fg read", "fg read", "fg write", "fg write", "bg", "fg write"}
+		if !slices.Equal(got, want) {
+			t.Fatalf("grant order %v, want %v", got, want)
+		}
+	})
+}
+
+func TestQueue_WaitingWriterStopsNewReaders(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		q := mustQueue(t, sharedReads, Options{})
 		reader := start(t, q, nil, "reader", Foreground, Read)
 		writer := start(t, q, nil, "writer", Foreground, Write)
 		late := start(t, q, nil, "late reader", Foreground, Read)
@@ -728,7 +816,7 @@ func TestSession_Release_AnotherSessionsGrant(t *testing.T) {
 
 func TestQueue_Switch_PendingSwitchesApplyInOrder(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := mustQueue(t, wal, Options{})
+		q := mustQueue(t, sharedReads, Options{})
 		if err := q.Switch(t.Context(), "A", nil); err != nil {
 			t.Fatal(err)
 		}
@@ -818,7 +906,7 @@ func TestQueue_Switch_FencesTheDestinationItReplaces(t *testing.T) {
 
 func TestQueue_Metrics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := mustQueue(t, wal, Options{RecentSamples: 3})
+		q := mustQueue(t, sharedReads, Options{RecentSamples: 3})
 		holder := start(t, q, nil, "holder", Foreground, Write)
 		bg := start(t, q, nil, "bg", Background, Read)
 		// Durations below are the bubble's fake time, exact by construction.
@@ -867,10 +955,10 @@ func TestSession_Acquire_RejectsInvalidArguments(t *testing.T) {
 func TestNew_RejectsInvalidOptions(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		cap  Capability
+		cap  wallet.Capabilities
 		opts Options
 	}{
-		{"negative capability", Capability{ConcurrentReads: -1}, Options{}},
+		{"negative capability", wallet.Capabilities{ConcurrentReads: -1}, Options{}},
 		{"negative readers", wal, Options{MaxReaders: -1}},
 		{"negative bypass", wal, Options{BypassGrants: -1}},
 		{"negative wait", wal, Options{MaxBackgroundWait: -time.Second}},

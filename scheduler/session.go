@@ -93,7 +93,9 @@ func (q *Queue) Active() string {
 //
 // Applying a switch fences the previously active destination (unless it is to), so its
 // queued work is refused at once, then takes a foreground write grant, which waits until
-// every grant already held (including those of the fenced sessions) is released, runs apply
+// every grant already held (including those of the fenced sessions) is released, on a store
+// with ReadsBesideWriter every write grant (readers there see the store before or after
+// apply's writes, never part of them, and bring nothing back to write), runs apply
 // under that grant (apply may be nil; it is where the caller records the new active storage;
 // it must not Acquire on this queue, whose only grant it already runs under), and only if
 // apply succeeds makes to active. If apply fails or ctx ends, Active is unchanged

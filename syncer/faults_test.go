@@ -495,7 +495,11 @@ func (env faultEnv) newLink(f failer) *link {
 		dst.Close()
 		os.RemoveAll(dir)
 	})
-	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	caps, err := dst.Capabilities(context.Background())
+	if err != nil {
+		f.Fatalf("%v", err)
+	}
+	q, err := scheduler.New(caps, scheduler.Options{})
 	if err != nil {
 		f.Fatalf("%v", err)
 	}

@@ -128,6 +128,11 @@ type Capabilities struct {
 	Journal bool `json:"journal"`
 	// ConcurrentReads is how many reads the store serves at once (0: exclusive access only).
 	ConcurrentReads int `json:"concurrentReads"`
+	// ReadsBesideWriter promises that reads may run while one write transaction is open and
+	// that each of them sees the store as it was before or after that transaction, never part
+	// of it (SQLite in WAL mode). Without it a writer must be alone. Writers stay exclusive
+	// among themselves either way.
+	ReadsBesideWriter bool `json:"readsBesideWriter"`
 }
 
 // Source serves one user's rows as pages of consistent views.

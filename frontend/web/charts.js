@@ -16,7 +16,9 @@ function s(tag, attrs = {}, text) {
 }
 
 /**
- * lineChart draws series of samples over the last minutes, up to the newest sample.
+ * lineChart draws series of samples over the last minutes, up to the newest sample. A
+ * sample may carry only some of the series' fields: each line joins the samples that have
+ * its field, and a series without any is left out.
  * @param {object} o
  * @param {string} o.title
  * @param {{t:number}[]} o.samples   oldest first
@@ -42,7 +44,9 @@ export function lineChart({ title, samples, series, format, windowMs, empty }) {
   const end = latest.t;
   const span = Math.min(windowMs, Math.max(60000, end - samples[0].t));
   const start = end - span;
-  const top = niceCeiling(Math.max(...samples.flatMap((p) => series.map((d) => p[d.key]))));
+  const has = (d) => samples.filter((p) => p[d.key] != null);
+  series = series.filter((d) => has(d).length > 0);
+  const top = niceCeiling(Math.max(...samples.flatMap((p) => series.map((d) => p[d.key] ?? 0))));
   const px = (t) => x0 + ((t - start) / span) * (x1 - x0);
   const py = (v) => y0 - (v / top) * (y0 - y1);
   svg.append(
@@ -52,10 +56,10 @@ export function lineChart({ title, samples, series, format, windowMs, empty }) {
     s('text', { x: x1, y: H - 5, 'text-anchor': 'end', class: 'tick' }, 'now'),
   );
   for (const d of series) {
-    const points = samples.map((p) => `${px(p.t).toFixed(1)},${py(p[d.key]).toFixed(1)}`).join(' ');
+    const points = has(d).map((p) => `${px(p.t).toFixed(1)},${py(p[d.key]).toFixed(1)}`).join(' ');
     svg.append(s('polyline', { points, class: `line ${d.cls}` }));
   }
-  const legend = series.map((d) => [d, format(latest[d.key])]);
+  const legend = series.map((d) => [d, format(has(d).at(-1)[d.key])]);
   svg.setAttribute('aria-label', `${title}, now: ${legend.map(([d, v]) => `${d.label} ${v}`).join(', ')}`);
   return figure(title, svg, legend);
 }

@@ -16,7 +16,7 @@ export const store = {
   tasks: new Map(), // id -> Task
   connection: 'connecting', // live, reconnecting, signed-out
   loadError: null,
-  latency: [], // {t, p50, p95} in ms, from "metrics" events
+  latency: [], // {t, backupP50, backupP95} or {t, restoreP50, restoreP95} in ms, from "metrics" events
   throughput: [], // {t, bytes} per second, summed over the running tasks
 };
 
@@ -178,8 +178,10 @@ function apply(ev) {
       refreshOverview();
       break;
     case 'metrics': {
+      // One line per direction of the background work the probe ran beside.
       const fg = ev.data?.foreground;
-      if (fg) push(store.latency, { t: at, p50: fg.p50Ms ?? 0, p95: fg.p95Ms ?? 0 });
+      const dir = ev.data?.direction === 'restore' ? 'restore' : 'backup';
+      if (fg) push(store.latency, { t: at, [`${dir}P50`]: fg.p50Ms ?? 0, [`${dir}P95`]: fg.p95Ms ?? 0 });
       emit('metrics');
       break;
     }

@@ -51,7 +51,7 @@ func TestBench_Scheduler(t *testing.T) {
 	}
 	for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
 		for _, p := range []schedulerPhase{sc.Exclusive, sc.Paged} {
-			if p.Ops < rep.Idle.Ops || p.BackgroundPages == 0 || p.MeanPageRows <= 0 || p.CommitSeconds <= 0 {
+			if p.Ops < 200 || p.BackgroundPages == 0 || p.MeanPageRows <= 0 || p.CommitSeconds <= 0 {
 				t.Errorf("%s %s: %+v", sc.Direction, p.Mode, p)
 			}
 		}
@@ -69,5 +69,20 @@ func TestBench_Scheduler(t *testing.T) {
 	}
 	if p := rep.Restore.Paged; p.BackgroundHoldSeconds <= 0 || p.BackgroundHoldSeconds > p.BackgroundSeconds || rep.Restore.PagedCopyFloorOverExclusive <= 0 {
 		t.Errorf("paged restore: held the wallet %.6f s of a %.6f s copy", p.BackgroundHoldSeconds, p.BackgroundSeconds)
+	}
+	// The wallet is in WAL mode: its queue lets reads run beside a commit, and only the
+	// foreground's writes count against the restore's floor.
+	if !rep.ReadsBesideWriter || rep.Idle.ForegroundWriteBusy <= 0 || rep.Idle.ForegroundWriteBusy > rep.Idle.ForegroundBusy {
+		t.Errorf("reads beside a commit %v, idle foreground busy %.3f, of it writing %.3f", rep.ReadsBesideWriter, rep.Idle.ForegroundBusy, rep.Idle.ForegroundWriteBusy)
+	}
+	// Each direction reports its own goals, and whether they are met.
+	for _, tc := range []struct {
+		sc        schedulerScenario
+		p95, copy float64
+	}{{rep.Backup, 2, 1.2}, {rep.Restore, 2, 1.3}} {
+		sc := tc.sc
+		if sc.P95Goal != tc.p95 || sc.CopyGoal != tc.copy || sc.P95Met != (sc.PagedOverIdleP95 <= tc.p95) || sc.CopyMet != (sc.PagedOverExclusiveBackground <= tc.copy) {
+			t.Errorf("%s goals: %+v, want p95 <= %g, copy <= %g", sc.Direction, sc, tc.p95, tc.copy)
+		}
 	}
 }

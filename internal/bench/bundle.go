@@ -99,7 +99,11 @@ func benchBundleRound(ctx context.Context, dir, walletPath, identity string, int
 		return r, err
 	}
 	defer st.Close()
-	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	caps, err := st.Capabilities(ctx)
+	if err != nil {
+		return r, err
+	}
+	q, err := scheduler.New(caps, scheduler.Options{})
 	if err != nil {
 		return r, err
 	}
@@ -110,11 +114,11 @@ func benchBundleRound(ctx context.Context, dir, walletPath, identity string, int
 	const minOps = 200
 	idle := make(chan error)
 	close(idle)
-	lat, _, err := foregroundLoad(ctx, q.NewSession(identity, "local"), st, identity, actions, interval, minOps, idle)
+	fr, err := foregroundLoad(ctx, q.NewSession(identity, "local"), st, identity, actions, interval, minOps, idle)
 	if err != nil {
 		return r, err
 	}
-	r.IdleP50ms, r.IdleP95ms = percentile(lat, 0.50), percentile(lat, 0.95)
+	r.IdleP50ms, r.IdleP95ms = percentile(fr.latencies, 0.50), percentile(fr.latencies, 0.95)
 
 	done := make(chan error, 1)
 	var m bundle.Manifest
@@ -125,13 +129,13 @@ func benchBundleRound(ctx context.Context, dir, walletPath, identity string, int
 		r.BundleSeconds = time.Since(start).Seconds()
 		done <- err // sends after the writes above: the receiver may read them
 	}()
-	lat, wait, err := foregroundLoad(ctx, q.NewSession(identity, "local"), st, identity, actions, interval, minOps, done)
+	fr, err = foregroundLoad(ctx, q.NewSession(identity, "local"), st, identity, actions, interval, minOps, done)
 	if err != nil {
 		return r, err
 	}
-	r.BundleMaxWaitMs = float64(wait) / float64(time.Millisecond)
+	r.BundleMaxWaitMs = float64(fr.maxWait) / float64(time.Millisecond)
 	// foregroundLoad returned nil, so it received the bundle's nil error: m and r are written.
-	r.BundleP50ms, r.BundleP95ms = percentile(lat, 0.50), percentile(lat, 0.95)
+	r.BundleP50ms, r.BundleP95ms = percentile(fr.latencies, 0.50), percentile(fr.latencies, 0.95)
 	r.BundleBytes = m.Files[0].SizeBytes
 	if b, err := os.ReadFile(filepath.Join(dir, "bundle", bundle.ManifestName)); err == nil {
 		r.BundleBytes += int64(len(b))

@@ -96,7 +96,12 @@ function charts() {
       lineChart({
         title: 'Wallet response time',
         samples: store.latency,
-        series: [{ key: 'p50', label: 'typical (p50)', cls: 's1' }, { key: 'p95', label: 'slowest 5% (p95)', cls: 's2' }],
+        series: [
+          { key: 'backupP95', label: 'backing up: slowest 5% (p95)', cls: 's1' },
+          { key: 'backupP50', label: 'backing up: typical (p50)', cls: 's1 typical' },
+          { key: 'restoreP95', label: 'restoring: slowest 5% (p95)', cls: 's2' },
+          { key: 'restoreP50', label: 'restoring: typical (p50)', cls: 's2 typical' },
+        ],
         format: ms,
         windowMs: chartWindow,
         empty: 'Waiting for measurements…',
