@@ -55,7 +55,11 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	src := openStore(t, tp.copyTo(t, dir, "wallet.sqlite"))
-	q, err := scheduler.New(scheduler.Capability{ConcurrentReads: localstore.MaxReaders}, scheduler.Options{})
+	caps, err := src.Capabilities(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q, err := scheduler.New(caps, scheduler.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
