@@ -23,7 +23,10 @@ func TestSummarize_Percentiles(t *testing.T) {
 		{"none", nil, LatencySummary{}},
 		{"one", ms(7), LatencySummary{P50Ms: 7, P95Ms: 7, Samples: 1}},
 		{"unsorted", ms(9, 1, 5, 3, 7), LatencySummary{P50Ms: 5, P95Ms: 9, Samples: 5}},
-		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
+		// Nearest rank: the 95th percentile of 20 is the 19th sample, so one slow probe in
+		// 20 is beyond it and two are not.
+		{"one outlier in twenty", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), LatencySummary{P50Ms: 1, P95Ms: 1, Samples: 20}},
+		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40, 40), LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -15,6 +15,7 @@ import (
 
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
+	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/scheduler"
 	"walletsync/syncer"
@@ -319,7 +320,7 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 				ph.MeanPageRows = float64(res.Rows) / float64(res.Pages)
 			}
 			slices.Sort(commits)
-			ph.CommitP50ms, ph.CommitP95ms = percentile(commits, 0.50), percentile(commits, 0.95)
+			ph.CommitP50ms, ph.CommitP95ms = stats.Percentile(commits, 0.50), stats.Percentile(commits, 0.95)
 			if len(commits) > 0 {
 				ph.CommitMaxMs = commits[len(commits)-1]
 			}
@@ -363,7 +364,7 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
 	slices.Sort(latencies)
 	ph.Ops = len(latencies)
-	ph.P50ms, ph.P95ms, ph.P99ms = percentile(latencies, 0.50), percentile(latencies, 0.95), percentile(latencies, 0.99)
+	ph.P50ms, ph.P95ms, ph.P99ms = stats.Percentile(latencies, 0.50), stats.Percentile(latencies, 0.95), stats.Percentile(latencies, 0.99)
 	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
 	return ph, nil
 }
@@ -413,13 +414,4 @@ func medianPhase(runs []schedulerPhase) schedulerPhase {
 		return cmp.Compare(a.P95ms, b.P95ms)
 	})
 	return runs[len(runs)/2]
-}
-
-// percentile returns the p-quantile of sorted values (nearest rank).
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }
