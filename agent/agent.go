@@ -37,6 +37,9 @@ type Options struct {
 	RunAtStart []string
 
 	syncMaxRows int // test seam: smaller sync pages, so that a test can stop a sync midway
+	// probeTicks is a test seam: the latency probe's ticks, so that a test decides when
+	// the probe looks (a ticker of probeEvery when nil).
+	probeTicks <-chan time.Time
 }
 
 // Agent is the running daemon: it owns the data folder, the wallets it keeps safe, the task

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"time"
+
 	"walletsync/internal/stats"
 )
 
@@ -45,14 +46,18 @@ func summarize(samples []time.Duration) LatencySummary {
 // publishes a metrics event per wallet, until ctx ends. It only probes while a task runs:
 // that is when the answer matters, and an idle agent does no work for it.
 func (a *Agent) probeLatency(ctx context.Context) {
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
+	ticks := a.opts.probeTicks
+	if ticks == nil {
+		t := time.NewTicker(probeEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
 	windows := map[string][]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 		if !a.tasks.Busy() {
 			continue
