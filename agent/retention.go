@@ -54,7 +54,8 @@ func ParseBackupFileName(name string) (prefix string, t time.Time, ok bool) {
 	return prefix, t, true
 }
 
-// BackupFile is a file in a backup folder, a backup or not: PlanRetention tells them apart.
+// BackupFile is a file in a backup folder, a backup or not: PlanRetention tells them
+// apart.
 type BackupFile struct {
 	Name string `json:"name"` // the file name, without the folder
 }
@@ -84,8 +85,8 @@ type RetentionDecision struct {
 	Reasons []string `json:"reasons,omitempty"`
 }
 
-// PlanRetention decides which backup files in a folder to keep under policy, as of now. It is a
-// pure function: ApplyRetention carries the decisions out.
+// PlanRetention decides which backup files in a folder to keep under policy, as of now.
+// It is a pure function: ApplyRetention carries the decisions out.
 //
 // Retention applies to each identity prefix on its own, as if each had its own folder.
 // Of each identity it keeps:
@@ -105,8 +106,8 @@ type RetentionDecision struct {
 //
 // The file named newestVerified (the newest backup a restore drill passed) is kept
 // whatever the rules say. Files whose names ParseBackupFileName refuses are neither
-// counted nor touched: PlanRetention returns no decision for them. PlanRetention returns one decision per
-// distinct backup file name, in the order of files.
+// counted nor touched: PlanRetention returns no decision for them. It returns one
+// decision per distinct backup file name, in the order of files.
 func PlanRetention(files []BackupFile, policy Retention, newestVerified string, now time.Time) []RetentionDecision {
 	type backup struct {
 		at   int // index in out
@@ -166,8 +167,8 @@ func PlanRetention(files []BackupFile, policy Retention, newestVerified string, 
 // ApplyRetention deletes from dir the files that decisions do not keep, and nothing else, then
 // fsyncs dir so that the deletions survive a power cut. It checks every name first and
 // refuses the whole list, deleting nothing, if a file to delete is not a backup file
-// (wallet.ErrInvalidArgument): decisions that did not come from PlanRetention must not reach
-// another program's files. A file already gone counts as deleted. It stops at the first
+// (wallet.ErrInvalidArgument): decisions that did not come from PlanRetention must not
+// reach another program's files. A file already gone counts as deleted. It stops at the first
 // failed deletion, and between deletions when ctx ends.
 func ApplyRetention(ctx context.Context, dir string, decisions []RetentionDecision) error {
 	for _, d := range decisions {
