@@ -308,7 +308,7 @@ func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]RetentionDec
 
 // ApplyRetention deletes what PlanRetention decided and nothing else: foreign files, temp files, folders and
 // kept backups stay.
-func TestApplyRetention_DeletesOnlyWhatPlanRetentionSays(t *testing.T) {
+func TestApplyRetention_DeletesOnlyWhatThePlanSays(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 29, 20, 30, 0, 0, time.UTC)
 	for _, f := range slices.Concat(
