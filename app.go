@@ -243,7 +243,8 @@ func (a *App) Agent() (AgentInfo, error) {
 }
 
 // OpenBackupFile asks the person, with the platform's open dialog, for a backup file to
-// restore or inspect, and returns its path; "" when they cancel.
+// restore or inspect, and returns its path; "" when they cancel. The Restore page's
+// Browse button calls it (frontend/web/api.js, hooks.chooseOpenPath).
 func (a *App) OpenBackupFile() (string, error) {
 	<-a.ready
 	return a.opts.Window.OpenFile(a.ctx, FileDialog{Title: "Open a walletsync backup", Filters: backupFilters})
@@ -252,7 +253,8 @@ func (a *App) OpenBackupFile() (string, error) {
 // SaveBackupFile asks the person, with the platform's save dialog, where to save a new
 // backup file, suggesting suggested: a file name, or a path whose folder the dialog opens
 // in when it exists. It returns the chosen path, with the .brc39 extension added when the
-// name has none, or "" when they cancel.
+// name has none, or "" when they cancel. The Export page's Browse button calls it with
+// the path typed so far.
 func (a *App) SaveBackupFile(suggested string) (string, error) {
 	<-a.ready
 	d := FileDialog{Title: "Save the backup as", Filters: backupFilters}
@@ -274,7 +276,8 @@ func (a *App) SaveBackupFile(suggested string) (string, error) {
 }
 
 // ChooseBackupFolder asks the person, with the platform's folder dialog, for a folder to
-// keep backup files in, and returns it; "" when they cancel.
+// keep backup files in, and returns it; "" when they cancel. The destination editor's
+// Browse button calls it for a backup folder.
 func (a *App) ChooseBackupFolder() (string, error) {
 	<-a.ready
 	return a.opts.Window.ChooseFolder(a.ctx, "Choose a folder for backup files")

@@ -93,7 +93,7 @@ func TestApp_PrefersTheRunningAgent(t *testing.T) {
 		t.Fatalf("POST pause through the window = %d %s", code, body)
 	}
 	app.shutdown(context.Background())
-	if err := f.Client(t).Do(walletsynctest.Wait(t), "GET", "/api/v1/status", nil, nil); err != nil {
+	if _, err := f.Client(t).Status(walletsynctest.Wait(t)); err != nil {
 		t.Fatalf("closing the window stopped the running agent: %v", err)
 	}
 }
@@ -261,8 +261,8 @@ func TestApp_NotifiesFailedBackupsFromNowOn(t *testing.T) {
 	f.StartAgent(t)
 	c := f.Client(t)
 	run := func(id string) agent.Task {
-		var task agent.Task
-		if err := c.Do(walletsynctest.Wait(t), "POST", "/api/v1/destinations/"+id+"/run", nil, &task); err != nil {
+		task, err := c.Run(walletsynctest.Wait(t), id)
+		if err != nil {
 			t.Fatal(err)
 		}
 		return walletsynctest.WaitTask(t, c, task.ID)

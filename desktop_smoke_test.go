@@ -42,11 +42,16 @@ const smokeWait = 60 * time.Second
 //     the window's API proxy, so this also proves the page can talk to the agent;
 //   - the same binary with arguments is the command line: `walletsync status` reaches the
 //     agent running inside the window;
+//   - the Restore page in the window offers a Browse button (a browser has none), and
+//     pressing it calls the App's OpenBackupFile binding: the native open dialog, titled
+//     as app.go titles it, appears; Escape cancels it;
 //   - SIGTERM closes the window cleanly: exit status 0, the in-process agent stopped (its
 //     address withdrawn), the window's size remembered.
 //
 // It saves desktop-window.png (a screenshot of the X screen once the overview rendered),
-// desktop.log (the binary's output) and desktop-page.txt in WALLETSYNC_ARTIFACTS.
+// desktop-browse.png (the Restore page with its Browse button), desktop-browse-dialog.png
+// (the native dialog it opened), desktop.log (the binary's output) and desktop-page.txt in
+// WALLETSYNC_ARTIFACTS; the two Browse screenshots are kept in docs/screenshots.
 func TestDesktopSmoke(t *testing.T) {
 	bin := os.Getenv("WALLETSYNC_DESKTOP_BIN")
 	if bin == "" {
@@ -84,7 +89,8 @@ func TestDesktopSmoke(t *testing.T) {
 	}
 	defer logFile.Close()
 	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
-		"WALLETSYNC_PAGE_TEXT="+pageText) // main_desktop.go's pageTextEnv
+		"WALLETSYNC_PAGE_TEXT="+pageText,       // main_desktop.go's pageTextEnv
+		"WALLETSYNC_PAGE_SCRIPT="+browseScript) // and pageScriptEnv
 	window := exec.Command(bin)
 	window.Env, window.Stdout, window.Stderr = env, logFile, logFile
 	if err := window.Start(); err != nil {
@@ -111,7 +117,7 @@ func TestDesktopSmoke(t *testing.T) {
 		var ov agent.Overview
 		e, err := dir.Endpoint()
 		if err == nil {
-			err = agent.NewClient(e).Do(context.Background(), "GET", "/api/v1/overview", nil, &ov)
+			ov, err = agent.NewClient(e).Overview(context.Background())
 		}
 		health = ov.Health
 		return err == nil && health != "" && strings.Contains(string(page), health),
@@ -137,6 +143,8 @@ func TestDesktopSmoke(t *testing.T) {
 		t.Fatalf("walletsync status from the desktop binary = %q, %v; want the window agent's health", out, err)
 	}
 
+	pressBrowse(t, exited, pageText, artifacts)
+
 	if err := window.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -157,6 +165,73 @@ func TestDesktopSmoke(t *testing.T) {
 	}
 }
 
+// browseScript is the page script of the smoke test: once the overview has shown the
+// agent's health, it opens the Restore page and puts focus on its Browse button, so that
+// the Enter key a person would press presses it.
+const browseScript = `(function browse() {
+  const b = document.querySelector('main[data-page=restore] button.browse');
+  if (b) { b.focus(); return; }
+  if (document.getElementById('health')?.textContent && location.hash !== '#/restore') location.hash = '#/restore';
+  setTimeout(browse, 100);
+})();`
+
+// openDialogTitle is the title app.go's OpenBackupFile gives the native dialog.
+const openDialogTitle = "Open a walletsync backup"
+
+// pressBrowse checks that the Restore page shows its Browse button, presses it with the
+// keyboard, and checks that the native open dialog appears; then cancels the dialog.
+func pressBrowse(t *testing.T, exited chan error, pageText, artifacts string) {
+	t.Helper()
+	waitFor(t, exited, "the Browse button on the Restore page", func() (bool, string) {
+		page, _ := os.ReadFile(pageText)
+		return strings.Contains(string(page), "Browse…") && strings.Contains(string(page), "Restore"), string(page)
+	})
+	shot := filepath.Join(artifacts, "desktop-browse.png")
+	var last uint64
+	waitFor(t, exited, "the Restore page painted", func() (bool, string) {
+		sum, _, err := windowPixels(shot)
+		steady := sum == last
+		last = sum
+		return err == nil && steady, errString(err)
+	})
+	xdotool := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("xdotool", args...).CombinedOutput(); err != nil {
+			t.Fatalf("xdotool %v: %v: %s", args, err, out)
+		}
+	}
+	id, err := exec.Command("xdotool", "search", "--onlyvisible", "--name", "^walletsync$").Output()
+	if err != nil || len(strings.Fields(string(id))) == 0 {
+		t.Fatalf("xdotool search walletsync: %q, %v", id, err)
+	}
+	// With no window manager, keys go to the window under the pointer.
+	xdotool("mousemove", "--window", strings.Fields(string(id))[0], "600", "700")
+	xdotool("key", "Return")
+	dialogShown := func() (bool, string) {
+		out, err := exec.Command("xwininfo", "-root", "-tree").Output()
+		return err == nil && strings.Contains(string(out), `"`+openDialogTitle+`"`), string(out)
+	}
+	waitFor(t, exited, "the native open dialog", dialogShown)
+	dialogShot := filepath.Join(artifacts, "desktop-browse-dialog.png")
+	var lastShot []byte
+	waitFor(t, exited, "the dialog painted and steady", func() (bool, string) {
+		out, err := exec.Command("import", "-window", "root", dialogShot).CombinedOutput()
+		if err != nil {
+			return false, string(out)
+		}
+		b, err := os.ReadFile(dialogShot)
+		steady := err == nil && bytes.Equal(b, lastShot)
+		lastShot = b
+		return steady, errString(err)
+	})
+	xdotool("key", "Escape")
+	waitFor(t, exited, "the dialog to close", func() (bool, string) {
+		shown, seen := dialogShown()
+		return !shown, seen
+	})
+	t.Logf("Browse opened the native dialog; screenshots %s and %s", shot, dialogShot)
+}
+
 // backUpOnce runs f's first destination once with an agent of its own and lets its
 // schedule go, then stops the agent, so that the window opens on a wallet with a good
 // backup.
@@ -172,14 +247,14 @@ func backUpOnce(t *testing.T, f walletsynctest.Folder) {
 		}
 	}()
 	c := f.Client(t)
-	var task agent.Task
-	if err := c.Do(walletsynctest.Wait(t), "POST", "/api/v1/destinations/good-1/run", nil, &task); err != nil {
+	task, err := c.Run(walletsynctest.Wait(t), "good-1")
+	if err != nil {
 		t.Fatal(err)
 	}
 	if task = walletsynctest.WaitTask(t, c, task.ID); task.State != agent.TaskSucceeded {
 		t.Fatalf("first backup = %+v", task)
 	}
-	if err := c.Do(walletsynctest.Wait(t), "POST", "/api/v1/resume", nil, nil); err != nil {
+	if _, err := c.ResumeAll(walletsynctest.Wait(t)); err != nil {
 		t.Fatal(err)
 	}
 }

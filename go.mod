@@ -10,6 +10,7 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/godbus/dbus/v5 v5.1.0
 	github.com/kardianos/service v1.3.0
+	github.com/klauspost/compress v1.20.4
 	github.com/wailsapp/wails/v2 v2.9.2
 	golang.org/x/crypto v0.59.0
 	golang.org/x/sys v0.50.0

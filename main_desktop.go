@@ -38,13 +38,18 @@ const pageTextEnv = "WALLETSYNC_PAGE_TEXT"
 
 const pageTextEvery = 500 * time.Millisecond
 
+// pageScriptEnv holds JavaScript that the window runs in its page once the page has
+// loaded: how the smoke test opens a page and puts focus on a button, as a person would.
+// Unset, nothing runs.
+const pageScriptEnv = "WALLETSYNC_PAGE_SCRIPT"
+
 // openWindow runs the window until it closes and returns the exit code. It is main's
 // without arguments; with arguments the same binary is the command line, so that one
 // installed binary also serves `walletsync agent`, `walletsync tray` and the rest.
 func openWindow() int {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	app, err := NewApp(AppOptions{
-		Agent:    agent.Options{Version: cli.Version, Logger: log},
+		Agent:    agent.Options{Version: cli.Version, Logger: log, Dashboard: frontend.Handler()},
 		Window:   wailsWindow{},
 		Notifier: desktop.SystemNotifier(),
 		Logger:   log,
@@ -77,6 +82,9 @@ func openWindow() int {
 		OnDomReady: func(ctx context.Context) {
 			if path := os.Getenv(pageTextEnv); path != "" {
 				go writePageText(probeCtx, ctx, path, log)
+			}
+			if js := os.Getenv(pageScriptEnv); js != "" {
+				runtime.WindowExecJS(ctx, js)
 			}
 		},
 		OnBeforeClose: app.beforeClose,

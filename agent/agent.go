@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -26,6 +27,9 @@ type Options struct {
 	Addr string
 	// Version is reported by GET /api/v1/status.
 	Version string
+	// Dashboard serves the dashboard's files at "/", behind the API's checks (the caller
+	// passes frontend.Handler()). Nil serves the API alone: the daemon needs no UI bundle.
+	Dashboard http.Handler
 	// Logger receives the agent's log (discarded when nil).
 	Logger *slog.Logger
 	// Clock is the wall clock the agent's schedules and health read (time.Now when nil).
@@ -57,6 +61,8 @@ type Agent struct {
 	sched   *Timetable
 	cancel  context.CancelFunc
 	serving sync.WaitGroup
+	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
+	kdf chan struct{}
 
 	mu      sync.Mutex // guards cfg and wallets
 	cfg     Config
@@ -91,7 +97,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 			return nil, err
 		}
 	}
-	a := &Agent{opts: opts, log: opts.Logger, now: opts.Clock, wallets: map[string]*walletHandle{}}
+	a := &Agent{opts: opts, log: opts.Logger, now: opts.Clock, wallets: map[string]*walletHandle{}, kdf: make(chan struct{}, 1)}
 	started := false
 	defer func() {
 		if !started { // release what was opened before the failure
@@ -266,9 +272,9 @@ func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
 // lastSuccess is when destination id's (or the drill's) job last succeeded, zero if never:
 // the timetable counts schedules from it, so a failed or interrupted run is retried once.
 func (a *Agent) lastSuccess(id string) time.Time {
-	kinds := []string{KindSync, KindBackup}
+	kinds := []TaskKind{KindSync, KindBackup}
 	if id == DrillID {
-		kinds = []string{KindDrill}
+		kinds = []TaskKind{KindDrill}
 	}
 	for _, t := range a.tasks.List() { // newest first
 		if t.Target == id && t.State == TaskSucceeded && slices.Contains(kinds, t.Kind) {

@@ -89,11 +89,11 @@ func apiClient(t *testing.T, dir DataDir) *Client {
 	return NewClient(ep)
 }
 
-func runAndWait(t *testing.T, c *Client, a *Agent, path string) Task {
+func runAndWait(t *testing.T, c *Client, a *Agent, route Route, args ...string) Task {
 	t.Helper()
 	var task Task
-	if err := c.Do(context.Background(), "POST", path, nil, &task); err != nil {
-		t.Fatalf("POST %s: %v", path, err)
+	if err := c.Call(context.Background(), route, nil, &task, args...); err != nil {
+		t.Fatalf("%s %v: %v", route, args, err)
 	}
 	done, err := a.tasks.Wait(waitCtx(t), task.ID)
 	if err != nil {
@@ -109,12 +109,12 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 	var seen bytes.Buffer // every API answer, to search for the password afterwards
 
 	for _, dest := range []string{"file", "folder"} {
-		if task := runAndWait(t, c, a, "/api/v1/destinations/"+dest+"/run"); task.State != TaskSucceeded {
+		if task := runAndWait(t, c, a, RouteRun, dest); task.State != TaskSucceeded {
 			t.Fatalf("%s: %+v", dest, task)
 		}
 	}
 	var ov Overview
-	if err := c.Do(context.Background(), "GET", "/api/v1/overview", nil, &ov); err != nil {
+	if err := c.Call(context.Background(), RouteOverview, nil, &ov); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&seen, "%+v", ov)
@@ -134,19 +134,19 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 	}
 
 	var listing BackupListing
-	if err := c.Do(context.Background(), "GET", "/api/v1/destinations/folder/backups", nil, &listing); err != nil {
+	if err := c.Call(context.Background(), RouteBackups, nil, &listing, "folder"); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&seen, "%+v", listing)
 	if len(listing.Files) != 1 || listing.Files[0].Record == nil || !listing.Files[0].Keep || listing.Files[0].Record.Rows[wallet.TableTransactions] == 0 {
 		t.Fatalf("backup listing: %+v", listing)
 	}
-	drill := runAndWait(t, c, a, "/api/v1/drill")
+	drill := runAndWait(t, c, a, RouteDrill)
 	fmt.Fprintf(&seen, "%+v", drill)
 	if drill.State != TaskSucceeded || !strings.Contains(string(drill.Result), `"ok":true`) {
 		t.Fatalf("drill: %+v %s", drill, drill.Result)
 	}
-	if err := c.Do(context.Background(), "GET", "/api/v1/destinations/folder/backups", nil, &listing); err != nil || listing.Files[0].Record.VerifiedAt.IsZero() {
+	if err := c.Call(context.Background(), RouteBackups, nil, &listing, "folder"); err != nil || listing.Files[0].Record.VerifiedAt.IsZero() {
 		t.Fatalf("the drilled file is not marked verified: %+v (%v)", listing, err)
 	}
 	for _, task := range a.tasks.List() {
@@ -179,17 +179,17 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	first := runAndWait(t, c, a, "/api/v1/destinations/folder/run")
+	first := runAndWait(t, c, a, RouteRun, "folder")
 	if first.State != TaskSucceeded {
 		t.Fatal(first)
 	}
-	good := runAndWait(t, c, a, "/api/v1/drill")
+	good := runAndWait(t, c, a, RouteDrill)
 	if good.State != TaskSucceeded {
 		t.Fatalf("drill of a good file: %+v", good)
 	}
 	// A second backup (within the same second: it must not replace the first), then damage
 	// it: the drill takes the newest file.
-	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded {
 		t.Fatal(task)
 	}
 	recs, err := a.state.Backups(context.Background(), "folder")
@@ -202,7 +202,7 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := a.bus.Subscribe(a.bus.Last())
-	bad := runAndWait(t, c, a, "/api/v1/drill")
+	bad := runAndWait(t, c, a, RouteDrill)
 	if bad.State != TaskFailed || !strings.Contains(bad.Error, filepath.Base(recs[0].Path)) || bad.Hint == "" {
 		t.Fatalf("drill of a damaged file: %+v", bad)
 	}
@@ -335,7 +335,7 @@ func TestAgent_KilledDuringBackupRestartsClean(t *testing.T) {
 		t.Fatalf("after the kill, tasks %+v: want the backup shown interrupted", a.tasks.List())
 	}
 	c := apiClient(t, e.opts.Dir)
-	if task := runAndWait(t, c, a, "/api/v1/destinations/folder/run"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded {
 		t.Fatalf("backup after the restart: %+v", task)
 	}
 	entries, _ := os.ReadDir(e.folder)
@@ -363,7 +363,7 @@ func TestAgent_KilledDuringSyncResumesFromTheCheckpoint(t *testing.T) {
 	})
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	task := runAndWait(t, c, a, "/api/v1/destinations/file/run")
+	task := runAndWait(t, c, a, RouteRun, "file")
 	var res SyncResult
 	if err := jsonUnmarshal(task.Result, &res); task.State != TaskSucceeded || err != nil {
 		t.Fatalf("sync after the kill: %+v (%v)", task, err)

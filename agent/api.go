@@ -12,7 +12,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -116,10 +115,9 @@ type Status struct {
 // No response ever carries an Access-Control-* header, so browsers keep other origins
 // from reading anything, preflights included.
 //
-// Built-in routes: GET /api/v1/status, GET /api/v1/tasks, GET /api/v1/tasks/{id},
-// GET /api/v1/tasks/{id}/log, POST /api/v1/tasks/{id}/cancel, POST /api/v1/login-url,
-// GET /api/v1/events, and with Secrets GET /api/v1/secrets, PUT and DELETE
-// /api/v1/secrets/{key}. Handle and HandleHTTP add more, behind the same checks.
+// Its built-in routes are the first group of the Route constants (routes.go): status,
+// login URL, events, tasks and, with Secrets, the secrets. Handle and HandleHTTP add
+// more, behind the same checks.
 type Server struct {
 	opts    ServerOptions
 	log     *slog.Logger
@@ -224,11 +222,10 @@ func (s *Server) URL() string { return "http://" + s.addr }
 // leads to the dashboard at "/". It works once, within LoginTTL.
 func (s *Server) LoginURL() string { return s.URL() + "/login?code=" + s.logins.issue() }
 
-// Handle adds a JSON route: method and path as in an http.ServeMux pattern ("GET",
-// "/api/v1/destinations/{id}"); path values are in r.PathValue. Like ServeMux.Handle, it
-// panics on a pattern that conflicts with one already added.
-func (s *Server) Handle(method, path string, h HandlerFunc) {
-	s.mux.HandleFunc(method+" "+path, func(w http.ResponseWriter, r *http.Request) {
+// Handle serves route with h; path values are in r.PathValue. Like ServeMux.Handle, it
+// panics on a route that conflicts with one already added.
+func (s *Server) Handle(route Route, h HandlerFunc) {
+	s.mux.HandleFunc(string(route), func(w http.ResponseWriter, r *http.Request) {
 		v, err := h(r)
 		if err != nil {
 			s.writeError(w, err)
@@ -242,12 +239,12 @@ func (s *Server) Handle(method, path string, h HandlerFunc) {
 	})
 }
 
-// HandleUpload adds a POST route whose body is a file: it streams to h (up to
-// MaxUploadBytes) instead of being buffered and bounded by MaxBodyBytes. Only exact paths
-// are supported.
-func (s *Server) HandleUpload(path string, h HandlerFunc) {
-	s.uploads["POST "+path] = true
-	s.Handle("POST", path, h)
+// HandleUpload serves a route whose body is a file: it streams to h (up to
+// MaxUploadBytes) instead of being buffered and bounded by MaxBodyBytes. Only routes
+// without wildcards are supported.
+func (s *Server) HandleUpload(route Route, h HandlerFunc) {
+	s.uploads[string(route)] = true
+	s.Handle(route, h)
 }
 
 // HandleHTTP adds a plain handler for an http.ServeMux pattern, such as the dashboard's
@@ -321,7 +318,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
-	if _, pattern := s.mux.Handler(r); pattern == "" {
+	if _, pattern := s.mux.Handler(r); pattern == "" || isAPIFallthrough(r.URL.Path, pattern) {
 		s.noRoute(w, r)
 		return
 	}
@@ -395,7 +392,7 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		alt := r.Clone(r.Context())
 		alt.Method = m
-		if _, p := s.mux.Handler(alt); p != "" {
+		if _, p := s.mux.Handler(alt); p != "" && !isAPIFallthrough(r.URL.Path, p) {
 			allow = append(allow, m)
 		}
 	}
@@ -446,7 +443,7 @@ func DecodeJSON(r *http.Request, v any) error {
 	dec := json.NewDecoder(r.Body)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("decode request body: %v: %w", err, wallet.ErrInvalidArgument)
+		return invalidBody(err)
 	}
 	if dec.More() {
 		return fmt.Errorf("decode request body: more than one JSON value: %w", wallet.ErrInvalidArgument)
@@ -478,48 +475,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	io.WriteString(w, loginPage)
-}
-
-func (s *Server) routes() {
-	s.Handle("GET", "/api/v1/status", func(*http.Request) (any, error) {
-		return Status{Version: s.opts.Version, PID: os.Getpid(), StartedAt: s.started,
-			UptimeSeconds: int64(time.Since(s.started).Seconds()), Events: s.cursor(s.opts.Bus.Last())}, nil
-	})
-	s.Handle("POST", "/api/v1/login-url", func(*http.Request) (any, error) {
-		return map[string]string{"url": s.LoginURL()}, nil
-	})
-	s.Handle("GET", "/api/v1/tasks", func(*http.Request) (any, error) { return s.opts.Tasks.List(), nil })
-	s.Handle("GET", "/api/v1/tasks/{id}", func(r *http.Request) (any, error) { return s.opts.Tasks.Get(r.PathValue("id")) })
-	s.Handle("GET", "/api/v1/tasks/{id}/log", func(r *http.Request) (any, error) { return s.opts.Tasks.Log(r.PathValue("id")) })
-	s.Handle("POST", "/api/v1/tasks/{id}/cancel", func(r *http.Request) (any, error) { return s.opts.Tasks.Cancel(r.PathValue("id")) })
-	s.mux.HandleFunc("GET /api/v1/events", s.events)
-	if s.opts.Secrets != nil {
-		s.secretRoutes(s.opts.Secrets)
-	}
-}
-
-// secretRoutes serve the secrets: their keys can be listed and their values set or
-// deleted, never read back.
-func (s *Server) secretRoutes(sec *Secrets) {
-	s.Handle("GET", "/api/v1/secrets", func(*http.Request) (any, error) {
-		keys, err := sec.Keys()
-		return map[string][]string{"keys": keys}, err
-	})
-	s.Handle("PUT", "/api/v1/secrets/{key}", func(r *http.Request) (any, error) {
-		var body struct {
-			Value Secret `json:"value"`
-		}
-		if err := DecodeJSON(r, &body); err != nil {
-			return nil, err
-		}
-		if err := sec.Set(r.PathValue("key"), body.Value); err != nil {
-			return nil, err
-		}
-		return map[string]string{"key": r.PathValue("key"), "warning": LostPasswordWarning}, nil
-	})
-	s.Handle("DELETE", "/api/v1/secrets/{key}", func(r *http.Request) (any, error) {
-		return Reply{Status: http.StatusNoContent}, sec.Delete(r.PathValue("key"))
-	})
 }
 
 // cursor is the SSE id of the event seq of this server's bus: "<epoch>-<seq>".

@@ -22,6 +22,12 @@ import (
 	"walletsync/wallet"
 )
 
+// Routes that only the tests serve, beside the API's own.
+const (
+	routeFail        Route = "GET /api/v1/fail"    // answers with the error a test sets
+	routeLeakyBackup Route = "POST /api/v1/backup" // a job that formats the password every way it can
+)
+
 // testAgent is the agent's blocks wired as doc.go shows, serving on 127.0.0.1:0.
 type testAgent struct {
 	dir     DataDir
@@ -251,7 +257,7 @@ func TestServer_StateChangesNeedOwnOrigin(t *testing.T) {
 	a := startAgent(t, nil)
 	_, port, _ := net.SplitHostPort(a.srv.Addr())
 	calls := 0
-	a.srv.Handle("POST", "/api/v1/poke", func(*http.Request) (any, error) { calls++; return "poked", nil })
+	a.srv.Handle("POST /api/v1/poke", func(*http.Request) (any, error) { calls++; return "poked", nil })
 	for _, tc := range []struct {
 		name    string
 		origin  string
@@ -339,7 +345,7 @@ func TestServer_BoundsBodies(t *testing.T) {
 	const limit = 1 << 10
 	a := startAgent(t, func(o *ServerOptions) { o.MaxBodyBytes = limit })
 	read := 0
-	a.srv.Handle("PUT", "/api/v1/blob", func(r *http.Request) (any, error) {
+	a.srv.Handle("PUT /api/v1/blob", func(r *http.Request) (any, error) {
 		b, err := io.ReadAll(r.Body)
 		read += len(b)
 		return len(b), err
@@ -402,7 +408,7 @@ func TestServer_LoginURLWorksOnce(t *testing.T) {
 		}
 	}
 	var fresh map[string]string
-	if err := a.client(t).Do(t.Context(), "POST", "/api/v1/login-url", nil, &fresh); err != nil || !strings.HasPrefix(fresh["url"], a.srv.URL()+"/login?code=") {
+	if err := a.client(t).Call(t.Context(), RouteLoginURL, nil, &fresh); err != nil || !strings.HasPrefix(fresh["url"], a.srv.URL()+"/login?code=") {
 		t.Fatalf("POST /api/v1/login-url = %v, %v", fresh, err)
 	}
 }
@@ -437,7 +443,7 @@ func TestLoginCodes_SingleUseAndShortLived(t *testing.T) {
 func TestServer_MapsTypedErrors(t *testing.T) {
 	a := startAgent(t, nil)
 	var fail error
-	a.srv.Handle("GET", "/api/v1/fail", func(*http.Request) (any, error) { return nil, fail })
+	a.srv.Handle(routeFail, func(*http.Request) (any, error) { return nil, fail })
 	_, diskHint := classify(wallet.ErrDiskFull)
 	for _, tc := range []struct {
 		err    error
@@ -458,7 +464,7 @@ func TestServer_MapsTypedErrors(t *testing.T) {
 		t.Run(tc.code, func(t *testing.T) {
 			fail = tc.err
 			var ae *APIError
-			err := a.client(t).Do(t.Context(), "GET", "/api/v1/fail", nil, nil)
+			err := a.client(t).Call(t.Context(), routeFail, nil, nil)
 			if !errors.As(err, &ae) || ae.Status != tc.status || ae.Code != tc.code || ae.Message != tc.err.Error() {
 				t.Fatalf("got %#v, want %d %s %q", ae, tc.status, tc.code, tc.err.Error())
 			}
@@ -487,7 +493,7 @@ func TestServer_TaskRoutes(t *testing.T) {
 	a := startAgent(t, nil)
 	c := a.client(t)
 	j := newBlockingJob()
-	task, _ := a.tasks.Start("sync", "usb-copy", func(ctx context.Context, h *TaskHandle) error {
+	task, _ := a.tasks.Start(KindSync, "usb-copy", func(ctx context.Context, h *TaskHandle) error {
 		h.Logf("copying %d tables", 14)
 		return j.run(ctx, h)
 	})
@@ -495,28 +501,28 @@ func TestServer_TaskRoutes(t *testing.T) {
 	var list []Task
 	var got Task
 	var log []LogLine
-	if err := c.Do(t.Context(), "GET", "/api/v1/tasks", nil, &list); err != nil || len(list) != 1 || list[0].ID != task.ID {
+	if err := c.Call(t.Context(), RouteTasks, nil, &list); err != nil || len(list) != 1 || list[0].ID != task.ID {
 		t.Fatalf("tasks = %+v, %v", list, err)
 	}
-	if err := c.Do(t.Context(), "GET", "/api/v1/tasks/"+task.ID+"/log", nil, &log); err != nil || len(log) != 1 || log[0].Text != "copying 14 tables" {
+	if err := c.Call(t.Context(), RouteTaskLog, nil, &log, task.ID); err != nil || len(log) != 1 || log[0].Text != "copying 14 tables" {
 		t.Fatalf("log = %+v, %v", log, err)
 	}
-	if err := c.Do(t.Context(), "POST", "/api/v1/tasks/"+task.ID+"/cancel", nil, &got); err != nil || got.State != TaskCancelling {
+	if err := c.Call(t.Context(), RouteTaskCancel, nil, &got, task.ID); err != nil || got.State != TaskCancelling {
 		t.Fatalf("cancel = %+v, %v", got, err)
 	}
 	sub := a.bus.Subscribe(0)
 	nextTaskEvent(t, sub, task.ID, EventTaskFinished)
-	if err := c.Do(t.Context(), "GET", "/api/v1/tasks/"+task.ID, nil, &got); err != nil || got.State != TaskCancelled {
+	if err := c.Call(t.Context(), RouteTask, nil, &got, task.ID); err != nil || got.State != TaskCancelled {
 		t.Fatalf("task = %+v, %v", got, err)
 	}
 	var ae *APIError
-	for _, p := range []string{"/api/v1/tasks/nope", "/api/v1/tasks/nope/log"} {
-		if err := c.Do(t.Context(), "GET", p, nil, nil); !errors.As(err, &ae) || ae.Status != 404 {
-			t.Errorf("GET %s = %v, want 404", p, err)
+	for _, r := range []Route{RouteTask, RouteTaskLog} {
+		if err := c.Call(t.Context(), r, nil, nil, "nope"); !errors.As(err, &ae) || ae.Status != 404 {
+			t.Errorf("%s nope = %v, want 404", r, err)
 		}
 	}
 	var st Status
-	if err := c.Do(t.Context(), "GET", "/api/v1/status", nil, &st); err != nil || st.Version != "test" || st.PID != os.Getpid() ||
+	if err := c.Call(t.Context(), RouteStatus, nil, &st); err != nil || st.Version != "test" || st.PID != os.Getpid() ||
 		st.Events != fmt.Sprintf("%s-%d", a.bus.Epoch(), a.bus.Last()) {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
@@ -686,25 +692,25 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 	}()
 
 	var set map[string]string
-	if err := c.Do(t.Context(), "PUT", "/api/v1/secrets/backup", map[string]string{"value": password}, &set); err != nil {
+	if err := c.Call(t.Context(), RouteSecretSet, map[string]string{"value": password}, &set, "backup"); err != nil {
 		t.Fatal(err)
 	}
 	if set["warning"] != LostPasswordWarning {
 		t.Errorf("setting the password did not warn: %v", set)
 	}
 	record(set)
-	for _, bad := range []struct{ path, value string }{
-		{"/api/v1/secrets/Bad%20Key", password},
-		{"/api/v1/secrets/backup", "short"},
+	for _, bad := range []struct{ key, value string }{
+		{"Bad Key", password},
+		{"backup", "short"},
 	} {
-		err := c.Do(t.Context(), "PUT", bad.path, map[string]string{"value": bad.value}, nil)
+		err := c.Call(t.Context(), RouteSecretSet, map[string]string{"value": bad.value}, nil, bad.key)
 		record(err)
 		if err == nil {
-			t.Fatalf("PUT %s accepted", bad.path)
+			t.Fatalf("PUT secret %q accepted", bad.key)
 		}
 	}
-	a.srv.Handle("POST", "/api/v1/backup", func(r *http.Request) (any, error) {
-		return a.tasks.Start("backup", "nas", func(_ context.Context, h *TaskHandle) error {
+	a.srv.Handle(routeLeakyBackup, func(r *http.Request) (any, error) {
+		return a.tasks.Start(KindBackup, "nas", func(_ context.Context, h *TaskHandle) error {
 			pw, err := a.secrets.Get("backup")
 			if err != nil {
 				return err
@@ -716,13 +722,17 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 		})
 	})
 	var task Task
-	if err := c.Do(t.Context(), "POST", "/api/v1/backup", nil, &task); err != nil {
+	if err := c.Call(t.Context(), routeLeakyBackup, nil, &task); err != nil {
 		t.Fatal(err)
 	}
 	nextTaskEvent(t, a.bus.Subscribe(0), task.ID, EventTaskFinished)
-	for _, p := range []string{"/api/v1/tasks", "/api/v1/tasks/" + task.ID, "/api/v1/tasks/" + task.ID + "/log", "/api/v1/secrets", "/api/v1/status"} {
+	for _, r := range []Route{RouteTasks, RouteTask, RouteTaskLog, RouteSecrets, RouteStatus} {
+		var args []string
+		if strings.Contains(string(r), "{id}") {
+			args = []string{task.ID}
+		}
 		var v any
-		if err := c.Do(t.Context(), "GET", p, nil, &v); err != nil {
+		if err := c.Call(t.Context(), r, nil, &v, args...); err != nil {
 			t.Fatal(err)
 		}
 		record(v)

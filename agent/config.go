@@ -290,6 +290,8 @@ func (c Config) Validate() error {
 			return bad("destination %s: wallet %q is not among the wallets", d.ID, d.Wallet)
 		case d.Wallet == "" && len(c.Wallets) > 1:
 			return bad("destination %s: name its wallet, there are %d", d.ID, len(c.Wallets))
+		case d.Kind == DestinationSQLite && c.isOwnWallet(d):
+			return bad("destination %s: %s is the wallet it would back up; choose another file", d.ID, d.Path)
 		}
 		if err := d.Schedule.validate(true); err != nil {
 			return bad("destination %s: %v", d.ID, err)
@@ -306,6 +308,17 @@ func (c Config) Validate() error {
 		return bad("%v", err)
 	}
 	return nil
+}
+
+// isOwnWallet reports a destination whose file is the wallet it backs up, under any name (a
+// symbolic or hard link, another spelling of the path): a sync into it would write the
+// wallet onto itself.
+func (c Config) isOwnWallet(d Destination) bool {
+	src := d.Wallet
+	if src == "" && len(c.Wallets) == 1 {
+		src = c.Wallets[0].Path
+	}
+	return src != "" && safefile.SameFile(d.Path, src)
 }
 
 // normalize clears the fields other kinds use and gives an on-change schedule its default

@@ -149,7 +149,7 @@ func (d DataDir) Token() (string, error) {
 }
 
 func (d DataDir) readToken() (string, error) {
-	b, err := os.ReadFile(d.tokenPath())
+	b, err := readPrivate(d.tokenPath())
 	if err != nil {
 		return "", fmt.Errorf("read API token: %w", err)
 	}

@@ -12,9 +12,6 @@ import (
 	"walletsync/wallet"
 )
 
-// KindDrill is the restore drill's task kind.
-const KindDrill = "drill"
-
 // DrillResult is what a restore drill found, one file per backup folder.
 type DrillResult struct {
 	Files []DrillFile `json:"files"`
@@ -126,7 +123,7 @@ func (a *Agent) drillFile(ctx context.Context, rec BackupRecord, pw Secret) erro
 // importOptions are the agent's options for portable's import path: its private staging
 // folder, and localstore's files.
 func (a *Agent) importOptions(staging string, mode wallet.ImportMode) portable.ImportOptions {
-	return portable.ImportOptions{StagingDir: staging, Mode: mode, Open: portable.Opener(func(ctx context.Context, path string, create wallet.Chain) (*localstore.Store, error) {
+	return portable.ImportOptions{StagingDir: staging, Mode: mode, KDFGate: a.deriveGate, Open: portable.Opener(func(ctx context.Context, path string, create wallet.Chain) (*localstore.Store, error) {
 		if create == "" {
 			return localstore.Open(ctx, path, localstore.Options{Logger: a.log})
 		}

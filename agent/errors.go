@@ -20,6 +20,9 @@ var (
 	ErrAgentNotRunning = errors.New("no walletsync agent is running for this data folder")
 	// ErrClosed: the bus or the task manager has been shut down.
 	ErrClosed = errors.New("agent is shutting down")
+	// ErrOpenToOthers: a file that holds a secret (the API token, the secrets file) can be
+	// read by other users of the machine; it is refused, not used.
+	ErrOpenToOthers = errors.New("file is open to other users")
 	// ErrNoServiceManager: the platform has no service manager walletsync can install a
 	// per-user service with (*ServiceError).
 	ErrNoServiceManager = errors.New("no supported service manager")
@@ -87,6 +90,9 @@ var errorClasses = []errorClass{
 	{ErrNotLoopback, http.StatusBadRequest, "not_loopback", "Bind the API to 127.0.0.1, [::1] or localhost."},
 	{wallet.ErrNotFound, http.StatusNotFound, "not_found", ""},
 	{wallet.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument", ""},
+	{ErrOpenToOthers, http.StatusForbidden, "open_to_others", "Run chmod 600 on the file; others may have read what it holds."},
+	{wallet.ErrFileExists, http.StatusConflict, "file_exists", "Choose another file name, or ask to replace it: only a backup file can be replaced."},
+	{wallet.ErrProtectedFile, http.StatusConflict, "protected_file", "Choose another file: walletsync never replaces a wallet, its own files, or anything that is not a backup file."},
 	{wallet.ErrWriterLocked, http.StatusConflict, "wallet_locked", "Another walletsync process is writing to this wallet; wait for it to finish or stop it."},
 	{wallet.ErrSnapshotBusy, http.StatusConflict, "busy", "Another task is reading this wallet; try again when it has finished."},
 	{wallet.ErrBusy, http.StatusConflict, "busy", "The wallet is busy with another writer; try again shortly."},

@@ -17,13 +17,6 @@ import (
 	"walletsync/wallet"
 )
 
-// Task kinds of the import wizard and of verifying a backup.
-const (
-	KindImportPreview = "import-preview"
-	KindImport        = "import"
-	KindVerify        = "verify"
-)
-
 // stagingDir is the agent's one private folder for import staging (plaintext and staging
 // databases): one fixed place, so that what a killed agent left there is found and cleared
 // by the import that resumes it, never forgotten in a folder with a random name.
@@ -60,35 +53,6 @@ type ImportRequest struct {
 // VerifyRequest is the body of POST /api/v1/destinations/{id}/backups/verify.
 type VerifyRequest struct {
 	Name string `json:"name"`
-}
-
-func (a *Agent) importRoutes() {
-	a.srv.HandleUpload("/api/v1/import/upload", func(r *http.Request) (any, error) { return a.receiveUpload(r) })
-	a.srv.Handle("POST", "/api/v1/import/preview", func(r *http.Request) (any, error) {
-		var req ImportRequest
-		if err := DecodeJSON(r, &req); err != nil {
-			return nil, err
-		}
-		return a.startImport(KindImportPreview, req)
-	})
-	a.srv.Handle("POST", "/api/v1/import", func(r *http.Request) (any, error) {
-		var req ImportRequest
-		if err := DecodeJSON(r, &req); err != nil {
-			return nil, err
-		}
-		if !req.Confirm {
-			return nil, WithHint(fmt.Errorf("import without confirm: %w", wallet.ErrInvalidArgument), "look at the preview first, then confirm")
-		}
-		return a.startImport(KindImport, req)
-	})
-	a.srv.Handle("POST", "/api/v1/destinations/{id}/backups/verify", func(r *http.Request) (any, error) {
-		var req VerifyRequest
-		if err := DecodeJSON(r, &req); err != nil {
-			return nil, err
-		}
-		return a.VerifyBackup(r.PathValue("id"), req.Name)
-	})
-	a.srv.Handle("POST", "/api/v1/drill", func(r *http.Request) (any, error) { return a.RunDrill("manual") })
 }
 
 // receiveUpload streams an uploaded backup file into the private uploads folder.
@@ -131,7 +95,7 @@ func (a *Agent) importFile(req ImportRequest) (string, error) {
 // the wallet's own open store and, for a merge, takes a background write grant for each page
 // commit, so the import never makes the wallet feel slow; a restore may instead build a new
 // wallet file.
-func (a *Agent) startImport(kind string, req ImportRequest) (Task, error) {
+func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 	file, err := a.importFile(req)
 	if err != nil {
 		return Task{}, err

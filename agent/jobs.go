@@ -14,13 +14,6 @@ import (
 	"walletsync/wallet"
 )
 
-// Task kinds: what a job does. The strings are a wire format.
-const (
-	KindSync   = "sync"   // bring a SQLite backup wallet up to date
-	KindBackup = "backup" // write an encrypted BRC-39 file into a backup folder
-	KindExport = "export" // write one BRC-39 file where the person asked
-)
-
 // BackupPasswordKey names the unattended backup password in the secrets file. Scheduled
 // BRC-39 backups need it without a person.
 const BackupPasswordKey = "backup-password"
@@ -139,7 +132,7 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 	var written []Backup
 	for _, id := range ids {
 		h.SetDetail("deriving the key and writing " + wallet.ShortKey(id, 8))
-		file, err := a.exportFile(ctx, w, id, pw, freeBackupPath(d.Path, id, a.now()))
+		file, err := a.exportFile(ctx, w, id, pw, freeBackupPath(d.Path, id, a.now()), false)
 		if err != nil {
 			return err
 		}
@@ -163,8 +156,9 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 	return a.applyRetention(ctx, h, d)
 }
 
-// exportFile writes identity's wallet to path as a BRC-39 file under password.
-func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string, password Secret, path string) (Backup, error) {
+// exportFile writes identity's wallet to path as a BRC-39 file under password, replacing a
+// backup file there only when overwrite says so (see exportOptions).
+func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string, password Secret, path string, overwrite bool) (Backup, error) {
 	settings, err := w.store.Settings(ctx)
 	if err != nil {
 		return Backup{}, err
@@ -174,7 +168,7 @@ func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string
 		return Backup{}, err
 	}
 	defer v.Close()
-	res, err := portable.ExportBRC39(ctx, v, settings, identity, password.Reveal(), portable.DefaultKDFParams, path, portable.ExportOptions{})
+	res, err := portable.ExportBRC39(ctx, v, settings, identity, password.Reveal(), portable.DefaultKDFParams, path, a.exportOptions(overwrite))
 	if err != nil {
 		return Backup{}, fmt.Errorf("export %s: %w", wallet.ShortKey(identity, 12), err)
 	}
@@ -188,12 +182,15 @@ type ExportRequest struct {
 	IdentityKey string `json:"identityKey"`
 	Path        string `json:"path"`
 	Password    Secret `json:"password"`
+	// Overwrite asks to replace a file at Path; only a backup file is ever replaced.
+	Overwrite bool `json:"overwrite"`
 }
 
-// Export starts an export task.
+// Export starts an export task, after the refusals that need no work: a missing path, an
+// empty password, and a path the export may not write (checkExport).
 func (a *Agent) Export(req ExportRequest) (Task, error) {
-	if req.Path == "" || req.Password.IsZero() {
-		return Task{}, fmt.Errorf("export needs a path and a password: %w", wallet.ErrInvalidArgument)
+	if err := a.checkExport(req); err != nil {
+		return Task{}, err
 	}
 	if err := portable.DefaultKDFParams.CheckExport(); err != nil {
 		return Task{}, err
@@ -216,7 +213,7 @@ func (a *Agent) Export(req ExportRequest) (Task, error) {
 			id = ids[0]
 		}
 		h.SetDetail("deriving the key and writing the file")
-		file, err := a.exportFile(ctx, w, id, req.Password, req.Path)
+		file, err := a.exportFile(ctx, w, id, req.Password, req.Path, req.Overwrite)
 		if err != nil {
 			return err
 		}

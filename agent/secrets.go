@@ -11,7 +11,6 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -122,8 +121,8 @@ func (s *Secrets) loadLocked() error {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return fmt.Errorf("read secrets: %w", err)
-	case runtime.GOOS != "windows" && info.Mode().Perm()&0o077 != 0:
-		return WithHint(fmt.Errorf("read secrets: %s is open to other users (mode %#o)", s.path, info.Mode().Perm()),
+	case openToOthers(info):
+		return WithHint(fmt.Errorf("read secrets: %s (mode %#o): %w", s.path, info.Mode().Perm(), ErrOpenToOthers),
 			"Run chmod 600 on the file, then change the backup password: others may have read it.")
 	default:
 		b, err := os.ReadFile(s.path)

@@ -224,3 +224,43 @@ func (p *serviceProgram) Stop(service.Service) error {
 	<-p.exited
 	return nil
 }
+
+// ServiceInfo is the body of GET /api/v1/service.
+type ServiceInfo struct {
+	Platform string        `json:"platform"`
+	Status   ServiceStatus `json:"status,omitempty"`
+	Error    string        `json:"error,omitempty"`
+	Hint     string        `json:"hint,omitempty"`
+}
+
+// serviceInfo reports the platform service; an environment without a service manager is
+// reported, not failed.
+func serviceInfo() ServiceInfo {
+	svc, err := NewService(ServiceOptions{})
+	if err != nil {
+		return ServiceInfo{Error: err.Error(), Hint: hintFor(err)}
+	}
+	info := ServiceInfo{Platform: svc.Platform()}
+	if info.Status, err = svc.Status(); err != nil {
+		info.Error, info.Hint = err.Error(), hintFor(err)
+	}
+	return info
+}
+
+// serviceAction does what the dashboard asked of the platform service, and reports it.
+func serviceAction(do func(*Service) error) (ServiceInfo, error) {
+	svc, err := NewService(ServiceOptions{})
+	if err != nil {
+		return ServiceInfo{}, err
+	}
+	if err := do(svc); err != nil {
+		return ServiceInfo{}, err
+	}
+	return serviceInfo(), nil
+}
+
+// hintFor is the hint a person sees for err.
+func hintFor(err error) string {
+	_, hint := classify(err)
+	return hint
+}

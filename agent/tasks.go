@@ -47,10 +47,28 @@ func (s TaskState) Terminal() bool {
 	return false
 }
 
+// TaskKind says what a task's job does. The strings are a wire format (API, events, the
+// state database's task history, the dashboard) and never change.
+type TaskKind string
+
+// Task kinds.
+const (
+	KindSync          TaskKind = "sync"           // bring a SQLite backup wallet up to date
+	KindBackup        TaskKind = "backup"         // write an encrypted BRC-39 file into a backup folder
+	KindExport        TaskKind = "export"         // write one BRC-39 file where the person asked
+	KindDrill         TaskKind = "drill"          // restore the newest backups into scratch wallets
+	KindImportPreview TaskKind = "import-preview" // decrypt a backup file and show what an import would do
+	KindImport        TaskKind = "import"         // merge or restore a backup file into a wallet
+	KindVerify        TaskKind = "verify"         // decrypt and validate one backup file of a folder
+)
+
+// String returns k's wire string.
+func (k TaskKind) String() string { return string(k) }
+
 // Task is a snapshot of one task. Snapshots are values: later changes never alter one.
 type Task struct {
 	ID     string    `json:"id"`
-	Kind   string    `json:"kind"`   // what the job does: "sync", "backup", "drill"...
+	Kind   TaskKind  `json:"kind"`   // what the job does
 	Target string    `json:"target"` // what it works on: a destination id; one running task per target
 	State  TaskState `json:"state"`
 	// Detail is the job's own word for where it is ("committing outputs").
@@ -244,7 +262,7 @@ func positiveOr[T ~int | ~int64](v, def T) T {
 // running task, a queued one when another task runs on target, or the already queued task
 // of the same kind on target (see Manager). It refuses an empty kind or target or a nil
 // run (wallet.ErrInvalidArgument), and any task after Shutdown (ErrClosed).
-func (m *Manager) Start(kind, target string, run RunFunc) (Task, error) {
+func (m *Manager) Start(kind TaskKind, target string, run RunFunc) (Task, error) {
 	if kind == "" || target == "" || run == nil {
 		return Task{}, fmt.Errorf("start task: kind, target and job are required: %w", wallet.ErrInvalidArgument)
 	}
@@ -297,8 +315,10 @@ func (m *Manager) startLocked(t *task, now time.Time) {
 	m.log.Info("task started", "id", t.snap.ID, "kind", t.snap.Kind, "target", t.snap.Target)
 	run := t.run
 	t.run = nil // the history need not keep what the job's closure holds
+	h := &TaskHandle{m: m, t: t}
+	ctx = context.WithValue(ctx, taskKey{}, h)
 	m.jobs.Go(func() {
-		err := run(ctx, &TaskHandle{m: m, t: t})
+		err := run(ctx, h)
 		state := TaskSucceeded
 		switch {
 		case err == nil:
@@ -635,6 +655,17 @@ type TaskHandle struct {
 
 // ID returns the task's id.
 func (h *TaskHandle) ID() string { return h.t.snap.ID }
+
+// taskKey is the context key of the running task's handle.
+type taskKey struct{}
+
+// taskOf returns the handle of the task whose context ctx is (or derives from), or nil, so
+// that shared machinery deep in a job (the key-derivation gate) can tell its task what it is
+// waiting for.
+func taskOf(ctx context.Context) *TaskHandle {
+	h, _ := ctx.Value(taskKey{}).(*TaskHandle)
+	return h
+}
 
 // update applies f to the running task and publishes the change (throttled).
 func (h *TaskHandle) update(f func(t *task, now time.Time)) {

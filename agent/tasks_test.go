@@ -49,7 +49,7 @@ func TestManager_JobOutcomeDecidesState(t *testing.T) {
 			if tc.ignoreCtx {
 				run = func(ctx context.Context, h *TaskHandle) error { return j.run(context.Background(), h) }
 			}
-			task, err := m.Start("sync", "dest-1", run)
+			task, err := m.Start(KindSync, "dest-1", run)
 			if err != nil || task.State != TaskRunning {
 				t.Fatalf("Start = %+v, %v", task, err)
 			}
@@ -81,7 +81,7 @@ func TestManager_JobOutcomeDecidesState(t *testing.T) {
 func TestManager_OneRunningTaskPerTarget(t *testing.T) {
 	m, _ := mustManager(t, ManagerOptions{})
 	first, second, absorbed, other, dropped := newBlockingJob(), newBlockingJob(), newBlockingJob(), newBlockingJob(), newBlockingJob()
-	start := func(kind, target string, j *blockingJob, want TaskState) Task {
+	start := func(kind TaskKind, target string, j *blockingJob, want TaskState) Task {
 		t.Helper()
 		task, err := m.Start(kind, target, j.run)
 		if err != nil || task.State != want {
@@ -89,15 +89,15 @@ func TestManager_OneRunningTaskPerTarget(t *testing.T) {
 		}
 		return task
 	}
-	a := start("sync", "d1", first, TaskRunning)
+	a := start(KindSync, "d1", first, TaskRunning)
 	<-first.started
-	b := start("backup", "d1", second, TaskQueued)
-	if c := start("backup", "d1", absorbed, TaskQueued); c.ID != b.ID {
+	b := start(KindBackup, "d1", second, TaskQueued)
+	if c := start(KindBackup, "d1", absorbed, TaskQueued); c.ID != b.ID {
 		t.Fatalf("a second queued backup of d1 got its own task %s, want %s", c.ID, b.ID)
 	}
-	start("sync", "d2", other, TaskRunning)
+	start(KindSync, "d2", other, TaskRunning)
 	<-other.started // another target runs at once
-	d := start("drill", "d1", dropped, TaskQueued)
+	d := start(KindDrill, "d1", dropped, TaskQueued)
 	if got, err := m.Cancel(d.ID); err != nil || got.State != TaskCancelled {
 		t.Fatalf("Cancel of a queued task = %s, %v", got.State, err)
 	}
@@ -139,9 +139,10 @@ func TestManager_StartRefuses(t *testing.T) {
 	m, _ := mustManager(t, ManagerOptions{})
 	ok := func(context.Context, *TaskHandle) error { return nil }
 	for _, tc := range []struct {
-		kind, target string
-		run          RunFunc
-	}{{"", "d", ok}, {"sync", "", ok}, {"sync", "d", nil}} {
+		kind   TaskKind
+		target string
+		run    RunFunc
+	}{{"", "d", ok}, {KindSync, "", ok}, {KindSync, "d", nil}} {
 		if _, err := m.Start(tc.kind, tc.target, tc.run); !errors.Is(err, wallet.ErrInvalidArgument) {
 			t.Errorf("Start(%q, %q) = %v, want ErrInvalidArgument", tc.kind, tc.target, err)
 		}
@@ -156,7 +157,7 @@ func TestManager_StartRefuses(t *testing.T) {
 		t.Errorf("Log(unknown) = %v", err)
 	}
 	m.Shutdown(waitCtx(t))
-	if _, err := m.Start("sync", "d", ok); !errors.Is(err, ErrClosed) {
+	if _, err := m.Start(KindSync, "d", ok); !errors.Is(err, ErrClosed) {
 		t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
 	}
 }
@@ -164,9 +165,9 @@ func TestManager_StartRefuses(t *testing.T) {
 func TestManager_ShutdownInterrupts(t *testing.T) {
 	m, _ := mustManager(t, ManagerOptions{})
 	running, queued := newBlockingJob(), newBlockingJob()
-	r, _ := m.Start("sync", "d1", running.run)
+	r, _ := m.Start(KindSync, "d1", running.run)
 	<-running.started
-	q, _ := m.Start("backup", "d1", queued.run)
+	q, _ := m.Start(KindBackup, "d1", queued.run)
 	if err := m.Shutdown(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +192,7 @@ func TestManager_RestartMarksInterrupted(t *testing.T) {
 	}
 	before, _ := mustManager(t, ManagerOptions{State: open()})
 	j := newBlockingJob()
-	task, _ := before.Start("sync", "d1", func(ctx context.Context, h *TaskHandle) error {
+	task, _ := before.Start(KindSync, "d1", func(ctx context.Context, h *TaskHandle) error {
 		h.Logf("opened snapshot of %s", "wallet.sqlite")
 		return j.run(ctx, h)
 	})
@@ -218,7 +219,7 @@ func TestManager_HistoryBounded(t *testing.T) {
 	sub := bus.Subscribe(0)
 	var ids []string
 	for i := range 5 {
-		task, err := m.Start("sync", fmt.Sprintf("d%d", i), func(context.Context, *TaskHandle) error { return nil })
+		task, err := m.Start(KindSync, fmt.Sprintf("d%d", i), func(context.Context, *TaskHandle) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -241,7 +242,7 @@ func TestManager_HistoryBounded(t *testing.T) {
 func TestTaskHandle_LogBounded(t *testing.T) {
 	m, bus := mustManager(t, ManagerOptions{LogLines: 3})
 	sub := bus.Subscribe(0)
-	task, _ := m.Start("sync", "d1", func(_ context.Context, h *TaskHandle) error {
+	task, _ := m.Start(KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 		for i := range 5 {
 			h.Logf("table %d done", i)
 		}
@@ -273,7 +274,7 @@ func TestTaskHandle_RateAndETA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, _ := mustManager(t, ManagerOptions{})
 		steps := make(chan func(*TaskHandle))
-		task, _ := m.Start("sync", "d1", func(_ context.Context, h *TaskHandle) error {
+		task, _ := m.Start(KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 			for f := range steps {
 				f(h)
 			}
@@ -318,7 +319,7 @@ func TestTaskHandle_ProgressThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		m, bus := mustManager(t, ManagerOptions{})
 		release := make(chan struct{})
-		task, _ := m.Start("sync", "d1", func(_ context.Context, h *TaskHandle) error {
+		task, _ := m.Start(KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 			for i := range 100 {
 				h.SyncProgress(syncer.Progress{State: syncer.StateCommitting, Table: "outputs", Counters: syncer.Counters{Rows: int64(i + 1)}})
 			}
@@ -372,7 +373,7 @@ func TestManager_SecretNeverLeaks(t *testing.T) {
 	logger, logs := debugLogger()
 	m, bus := mustManager(t, ManagerOptions{State: st, Redactor: secrets, Logger: logger})
 	sub := bus.Subscribe(0)
-	task, _ := m.Start("backup", "folder-1", func(_ context.Context, h *TaskHandle) error {
+	task, _ := m.Start(KindBackup, "folder-1", func(_ context.Context, h *TaskHandle) error {
 		pw, err := secrets.Get("backup")
 		if err != nil {
 			return err

@@ -21,7 +21,6 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/input"
-	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
@@ -39,7 +38,7 @@ func digits(s string) int64 {
 func TestDashboard_LoginShowsOverview(t *testing.T) {
 	d := newDash(t)
 	var ov agent.Overview
-	d.api("GET", "/api/v1/overview", nil, &ov)
+	d.api(agent.RouteOverview, nil, &ov)
 	d.waitFor(`document.querySelector('.identity')`, "the wallet's identity")
 
 	if got := d.text("[data-testid=health]"); got != ov.Health {
@@ -94,10 +93,10 @@ func (d *dash) seen(what string) []string {
 }
 
 // newestTask returns the newest task of kind (on target, unless it is ""), from the API.
-func (d *dash) newestTask(kind, target string) agent.Task {
+func (d *dash) newestTask(kind agent.TaskKind, target string) agent.Task {
 	d.t.Helper()
 	var ts []agent.Task
-	d.api("GET", "/api/v1/tasks", nil, &ts)
+	d.api(agent.RouteTasks, nil, &ts)
 	for _, t := range ts {
 		if t.Kind == kind && (target == "" || t.Target == target) {
 			return t
@@ -177,7 +176,7 @@ func TestDashboard_DestinationEditor(t *testing.T) {
 	d := newDash(t)
 	config := func() (agent.Destination, bool) {
 		var cfg agent.Config
-		d.api("GET", "/api/v1/config", nil, &cfg)
+		d.api(agent.RouteConfig, nil, &cfg)
 		for _, dest := range cfg.Destinations {
 			if dest.ID == "usb-disk" {
 				return dest, true
@@ -238,7 +237,7 @@ func TestDashboard_DestinationEditor(t *testing.T) {
 func TestDashboard_BackupsVerifyNow(t *testing.T) {
 	d := newDash(t)
 	var task agent.Task
-	d.api("POST", "/api/v1/destinations/"+folderID+"/run", nil, &task)
+	d.api(agent.RouteRun, nil, &task, folderID)
 	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
 		t.Fatalf("backup: %s %s", got.State, got.Error)
 	}
@@ -248,7 +247,7 @@ func TestDashboard_BackupsVerifyNow(t *testing.T) {
 	d.waitFor(`document.querySelector('.backups-table tbody tr .badge')?.textContent === 'Verified'`, "the verified file")
 	d.shot("verified")
 	var listing agent.BackupListing
-	d.api("GET", "/api/v1/destinations/"+folderID+"/backups", nil, &listing)
+	d.api(agent.RouteBackups, nil, &listing, folderID)
 	if len(listing.Files) != 1 || listing.Files[0].Record == nil || listing.Files[0].Record.VerifiedAt.IsZero() {
 		t.Errorf("the agent lists %+v", listing.Files)
 	}
@@ -427,7 +426,7 @@ func TestDashboard_ReconnectsAfterAgentRestart(t *testing.T) {
 // it: only the event stream tells the page.
 func (d *dash) addDestination(id string) {
 	d.t.Helper()
-	d.api("POST", "/api/v1/destinations", agent.Destination{ID: id, Name: "USB disk", Kind: agent.DestinationFolder,
+	d.api(agent.RouteDestinationAdd, agent.Destination{ID: id, Name: "USB disk", Kind: agent.DestinationFolder,
 		Path: filepath.Join(d.dir, id), Schedule: agent.Schedule{Kind: agent.ScheduleDaily, At: "03:00"}, Pause: &agent.Pause{}}, nil)
 	d.waitFor(fmt.Sprintf(`document.querySelector('[data-destination=%q]')`, id), "the new destination, from the event stream")
 }
@@ -464,11 +463,8 @@ func TestDashboard_DesktopWindowConfig(t *testing.T) {
 		window.Close()
 	})
 
-	d.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
-		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{
-			Source: fmt.Sprintf(`window.walletsyncConfig = {token: %q}`, token)})
-		return err
-	}), chromedp.Navigate(window.URL+"/#/destinations"))
+	d.onNewDocument(fmt.Sprintf(`window.walletsyncConfig = {token: %q}`, token))
+	d.do(chromedp.Navigate(window.URL + "/#/destinations"))
 	d.waitFor(`document.getElementById('conn').dataset.state === 'live'`, "the event stream through the window")
 	d.addDestination("usb")
 	d.shot("window")
@@ -517,12 +513,12 @@ func TestScreenshots_EveryPage(t *testing.T) {
 	d := newDash(t)
 	for _, dest := range []string{fileID, folderID} {
 		var task agent.Task
-		d.api("POST", "/api/v1/destinations/"+dest+"/run", nil, &task)
+		d.api(agent.RouteRun, nil, &task, dest)
 		if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
 			t.Fatalf("%s: %s %s", dest, got.State, got.Error)
 		}
 	}
-	d.api("POST", "/api/v1/resume", nil, nil)
+	d.api(agent.RouteResumeAll, nil, nil)
 	d.waitIdle()
 	// Both backups and the resume shown, not an overview loaded before them.
 	d.waitFor(`document.querySelector('[data-testid=health]')?.textContent.startsWith('Backed up just now to 2 destinations') &&

@@ -2,21 +2,24 @@
 // its loopback address and embedded in the desktop window. It is plain HTML, CSS and
 // JavaScript modules with no build step, so `go build` from a clean clone needs no Node.
 //
-// The pages talk to the agent only through its HTTP API and its event stream
-// (web/api.js, web/events.js). In a browser the agent serves these files itself, so the
-// API is on the page's own origin and the login URL's cookie authenticates. A window that
-// serves the files from elsewhere sets, before web/app.js loads,
+// The pages talk to the agent only through its HTTP API and its event stream; web/api.js
+// is the one place that names the API's routes (those of agent/routes.go). In a browser
+// the agent serves these files itself (agent.Options.Dashboard = Handler()), so the API
+// is on the page's own origin and the login URL's cookie authenticates. A window that
+// serves the files from elsewhere passes /api/ through its own asset server (with the
+// agent's Origin on requests that change state), since the agent answers no cross-origin
+// request, and may set, before web/app.js loads,
 //
 //	window.walletsyncConfig = {
-//		base: "",            // the API's origin; "" is the page's own (an asset server that proxies /api/)
-//		token: "<token>",    // sent as "Authorization: Bearer <token>", the event stream included
-//		chooseSavePath: (suggested) => Promise<string>, // optional: a native save dialog
-//		chooseOpenPath: () => Promise<string>,          // optional: a native open dialog
+//		token: "<token>",   // sent as "Authorization: Bearer <token>", the event stream included
+//		chooseSavePath: (suggested) => Promise<string>, // optional native dialogs; without them
+//		chooseOpenPath: () => Promise<string>,          // the Wails window's bindings
+//		chooseFolder: () => Promise<string>,            // (window.go.main.App) are used
 //	}
 //
-// The agent answers no cross-origin request, so a window on another origin passes /api/
-// through its own asset server (with the agent's Origin on requests that change state),
-// as TestDashboard_DesktopWindowConfig does.
+// as TestDashboard_DesktopWindowConfig does. With a native dialog at hand, the Export,
+// Restore and destination pages offer a Browse button; without one (a browser), the
+// typed path and the file drop remain.
 package frontend
 
 import (
@@ -38,5 +41,19 @@ func Assets() fs.FS {
 	return sub
 }
 
-// Handler serves the dashboard's files.
-func Handler() http.Handler { return http.FileServerFS(Assets()) }
+// ContentSecurityPolicy is the policy Handler serves the dashboard with: scripts, styles,
+// images and connections of its own origin only, and nothing inline (no inline script,
+// event handler attribute or style attribute), so that text an attacker gets into the
+// page (a destination name, a file name, an error message) can never run as code.
+// TestDashboard_ContentSecurityPolicy checks in Chromium that no page breaks it.
+const ContentSecurityPolicy = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; " +
+	"connect-src 'self'; manifest-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+// Handler serves the dashboard's files, with ContentSecurityPolicy.
+func Handler() http.Handler {
+	files := http.FileServerFS(Assets())
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", ContentSecurityPolicy)
+		files.ServeHTTP(w, r)
+	})
+}

@@ -16,10 +16,12 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/frontend"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/portable"
@@ -218,7 +220,7 @@ func newDash(t *testing.T) *dash {
 // startAgent starts an agent on the test's data folder and address.
 func (d *dash) startAgent() {
 	d.t.Helper()
-	a, err := agent.Start(context.Background(), agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e"})
+	a, err := agent.Start(context.Background(), agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e", Dashboard: frontend.Handler()})
 	if err != nil {
 		d.t.Fatalf("start agent: %v", err)
 	}
@@ -256,6 +258,7 @@ func (d *dash) openBrowser() {
 		d.t.Fatalf("open a tab: %v", err)
 	}
 	d.ctx = ctx
+	d.onNewDocument(cspWatch)
 	d.t.Cleanup(func() {
 		d.mu.Lock()
 		defer d.mu.Unlock()
@@ -263,6 +266,26 @@ func (d *dash) openBrowser() {
 			d.t.Errorf("script error in the page: %s", e)
 		}
 	})
+}
+
+// cspWatch makes every Content-Security-Policy violation of a page a console error, which
+// fails the test (see listen), unless the test expects one (window.cspExpected); either
+// way it is kept in window.cspViolations.
+const cspWatch = `window.cspViolations = [];
+document.addEventListener('securitypolicyviolation', (e) => {
+  const v = e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + ' at ' + e.sourceFile + ':' + e.lineNumber;
+  window.cspViolations.push(v);
+  if (!window.cspExpected) console.error('Content-Security-Policy violation: ' + v);
+});`
+
+// onNewDocument runs js in every document the tab loads from now on, before the page's
+// own scripts (and outside its Content-Security-Policy).
+func (d *dash) onNewDocument(js string) {
+	d.t.Helper()
+	d.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, page.AddScriptToEvaluateOnNewDocument, page.AddScriptToEvaluateOnNewDocumentParams{Source: js})
+		return err
+	}))
 }
 
 // listen records uncaught exceptions and console.error calls of the page.
@@ -400,12 +423,12 @@ func (d *dash) shotTo(dir, name string) string {
 }
 
 // api calls the agent's API as the command line does.
-func (d *dash) api(method, path string, in, out any) {
+func (d *dash) api(route agent.Route, in, out any, args ...string) {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	if err := d.client.Do(ctx, method, path, in, out); err != nil {
-		d.t.Fatalf("%s %s: %v", method, path, err)
+	if err := d.client.Call(ctx, route, in, out, args...); err != nil {
+		d.t.Fatalf("%s %v: %v", route, args, err)
 	}
 }
 
@@ -430,7 +453,7 @@ func (d *dash) waitIdle() {
 		busy := ""
 		for _, t := range d.agent.Tasks().List() {
 			if !t.State.Terminal() {
-				busy = t.Kind + " " + t.Target
+				busy = t.Kind.String() + " " + t.Target
 			}
 		}
 		if busy == "" {

@@ -2,12 +2,12 @@ package localstore
 
 import (
 	"errors"
-	"fmt"
 	"syscall"
 
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
+	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
@@ -19,7 +19,7 @@ func classify(err error) error {
 		return nil
 	}
 	if class := classOf(err); class != nil && !errors.Is(err, class) {
-		return &classified{class: class, err: err}
+		return &wallet.ClassError{Class: class, Err: err}
 	}
 	return err
 }
@@ -40,27 +40,14 @@ func classOf(err error) error {
 			return wallet.ErrConstraint
 		case sqlite3.SQLITE_IOERR:
 			// SQLite reports ENOSPC during a write as an I/O error; the errno tells.
-			if errors.Is(err, syscall.ENOSPC) {
-				return wallet.ErrDiskFull
-			}
+			return safefile.Class(err)
 		}
 	}
-	switch {
-	case errors.Is(err, syscall.ENOSPC):
-		return wallet.ErrDiskFull
-	case errors.Is(err, syscall.EROFS), errors.Is(err, syscall.EACCES), errors.Is(err, syscall.EPERM):
+	if class := safefile.Class(err); class != nil {
+		return class
+	}
+	if errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM) {
 		return wallet.ErrReadOnly
 	}
 	return nil
 }
-
-// classified carries both the SQLite error and the wallet sentinel it belongs to.
-type classified struct {
-	class error
-	err   error
-}
-
-func (c *classified) Error() string { return fmt.Sprintf("%v: %v", c.class, c.err) }
-
-// Unwrap exposes both, so errors.Is works for the sentinel and errors.As for *sqlite.Error.
-func (c *classified) Unwrap() []error { return []error{c.class, c.err} }

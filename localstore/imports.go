@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 
 	"walletsync/wallet"
 )
@@ -199,25 +198,25 @@ func (s *Store) RestoreFrom(ctx context.Context, stagingPath string, rec wallet.
 	return nil
 }
 
-// SaveAs writes a compact copy of the store to path, which must not exist, so that path
-// holds either nothing or the whole copy, whatever happens: the copy is a consistent snapshot
-// (VACUUM INTO) made under a temporary name in path's folder, switched to WAL, synced,
-// renamed into place, and the folder synced. A restore into a new wallet file moves its
+// SaveAs writes a compact copy of the store to path, which must not exist (fs.ErrExist), so
+// that path holds either nothing or the whole copy, whatever happens: the copy is a
+// consistent snapshot (VACUUM INTO) made under a temporary name in path's folder, switched to
+// WAL, synced, moved into place without replacing anything, and the folder synced. The writer
+// lock of path is held from before the temporary file is made until the copy is in place, so
+// a second walletsync saving or creating the same path at once fails with a
+// *wallet.LockedError naming this process. A restore into a new wallet file moves its
 // staging store into place so.
 func (s *Store) SaveAs(ctx context.Context, path string) error {
-	if _, err := os.Stat(path); err == nil {
-		return fmt.Errorf("save as %s: %w", path, os.ErrExist)
-	}
-	// One temporary name per path: a copy a crash cut short is overwritten by the next try,
-	// never left beside the wallet. VACUUM INTO writes only into an empty file.
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new")
-	if err := os.WriteFile(tmp, nil, 0o600); err != nil {
-		return fmt.Errorf("save as %s: %w", path, classify(err))
-	}
-	defer os.Remove(tmp) // a no-op after the rename
 	if s.writeDB == nil {
 		return fmt.Errorf("save as %s: %w", path, wallet.ErrReadOnly)
 	}
+	lock, tmp, err := reserveNew(path)
+	if err != nil {
+		return fmt.Errorf("save as %s: %w", path, err)
+	}
+	defer lock.release()
+	defer os.Remove(tmp) // a no-op after the move
+	// VACUUM INTO writes only into an empty file, which reserveNew made.
 	if _, err := s.writeDB.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
 		return fmt.Errorf("save as %s: %w", path, classify(err))
 	}
@@ -227,7 +226,7 @@ func (s *Store) SaveAs(ctx context.Context, path string) error {
 	if err := setWAL(ctx, tmp); err != nil {
 		return fmt.Errorf("save as %s: %w", path, err)
 	}
-	if err := renameDurably(tmp, path); err != nil {
+	if err := renameNew(tmp, path); err != nil {
 		return fmt.Errorf("save as %s: %w", path, err)
 	}
 	return nil

@@ -202,8 +202,8 @@ func TestStore_SaveAs(t *testing.T) {
 	if err := s.SaveAs(ctx, path); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("saving over a file: %v, want os.ErrExist", err)
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
-		t.Fatalf("the folder holds %d files, want the copy alone", len(entries))
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 || entries[1].Name() != "copy.sqlite.walletsync-lock" {
+		t.Fatalf("the folder holds %v, want the copy and its writer lock file alone", entries)
 	}
 	fi, err := os.Stat(path)
 	if err != nil || fi.Mode().Perm() != 0o600 {

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
+	"time"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
@@ -20,7 +20,7 @@ type writerLock struct {
 	f *os.File
 }
 
-func lockPath(dbPath string) string { return dbPath + ".walletsync-lock" }
+func lockPath(dbPath string) string { return safefile.WriterLockPath(dbPath) }
 
 // acquireWriterLock takes the lock without waiting. A lock held elsewhere yields a
 // *wallet.LockedError naming the holder's pid.
@@ -33,7 +33,7 @@ func acquireWriterLock(dbPath string) (*writerLock, error) {
 	if err := safefile.TryLock(f); err != nil {
 		f.Close()
 		if errors.Is(err, safefile.ErrLocked) {
-			return nil, &wallet.LockedError{Path: dbPath, PID: readHolder(path)}
+			return nil, &wallet.LockedError{Path: dbPath, PID: waitHolder(path)}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
@@ -60,11 +60,15 @@ func (l *writerLock) release() error {
 	return err
 }
 
-func readHolder(path string) int {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return 0
+// waitHolder reads the holder's pid, waiting a little for it: a holder writes its pid just
+// after it takes the lock, so a process refused in that moment would otherwise read an empty
+// file and could not say who holds the wallet.
+func waitHolder(path string) int {
+	for range 50 {
+		if pid := safefile.ReadPID(path); pid != 0 {
+			return pid
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
-	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return pid
+	return 0
 }

@@ -22,7 +22,8 @@ import (
 	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
+	"modernc.org/sqlite" // also registers the "sqlite" driver
+	sqlite3 "modernc.org/sqlite/lib"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
@@ -79,8 +80,14 @@ type CreateOptions struct {
 
 // Create makes a new wallet file at path with exactly the toolbox's schema and Knex ledger
 // (so the toolbox opens it with nothing to migrate) plus walletsync's own tables, and opens
-// it. It refuses a path that exists. The file is built under a temporary name and renamed
-// into place, so a crash never leaves a half-made wallet at path.
+// it. It refuses a path that exists (fs.ErrExist).
+//
+// Creation is exclusive from the first step: the writer lock of path is taken before
+// anything is written, so a second walletsync creating the same path at the same moment
+// fails with a *wallet.LockedError naming this process, and the lock is kept through the
+// open that follows. The file is built under a temporary name and moved into place with a
+// move that never replaces (safefile.RenameNew), so a crash never leaves a half-made wallet
+// at path, and a file another program put there meanwhile is never replaced.
 func Create(ctx context.Context, path string, co CreateOptions, opts Options) (*Store, error) {
 	if _, err := wallet.ParseChain(string(co.Chain)); err != nil {
 		return nil, fmt.Errorf("create store: %w", err)
@@ -95,24 +102,57 @@ func Create(ctx context.Context, path string, co CreateOptions, opts Options) (*
 	if co.StorageName == "" {
 		co.StorageName = "walletsync"
 	}
-	if _, err := os.Stat(path); err == nil {
-		return nil, fmt.Errorf("create store %s: %w", path, os.ErrExist)
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".new-*")
+	lock, tmp, err := reserveNew(path)
 	if err != nil {
-		return nil, fmt.Errorf("create store: %w", classify(err))
+		return nil, fmt.Errorf("create store %s: %w", path, err)
 	}
-	tmpPath := tmp.Name()
-	tmp.Close()
-	defer os.Remove(tmpPath) // a no-op after the rename
+	defer os.Remove(tmp) // a no-op after the move
+	if err := buildToolboxFile(ctx, tmp, co); err == nil {
+		err = renameNew(tmp, path)
+	}
+	if err != nil {
+		lock.release()
+		return nil, fmt.Errorf("create store %s: %w", path, err)
+	}
+	return open(ctx, path, opts, lock)
+}
 
-	if err := buildToolboxFile(ctx, tmpPath, co); err != nil {
-		return nil, fmt.Errorf("create store: %w", err)
+// reserveNew takes the writer lock of a wallet file that does not exist yet, and makes its
+// temporary file: empty, private, "."+base+".new" in path's folder. The name is fixed, not
+// random: only the lock holder uses it, and a copy a crash cut short is then replaced by the
+// next try instead of lying beside the wallet for ever. The caller releases the lock when it
+// fails, and otherwise keeps it or releases it once the file is in place.
+func reserveNew(path string) (*writerLock, string, error) {
+	// Checked before the lock too, so that a path that exists gets no lock file beside it.
+	if _, err := os.Lstat(path); err == nil {
+		return nil, "", os.ErrExist
 	}
-	if err := renameDurably(tmpPath, path); err != nil {
-		return nil, fmt.Errorf("create store: %w", err)
+	lock, err := acquireWriterLock(path)
+	if err != nil {
+		return nil, "", err
 	}
-	return Open(ctx, path, opts)
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".new")
+	if _, err = os.Lstat(path); err == nil {
+		err = os.ErrExist // made and released by another process between the two checks
+	} else {
+		err = freshFile(tmp)
+	}
+	if err != nil {
+		lock.release()
+		return nil, "", err
+	}
+	return lock, tmp, nil
+}
+
+// freshFile makes path an empty private file, removing what a crashed run left there and
+// beside it (a rollback journal that SQLite would otherwise play into the new file).
+func freshFile(path string) error {
+	for _, suffix := range []string{"-journal", "-wal", "-shm"} {
+		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return classify(err)
+		}
+	}
+	return classify(os.WriteFile(path, nil, 0o600))
 }
 
 func buildToolboxFile(ctx context.Context, path string, co CreateOptions) error {
@@ -138,18 +178,34 @@ func buildToolboxFile(ctx context.Context, path string, co CreateOptions) error 
 	return classify(db.Close())
 }
 
-// Open opens an existing wallet file. It first inspects the schema read-only and refuses,
+// Open opens an existing wallet file. It first finishes or rolls back a whole-file restore
+// (Replace) that a crash interrupted at path, then inspects the schema read-only and refuses,
 // leaving the file untouched, a file that is not a toolbox 2.1.26 store, one whose
 // walletsync schema is newer than this binary, or one with unknown objects in walletsync's
 // namespace (*wallet.SchemaError). A read-write open then takes the writer lock (a second
 // walletsync writer gets a *wallet.LockedError naming the holder), switches the file to WAL,
 // applies walletsync's pending migrations, and reinstalls missing journal triggers.
 func Open(ctx context.Context, path string, opts Options) (*Store, error) {
+	return open(ctx, path, opts, nil)
+}
+
+// open is Open with the writer lock already held (lock, from Create), or nil to take it.
+// The lock is released when open fails, and by a read-only open, which holds none.
+func open(ctx context.Context, path string, opts Options, lock *writerLock) (*Store, error) {
+	ok := false
+	defer func() {
+		if !ok {
+			lock.release()
+		}
+	}()
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = DefaultBusyTimeout
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if err := recoverOnOpen(ctx, path, opts.BusyTimeout, opts.Logger); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	fi, err := os.Stat(path)
 	switch {
@@ -161,13 +217,13 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		// SQLite reports a folder as a disk I/O error, which sends a person looking at the disk.
 		return nil, fmt.Errorf("open store %s: a folder, not a wallet file: %w", path, wallet.ErrInvalidArgument)
 	}
-	st, err := inspectFile(ctx, path, opts.BusyTimeout)
+	st, roParams, err := inspectFile(ctx, path, opts.BusyTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{path: path, opts: opts, log: opts.Logger, viewSlot: make(chan struct{}, 1)}
 	if opts.ReadOnly {
-		s.readDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "mode=ro", "_pragma=query_only(1)"))
+		s.readDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, append(roParams, "_pragma=query_only(1)")...))
 		if err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
@@ -175,10 +231,12 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 		return s, nil
 	}
 
-	if s.lock, err = acquireWriterLock(path); err != nil {
-		return nil, fmt.Errorf("open store: %w", err)
+	if lock == nil {
+		if lock, err = acquireWriterLock(path); err != nil {
+			return nil, fmt.Errorf("open store: %w", err)
+		}
 	}
-	ok := false
+	s.lock = lock
 	defer func() {
 		if !ok {
 			s.Close()
@@ -219,24 +277,62 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 }
 
 // OpenOrCreate opens the wallet at path, or creates it with co when the file does not exist
-// (a backup destination's first run).
+// (a backup destination's first run). Two processes that call it at once for a new path get
+// one wallet: one creates it, the other fails with the *wallet.LockedError of the creator,
+// or, when the creator has finished and let go, opens the wallet it made.
 func OpenOrCreate(ctx context.Context, path string, co CreateOptions, opts Options) (*Store, error) {
 	s, err := Open(ctx, path, opts)
-	if errors.Is(err, wallet.ErrNotFound) {
-		return Create(ctx, path, co, opts)
+	if !errors.Is(err, wallet.ErrNotFound) {
+		return s, err
+	}
+	s, err = Create(ctx, path, co, opts)
+	if errors.Is(err, os.ErrExist) {
+		return Open(ctx, path, opts) // made and released by another process meanwhile
 	}
 	return s, err
 }
 
 // inspectFile opens a private read-only connection for the schema inspection, so that a
-// refused file is never written: no journal mode change, no migration, no lock file.
-func inspectFile(ctx context.Context, path string, busy time.Duration) (schemaState, error) {
-	db, err := sql.Open("sqlite", dsn(path, busy, "mode=ro"))
-	if err != nil {
-		return schemaState{}, err
+// refused file is never written: no journal mode change, no migration, no lock file. It
+// returns the parameters of the read-only connections that worked (see readOnlyParams).
+func inspectFile(ctx context.Context, path string, busy time.Duration) (schemaState, []string, error) {
+	params := []string{"mode=ro"}
+	for {
+		db, err := sql.Open("sqlite", dsn(path, busy, params...))
+		if err != nil {
+			return schemaState{}, nil, err
+		}
+		st, err := inspect(ctx, db, path)
+		db.Close()
+		if err == nil || len(params) > 1 || !cannotOpen(err) {
+			return st, params, err
+		}
+		if params, err = readOnlyParams(path); err != nil {
+			return st, nil, err
+		}
 	}
-	defer db.Close()
-	return inspect(ctx, db, path)
+}
+
+// readOnlyParams are the parameters that open a wallet on read-only media (a write-protected
+// card, a read-only share, a folder the user may not write). A WAL-mode file needs its
+// "-shm" index beside it, which SQLite cannot make there, so it answers "unable to open
+// database file (14)". Where no WAL file holds data, the database file alone is the whole
+// wallet and nobody can change it: immutable=1 opens it without the index and without
+// locks. Where a WAL file holds committed transactions that only its index could make
+// visible, opening the file alone would show an older wallet, so that is refused with
+// wallet.ErrReadOnly: copy the wallet's files to a writable folder first.
+func readOnlyParams(path string) ([]string, error) {
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		return nil, fmt.Errorf("open %s: its folder is read-only and its WAL file holds transactions SQLite cannot read there; copy the wallet and its -wal file to a writable folder: %w", path, wallet.ErrReadOnly)
+	}
+	return []string{"mode=ro", "immutable=1"}, nil
+}
+
+// cannotOpen reports SQLITE_CANTOPEN, SQLite's answer for a file or companion file it could
+// not open or create.
+func cannotOpen(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CANTOPEN
 }
 
 func dsn(path string, busy time.Duration, params ...string) string {
@@ -330,10 +426,10 @@ func (s *Store) Settings(ctx context.Context) (wallet.Settings, error) {
 	return st, nil
 }
 
-// renameDurably moves a finished file into place durably (safefile.RenameDurably), with
-// disk full, read-only and the rest told apart.
-func renameDurably(from, to string) error {
-	if err := safefile.RenameDurably(from, to); err != nil {
+// renameNew moves a finished file into place without ever replacing one
+// (safefile.RenameNew), with disk full, read-only and the rest told apart.
+func renameNew(from, to string) error {
+	if err := safefile.RenameNew(from, to); err != nil {
 		return classify(err)
 	}
 	return nil

@@ -22,6 +22,10 @@ func TestMain(m *testing.M) {
 		holdWriter(path)
 		return
 	}
+	if path := os.Getenv(createRaceEnv); path != "" {
+		createRaceChild(path)
+		return
+	}
 	os.Exit(m.Run())
 }
 

@@ -91,6 +91,9 @@ func TestMain(m *testing.M) {
 	if k, task, ok := crashtest.Child(); ok {
 		importCrashChild(k, task)
 	}
+	if task := os.Getenv(importRaceEnv); task != "" {
+		importRaceChild(task)
+	}
 	var err error
 	if shared, err = os.MkdirTemp("", "portable-test-"); err != nil {
 		panic(err)

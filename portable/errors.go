@@ -58,7 +58,13 @@ type HeaderError struct {
 	Reason string
 }
 
+// Error names the field, its value and the rule, except for a wrong magic: that "value" is
+// the first bytes of a file that is not a backup at all (a wallet, a key file, a document),
+// which an error message must not carry to a log, a task or an API answer.
 func (e *HeaderError) Error() string {
+	if e.Field == FieldMagic {
+		return "not a backup file: " + e.Reason
+	}
 	return fmt.Sprintf("BRC-39 header %s %#x: %s", e.Field, e.Value, e.Reason)
 }
 

@@ -21,6 +21,13 @@ type ExportOptions struct {
 	ExportedAt time.Time
 	// Rand supplies the BRC-39 salt and nonce; crypto/rand when nil.
 	Rand io.Reader
+	// Overwrite lets the export replace an existing file at its path, and only a backup
+	// file: never a wallet, a file held by walletsync, or anything else (CheckExportPath).
+	Overwrite bool
+	// Protected lists folders the export never writes into: walletsync's data folder.
+	Protected []string
+	// KDFGate, when set, admits ExportBRC39's key derivation (see KDFGate).
+	KDFGate KDFGate
 }
 
 // ExportResult describes a finished export file.
@@ -43,10 +50,12 @@ type ExportResult struct {
 // DefaultKDFParams, see KDFParams.CheckExport).
 //
 // The file appears at dstPath complete or not at all: it is written to a private (0600)
-// temporary file in dstPath's folder, synced, renamed over dstPath (replacing an existing
-// file atomically) and the folder synced. On any failure, a cancelled ctx included, the
-// temporary file is removed and dstPath is left as it was. Only a failure to sync the folder
-// after the rename returns an error with the complete file in place.
+// temporary file in dstPath's folder, synced, moved to dstPath and the folder synced. An
+// existing dstPath is refused before any work, unless opts.Overwrite asks to replace it and
+// it is a backup file (see CheckExportPath); it is then replaced atomically. On any failure,
+// a cancelled ctx included, the temporary file is removed and dstPath is left as it was; a
+// full disk fails with wallet.ErrDiskFull. Only a failure to sync the folder after the move
+// returns an error with the complete file in place.
 //
 // Before the file is kept, the document is decoded as it is written (Decode, concurrently,
 // with its memory of about 8 bytes per row) and must validate, so a store whose data would
@@ -57,7 +66,7 @@ func ExportBRC39(ctx context.Context, v wallet.View, settings wallet.Settings, i
 		return ExportResult{}, fmt.Errorf("export BRC-39: %w", err)
 	}
 	res, err := export(ctx, v, settings, identityKey, dstPath, opts, func(w io.Writer) (io.WriteCloser, time.Duration, error) {
-		e, err := Encrypt(ctx, w, password, params, opts.Rand)
+		e, err := gated(ctx, opts.KDFGate, func() (*Encrypter, error) { return Encrypt(ctx, w, password, params, opts.Rand) })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -70,7 +79,7 @@ func ExportBRC39(ctx context.Context, v wallet.View, settings wallet.Settings, i
 }
 
 // ExportBRC38 writes the plaintext BRC-38 document, exactly as ExportBRC39 does in every
-// other respect (private file, atomic rename, verification). The file holds the wallet's keys
+// other respect (private file, refusals, atomic move, verification). The file holds the wallet's keys
 // unencrypted: callers offer it only when a person asks for it explicitly.
 func ExportBRC38(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey, dstPath string, opts ExportOptions) (ExportResult, error) {
 	res, err := export(ctx, v, settings, identityKey, dstPath, opts, func(w io.Writer) (io.WriteCloser, time.Duration, error) {
@@ -96,10 +105,14 @@ func export(ctx context.Context, v wallet.View, settings wallet.Settings, identi
 	if exportedAt.IsZero() {
 		exportedAt = start
 	}
+	replace, err := CheckExportPath(dstPath, opts)
+	if err != nil {
+		return res, err
+	}
 	dir := filepath.Dir(dstPath)
 	f, err := os.CreateTemp(dir, "."+filepath.Base(dstPath)+".tmp-*") // mode 0600
 	if err != nil {
-		return res, fmt.Errorf("create temp file: %w", err)
+		return res, fmt.Errorf("create temp file: %w", safefile.Classify(err))
 	}
 	renamed := false
 	defer func() {
@@ -109,7 +122,7 @@ func export(ctx context.Context, v wallet.View, settings wallet.Settings, identi
 		}
 	}()
 	hash := sha256.New()
-	out := &countingWriter{w: io.MultiWriter(f, hash)}
+	out := &countingWriter{w: io.MultiWriter(diskWriter{f}, hash)}
 	sealed, kdfTime, err := seal(out)
 	if err != nil {
 		return res, err
@@ -122,13 +135,13 @@ func export(ctx context.Context, v wallet.View, settings wallet.Settings, identi
 		return res, err
 	}
 	if err := f.Sync(); err != nil {
-		return res, fmt.Errorf("sync %s: %w", f.Name(), err)
+		return res, fmt.Errorf("sync %s: %w", f.Name(), safefile.Classify(err))
 	}
 	if err := f.Close(); err != nil {
-		return res, fmt.Errorf("close %s: %w", f.Name(), err)
+		return res, fmt.Errorf("close %s: %w", f.Name(), safefile.Classify(err))
 	}
-	if err := os.Rename(f.Name(), dstPath); err != nil {
-		return res, fmt.Errorf("rename into place: %w", err)
+	if err := moveIntoPlace(f.Name(), dstPath, replace); err != nil {
+		return res, fmt.Errorf("move into place: %w", err)
 	}
 	renamed = true
 	res = ExportResult{Path: dstPath, Size: out.n, Stats: stats, KDFTime: kdfTime}

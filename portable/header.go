@@ -153,7 +153,7 @@ func ParseHeader(r io.Reader) (Header, error) {
 }
 
 func badMagic(fixed []byte) error {
-	return &HeaderError{Field: FieldMagic, Value: uint64(binary.BigEndian.Uint32(fixed[:4])), Reason: `not a BRC-39 file (want "WDAT")`}
+	return &HeaderError{Field: FieldMagic, Value: uint64(binary.BigEndian.Uint32(fixed[:4])), Reason: `no BRC-39 header (a BRC-39 file begins with "WDAT")`}
 }
 
 // AppendBinary appends the encoded header to b. It refuses a header that Validate refuses,

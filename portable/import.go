@@ -72,6 +72,8 @@ type ImportOptions struct {
 	// KDFLimits caps the Argon2id parameters a header may ask for (DefaultKDFLimits where
 	// zero); a file above them is refused before Argon2 runs.
 	KDFLimits KDFLimits
+	// KDFGate, when set, admits the key derivation (see KDFGate).
+	KDFGate KDFGate
 	// Decode bounds the document.
 	Decode DecodeOptions
 	// Sync tunes the merge's page session: page limits, and the access queue's Grants and
@@ -722,12 +724,14 @@ func decryptToStaging(ctx context.Context, in *os.File, password string, opts Im
 		return nil, nil, err
 	}
 	derive := func(h Header) (Key, error) {
-		start := time.Now()
-		defer func() { sum.KDFTime = time.Since(start) }()
-		if opts.keyFor != nil {
-			return opts.keyFor(h)
-		}
-		return DeriveKey(ctx, password, h, opts.KDFLimits)
+		return gated(ctx, opts.KDFGate, func() (Key, error) {
+			start := time.Now()
+			defer func() { sum.KDFTime = time.Since(start) }()
+			if opts.keyFor != nil {
+				return opts.keyFor(h)
+			}
+			return DeriveKey(ctx, password, h, opts.KDFLimits)
+		})
 	}
 	h, err := decrypt(ctx, &progressReader{r: in, phase: PhaseDecrypting, total: size, report: progress}, pt, derive)
 	if h.Salt != nil {

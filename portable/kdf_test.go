@@ -6,8 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"walletsync/localstore"
+	"walletsync/wallet"
 )
 
 // cheapKDF costs microseconds. Only the import side accepts it (as the toolbox's import
@@ -22,14 +26,14 @@ func TestKDFParams_CheckExport(t *testing.T) {
 		param  string
 	}{
 		{"defaults", DefaultKDFParams, nil, ""},
-		{"stronger, within the import limits", KDFParams{64, 1 << 20, 16}, nil, ""},
+		{"stronger, within the import limits", KDFParams{16, 256 << 10, 4}, nil, ""},
 		{"iterations 6", KDFParams{6, 131072, 1}, ErrKDFTooWeak, "iterations"},
 		{"memory 131071", KDFParams{7, 131071, 1}, ErrKDFTooWeak, "memoryKiB"},
 		{"parallelism 0", KDFParams{7, 131072, 0}, ErrKDFTooWeak, "parallelism"},
 		{"cheap", cheapKDF, ErrKDFTooWeak, "iterations"},
-		{"iterations 65", KDFParams{65, 131072, 1}, ErrKDFTooCostly, "iterations"},
-		{"memory above 1 GiB", KDFParams{7, 1<<20 + 1, 1}, ErrKDFTooCostly, "memoryKiB"},
-		{"parallelism 17", KDFParams{7, 131072, 17}, ErrKDFTooCostly, "parallelism"},
+		{"iterations 17", KDFParams{17, 131072, 1}, ErrKDFTooCostly, "iterations"},
+		{"memory above 256 MiB", KDFParams{7, 256<<10 + 1, 1}, ErrKDFTooCostly, "memoryKiB"},
+		{"parallelism 5", KDFParams{7, 131072, 5}, ErrKDFTooCostly, "parallelism"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.params.CheckExport()
@@ -56,11 +60,14 @@ func TestKDFLimits_Check(t *testing.T) {
 		param  string // "" when accepted
 	}{
 		{"defaults accept the BRC-39 defaults", KDFLimits{}, DefaultKDFParams, ""},
-		{"defaults accept the caps exactly", KDFLimits{}, KDFParams{64, 1 << 20, 16}, ""},
+		{"defaults accept the caps exactly", KDFLimits{}, KDFParams{16, 256 << 10, 4}, ""},
 		{"defaults refuse 4 TiB", KDFLimits{}, KDFParams{7, 0xffffffff, 1}, "memoryKiB"},
-		{"defaults refuse t 65", KDFLimits{}, KDFParams{65, 8, 1}, "iterations"},
-		{"defaults refuse p 255", KDFLimits{}, KDFParams{1, 1 << 20, 255}, "parallelism"},
-		{"custom accepts at its caps", custom, KDFParams{3, 64, 16}, ""},
+		{"defaults refuse t 17", KDFLimits{}, KDFParams{17, 8, 1}, "iterations"},
+		{"defaults refuse m 256 MiB + 1 KiB", KDFLimits{}, KDFParams{7, 256<<10 + 1, 1}, "memoryKiB"},
+		{"defaults refuse the old caps", KDFLimits{}, KDFParams{7, 1 << 20, 1}, "memoryKiB"},
+		{"defaults refuse p 5", KDFLimits{}, KDFParams{1, 1 << 10, 5}, "parallelism"},
+		{"defaults refuse p 255", KDFLimits{}, KDFParams{1, 1 << 10, 255}, "parallelism"},
+		{"custom accepts at its caps", custom, KDFParams{3, 64, 4}, ""},
 		{"custom refuses the defaults", custom, DefaultKDFParams, "iterations"},
 		{"custom refuses memory", custom, KDFParams{1, 65, 1}, "memoryKiB"},
 	} {
@@ -78,7 +85,7 @@ func TestKDFLimits_Check(t *testing.T) {
 			}
 		})
 	}
-	if got := (KDFLimits{MaxParallelism: 2}).WithDefaults(); got != (KDFLimits{64, 1 << 20, 2}) {
+	if got := (KDFLimits{MaxParallelism: 2}).WithDefaults(); got != (KDFLimits{16, 256 << 10, 2}) {
 		t.Fatalf("WithDefaults = %+v", got)
 	}
 }
@@ -142,4 +149,48 @@ func TestKey_NeverPrints(t *testing.T) {
 	if strings.Contains(buf.String(), "171") || !strings.Contains(buf.String(), "redacted") {
 		t.Errorf("slog printed the key: %s", buf.String())
 	}
+}
+
+// countingGate is a KDFGate that counts admissions and releases, or refuses with err.
+type countingGate struct {
+	admitted, released int
+	err                error
+}
+
+func (g *countingGate) gate(ctx context.Context) (func(), error) {
+	if g.err != nil {
+		return nil, g.err
+	}
+	g.admitted++
+	return func() { g.released++ }, nil
+}
+
+// TestKDFGate_AdmitsEveryDerivation: Verify and ExportBRC39 derive their key only once the
+// gate admits them, and let the next one in after; a gate that gives up (its task was
+// cancelled while it waited) fails the call before Argon2 runs, writing nothing.
+func TestKDFGate_AdmitsEveryDerivation(t *testing.T) {
+	src, id := mustStore(t, localstore.FixtureSmall, smallSeed)
+	file, _ := backupFile(t, src, id)
+	g := &countingGate{}
+	opts := importOptions(t)
+	opts.KDFGate = g.gate
+	if _, err := Verify(context.Background(), file, importPassword, opts, nil); err != nil {
+		t.Fatal(err)
+	}
+	if g.admitted != 1 || g.released != 1 {
+		t.Fatalf("verify: %d admitted, %d released; want 1 and 1", g.admitted, g.released)
+	}
+	stop := &countingGate{err: context.Canceled}
+	opts.KDFGate = stop.gate
+	if _, err := Verify(context.Background(), file, importPassword, opts, nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("verify with a gate that gave up: %v", err)
+	}
+	dir := t.TempDir()
+	_, err := withView(t, src, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+		return ExportBRC39(context.Background(), v, settings, id, "pw", DefaultKDFParams, filepath.Join(dir, "w.brc39"), ExportOptions{KDFGate: stop.gate})
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("export with a gate that gave up: %v", err)
+	}
+	requireOnlyFiles(t, dir)
 }

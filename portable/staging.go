@@ -83,7 +83,7 @@ func stagingPath(dir, digest, target string) string {
 }
 
 // removeStaging removes a staging database and its companion files: WAL, shared memory,
-// writer lock, and a file its creation left half-made.
+// writer lock, and a file its creation left half-made (localstore builds it as "."+base+".new").
 func removeStaging(path string) error {
 	dir, base := filepath.Split(path)
 	entries, err := os.ReadDir(dir)
@@ -92,7 +92,7 @@ func removeStaging(path string) error {
 	}
 	var errs []error
 	for _, e := range entries {
-		if name := e.Name(); strings.HasPrefix(name, base) || strings.HasPrefix(name, "."+base+".new-") {
+		if name := e.Name(); strings.HasPrefix(name, base) || strings.HasPrefix(name, "."+base+".new") {
 			if err := os.Remove(filepath.Join(dir, name)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				errs = append(errs, err)
 			}

@@ -2,12 +2,14 @@
 # The desktop window's build and smoke test, as CI runs them:
 #
 #   1. installs the system packages the Wails build and the smoke test need (GTK 3 and
-#      WebKitGTK 4.1 headers, Xvfb, xwininfo, ImageMagick, a font), skipping those present;
+#      WebKitGTK 4.1 headers, Xvfb, xwininfo, xdotool, ImageMagick, a font), skipping those
+#      present;
 #   2. builds the window binary with cgo: bin/walletsync-desktop;
 #   3. runs the smoke test (desktop_smoke_test.go, build tag desktopsmoke) under Xvfb: it
 #      starts the binary with a fresh data folder, waits for the window, checks that the
-#      dashboard rendered the overview the agent serves, and saves a screenshot and the
-#      binary's log under artifacts/desktop/.
+#      dashboard rendered the overview the agent serves and that the Restore page's Browse
+#      button opens the native dialog, and saves screenshots and the binary's log under
+#      artifacts/desktop/.
 #
 # It exits non-zero when any step fails, and prints how long each took.
 #
@@ -24,7 +26,7 @@ tags="desktop,production,webkit2_41"
 t0=$(date +%s)
 
 . scripts/packages.sh
-ensure_packages libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth x11-utils imagemagick fonts-dejavu-core
+ensure_packages libgtk-3-dev libwebkit2gtk-4.1-dev xvfb xauth x11-utils xdotool imagemagick fonts-dejavu-core
 t1=$(date +%s)
 
 echo "== go build -tags $tags -o bin/walletsync-desktop ."

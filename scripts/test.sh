@@ -23,7 +23,8 @@ echo "== go test ./frontend (headless Chromium)"
 mkdir -p artifacts/e2e
 WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./frontend
 
-# Each decoder of bytes from outside (backup files, sync chunks and sync maps, cursors) is fuzzed for a bounded
+# Each decoder of bytes from outside (backup files, sync chunks and sync maps, cursors, BRC-104
+# messages, headers, nonces, request bodies and key files) is fuzzed for a bounded
 # time on every run, on top of its seed corpus that go test ran above.
 fuzztime=${WALLETSYNC_FUZZTIME:-10s}
 fuzz() {
@@ -37,6 +38,14 @@ fuzz ./portable FuzzImport
 fuzz ./wallet FuzzDecodeSyncChunk
 fuzz ./wallet FuzzSyncMap
 fuzz ./localstore FuzzDecodeCursor
+fuzz ./remote/auth FuzzCanonicalJSON
+fuzz ./remote/auth FuzzParseHandshake
+fuzz ./remote/auth FuzzServerRequest
+fuzz ./remote/auth FuzzClientVerify
+fuzz ./remote/auth FuzzVerifyNonce
+fuzz ./remote/auth FuzzParseKeyFile
+fuzz ./remote/auth FuzzDecodeUTF8
+fuzz ./bundle FuzzDecodeManifest
 
 echo "== desktop build and smoke test"
 ./scripts/desktop.sh

@@ -39,8 +39,18 @@ var (
 	// ErrConstraint: a row breaks a constraint of the wallet schema (a unique index, a
 	// foreign key, a NOT NULL column). Nothing of the statement's transaction was kept.
 	ErrConstraint = errors.New("row breaks a constraint of the wallet schema")
+	// ErrBundleInvalid: a whole-store bundle is damaged, incomplete or not what its manifest
+	// says (see BundleError). Nothing was restored from it.
+	ErrBundleInvalid = errors.New("bundle damaged or incomplete")
 	// ErrNotEmpty: a restore found rows in a wallet that must be empty (see NotEmptyError).
 	ErrNotEmpty = errors.New("wallet is not empty")
+	// ErrFileExists: the file a command would write exists, and the caller did not ask to
+	// replace it (see ReplaceError). Nothing was written.
+	ErrFileExists = errors.New("file exists")
+	// ErrProtectedFile: the file is one walletsync never replaces, even when asked: a wallet,
+	// a file held by walletsync, anything in walletsync's data folder, anything that is not
+	// a backup file (see ReplaceError). Nothing was written.
+	ErrProtectedFile = errors.New("file is protected")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")
@@ -73,6 +83,37 @@ func (e *LockedError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrWriterLocked) true.
 func (e *LockedError) Unwrap() error { return ErrWriterLocked }
+
+// ClassError carries an error from below (SQLite, the operating system) with the sentinel it
+// belongs to (ErrDiskFull, ErrReadOnly, ErrBusy...), so that errors.Is finds the sentinel and
+// errors.As still finds the original.
+type ClassError struct {
+	Class error // the sentinel
+	Err   error // the original error
+}
+
+func (e *ClassError) Error() string { return fmt.Sprintf("%v: %v", e.Class, e.Err) }
+
+// Unwrap returns both the sentinel and the original error.
+func (e *ClassError) Unwrap() []error { return []error{e.Class, e.Err} }
+
+// ReplaceError says why a command would not write a file at Path: Err is ErrFileExists (the
+// caller may ask to replace it: the file is a backup file) or ErrProtectedFile (it may not).
+type ReplaceError struct {
+	Path   string
+	Reason string // what the file is, in words: "a wallet (SQLite database)"
+	Err    error  // ErrFileExists or ErrProtectedFile
+}
+
+func (e *ReplaceError) Error() string {
+	if errors.Is(e.Err, ErrFileExists) {
+		return fmt.Sprintf("%s exists (%s); nothing was written: choose another name, or ask to replace it", e.Path, e.Reason)
+	}
+	return fmt.Sprintf("%s is %s: walletsync never replaces it; nothing was written", e.Path, e.Reason)
+}
+
+// Unwrap returns the sentinel that classifies the refusal.
+func (e *ReplaceError) Unwrap() error { return e.Err }
 
 // RowTooLargeError names the first row of a page that does not fit the page's byte budget.
 // The row was not skipped: the caller reads it alone, in a one-row page with a byte limit of
@@ -140,3 +181,33 @@ func (e *JSValueError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrNotJSValue) true.
 func (e *JSValueError) Unwrap() error { return ErrNotJSValue }
+
+// BundleError says why a whole-store bundle was refused: a file missing, truncated or with
+// another digest, a manifest that cannot be read or that the database contradicts, a copy
+// that fails SQLite's checks. It unwraps to ErrBundleInvalid and to the cause, when there is
+// one (fs.ErrNotExist, ErrCorrupt, ...).
+type BundleError struct {
+	Dir    string // the bundle folder
+	File   string // the file at fault, relative to Dir; "" for the bundle as a whole
+	Reason string
+	Err    error // the cause, or nil
+}
+
+func (e *BundleError) Error() string {
+	where := e.Dir
+	if e.File != "" {
+		where += ": " + e.File
+	}
+	if e.Err != nil {
+		return fmt.Sprintf("bundle %s: %s: %v", where, e.Reason, e.Err)
+	}
+	return fmt.Sprintf("bundle %s: %s", where, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrBundleInvalid) true, and exposes the cause.
+func (e *BundleError) Unwrap() []error {
+	if e.Err == nil {
+		return []error{ErrBundleInvalid}
+	}
+	return []error{ErrBundleInvalid, e.Err}
+}

@@ -8,18 +8,37 @@
 //         window.walletsyncConfig = { base: "http://127.0.0.1:PORT", token: "..." }
 //     and every request (the event stream included) goes to base with
 //     "Authorization: Bearer <token>".
-// Optional hooks of the window: chooseSavePath(suggested) and chooseOpenPath(), each a
-// function returning a Promise of a path ("" when the person cancels), for native dialogs.
+// Native file dialogs (hooks below) come from the Wails window, which binds app.go's App
+// as window.go.main.App, or from walletsyncConfig's chooseSavePath, chooseOpenPath and
+// chooseFolder; each returns a Promise of a path, "" when the person cancels.
 
 const config = globalThis.walletsyncConfig ?? {};
 
 /** base is the agent's origin, without a trailing slash; "" means this page's origin. */
 export const base = (config.base ?? '').replace(/\/+$/, '');
 
-/** hooks are what the desktop window adds: native file dialogs. */
+/**
+ * dialog returns walletsyncConfig's hook name, else a call of the window's App binding
+ * method with as many of the hook's arguments as the Go method takes (Wails refuses a
+ * call with more), else null (a browser, which has no native dialogs). It looks when
+ * asked, not when this module loads, so that the window's bindings are found whenever
+ * they arrive.
+ */
+function dialog(name, method, arity) {
+  if (typeof config[name] === 'function') return config[name];
+  const app = globalThis.go?.main?.App;
+  return typeof app?.[method] === 'function' ? (...args) => app[method](...args.slice(0, arity)) : null;
+}
+
+/**
+ * hooks are what the desktop window adds: native file dialogs, each null in a browser.
+ * chooseSavePath(suggested) asks where to save a backup file, chooseOpenPath() for a
+ * backup file to open, chooseFolder() for a folder to keep backup files in.
+ */
 export const hooks = {
-  chooseSavePath: typeof config.chooseSavePath === 'function' ? config.chooseSavePath : null,
-  chooseOpenPath: typeof config.chooseOpenPath === 'function' ? config.chooseOpenPath : null,
+  get chooseSavePath() { return dialog('chooseSavePath', 'SaveBackupFile', 1); },
+  get chooseOpenPath() { return dialog('chooseOpenPath', 'OpenBackupFile', 0); },
+  get chooseFolder() { return dialog('chooseFolder', 'ChooseBackupFolder', 0); },
 };
 
 /** authHeaders are the headers that authenticate a request: none when the cookie does. */
@@ -84,15 +103,48 @@ async function request(method, path, body) {
   return data;
 }
 
-/** api calls the agent: JSON in, JSON out; failures throw an ApiError. */
+/** enc escapes one path segment. */
+const enc = encodeURIComponent;
+
+/**
+ * api is every route of the agent's API that the dashboard calls, and the only place in
+ * the dashboard that names one: the paths are those of the route table in agent/routes.go
+ * (a Go test holds the two together). JSON in, JSON out; failures throw an ApiError.
+ */
 export const api = {
-  get: (path) => request('GET', path),
-  post: (path, body) => request('POST', path, body),
-  put: (path, body) => request('PUT', path, body),
-  del: (path) => request('DELETE', path),
-  /** upload sends a file's bytes as they are. */
-  upload: (path, file) => request('POST', path, file),
+  status: () => request('GET', '/api/v1/status'),
+  overview: () => request('GET', '/api/v1/overview'),
+  config: () => request('GET', '/api/v1/config'),
+  saveSettings: (settings) => request('PUT', '/api/v1/settings', settings),
+
+  tasks: () => request('GET', '/api/v1/tasks'),
+  taskLog: (id) => request('GET', `/api/v1/tasks/${enc(id)}/log`),
+  cancelTask: (id) => request('POST', `/api/v1/tasks/${enc(id)}/cancel`),
+
+  addDestination: (d) => request('POST', '/api/v1/destinations', d),
+  putDestination: (id, d) => request('PUT', `/api/v1/destinations/${enc(id)}`, d),
+  deleteDestination: (id) => request('DELETE', `/api/v1/destinations/${enc(id)}`),
+  /** run answers a task; pause (body {for: "1h"} or none) and resume the config. */
+  run: (id) => request('POST', `/api/v1/destinations/${enc(id)}/run`),
+  pause: (id, body) => request('POST', `/api/v1/destinations/${enc(id)}/pause`, body),
+  resume: (id) => request('POST', `/api/v1/destinations/${enc(id)}/resume`),
+  backups: (id) => request('GET', `/api/v1/destinations/${enc(id)}/backups`),
+  verifyBackup: (id, name) => request('POST', `/api/v1/destinations/${enc(id)}/backups/verify`, { name }),
+  drill: () => request('POST', '/api/v1/drill'),
+
+  exportFile: (req) => request('POST', '/api/v1/export', req),
+  /** upload sends a backup file's bytes as they are; the answer's upload names it. */
+  upload: (file) => request('POST', '/api/v1/import/upload', file),
+  previewImport: (req) => request('POST', '/api/v1/import/preview', req),
+  importBackup: (req) => request('POST', '/api/v1/import', req),
+
+  secretKeys: () => request('GET', '/api/v1/secrets'),
+  setSecret: (key, value) => request('PUT', `/api/v1/secrets/${enc(key)}`, { value }),
+
+  service: () => request('GET', '/api/v1/service'),
+  installService: () => request('POST', '/api/v1/service/install'),
+  uninstallService: () => request('POST', '/api/v1/service/uninstall'),
 };
 
-/** enc escapes one path segment. */
-export const enc = encodeURIComponent;
+/** eventsURL is the agent's event stream (Server-Sent Events; see events.js). */
+export const eventsURL = () => `${base}/api/v1/events`;

@@ -1,18 +1,18 @@
-// The agent's event stream (/api/v1/events, Server-Sent Events), read with fetch rather
+// The agent's event stream (Server-Sent Events), read with fetch rather
 // than EventSource because EventSource cannot send the desktop window's Authorization
 // header. It behaves as EventSource does: it reconnects after the server's retry delay
 // (backing off while the agent is away) and resumes with Last-Event-ID, so the agent
 // replays what was missed, or says with a "missed" event that the page must reload.
 // While idle it holds one open request and runs no timer.
 
-import { base, authHeaders } from './api.js';
+import { authHeaders, eventsURL } from './api.js';
 
 const maxDelay = 15000;
 
 export class EventStream {
   /**
    * @param {object} o
-   * @param {string} o.since  the cursor to resume after ("<epoch>-<seq>"), from /api/v1/status
+   * @param {string} o.since  the cursor to resume after ("<epoch>-<seq>"), from the agent's status
    * @param {(event: object) => void} o.onEvent  receives each parsed event, in order
    * @param {(state: 'live'|'reconnecting'|'signed-out') => void} o.onState
    */
@@ -35,7 +35,7 @@ export class EventStream {
       try {
         const headers = { Accept: 'text/event-stream', ...authHeaders() };
         if (this.lastId) headers['Last-Event-ID'] = this.lastId;
-        const res = await fetch(`${base}/api/v1/events`, {
+        const res = await fetch(eventsURL(), {
           headers, credentials: 'same-origin', cache: 'no-store',
         });
         if (res.ok) {

@@ -43,7 +43,7 @@ export const tasks = () => [...store.tasks.values()].sort((a, b) => Date.parse(b
 export async function start() {
   let since = '';
   try {
-    since = (await api.get('/api/v1/status')).events;
+    since = (await api.status()).events;
   } catch (err) {
     setConnection(err.status === 401 ? 'signed-out' : 'reconnecting');
   }
@@ -83,7 +83,7 @@ async function reload() {
   do {
     reloadAgain = false;
     const [overview, config, list] = await Promise.allSettled([
-      api.get('/api/v1/overview'), api.get('/api/v1/config'), api.get('/api/v1/tasks'),
+      api.overview(), api.config(), api.tasks(),
     ]);
     store.loadError = [overview, config, list].find((r) => r.status === 'rejected')?.reason ?? null;
     if (config.status === 'fulfilled') store.config = config.value;
@@ -104,7 +104,7 @@ export function refreshOverview() {
   clearTimeout(overviewDue);
   overviewDue = setTimeout(async () => {
     try {
-      store.overview = await api.get('/api/v1/overview');
+      store.overview = await api.overview();
       store.loadError = null;
     } catch (err) {
       store.loadError = err;
@@ -116,7 +116,7 @@ export function refreshOverview() {
 /** refreshConfig reloads the configuration; pages that edit it call it after a change. */
 export async function refreshConfig() {
   try {
-    store.config = await api.get('/api/v1/config');
+    store.config = await api.config();
   } catch (err) {
     store.loadError = err;
   }

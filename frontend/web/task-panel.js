@@ -3,7 +3,7 @@
 // it is on, and Cancel, which reads "Cancelling…" until the agent confirms the safe stop
 // and then shows the checkpoint that stays acknowledged.
 
-import { api, enc } from './api.js';
+import { api } from './api.js';
 import { store, putTask } from './store.js';
 import { h, stats, errorBox, notice, badge, busy, fill } from './ui.js';
 import {
@@ -62,7 +62,7 @@ export function taskPanel(title, ...extra) {
     cancelError = null;
     render();
     try {
-      putTask(await api.post(`/api/v1/tasks/${enc(current.id)}/cancel`));
+      putTask(await api.cancelTask(current.id));
     } catch (err) {
       cancelling = false;
       cancelError = err;

@@ -1,5 +1,5 @@
 // Light and dark: the system's choice (prefers-color-scheme) unless the person picks one.
-// index.html applies the stored choice before the first paint; style.css reads
+// theme-init.js applies the stored choice before the first paint; style.css reads
 // html[data-theme].
 
 const key = 'walletsync-theme';

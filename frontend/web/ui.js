@@ -22,6 +22,28 @@ export function h(tag, props = {}, ...children) {
 
 const kids = (children) => children.flat(Infinity).filter((c) => c != null && c !== false);
 
+/**
+ * browseButton is a "Browse…" button that puts the path a native dialog returns into input
+ * (choose gets input's value and returns a Promise of a path, "" when cancelled), or null
+ * when choose is null: in a browser the typed path (and a file drop) are the way.
+ */
+export function browseButton(choose, input) {
+  if (!choose) return null;
+  return h('button', { type: 'button', class: 'browse', onclick: async (e) => {
+    const button = e.currentTarget;
+    button.disabled = true;
+    try {
+      const p = await choose(input.value);
+      if (p) {
+        input.value = p;
+        input.dispatchEvent(new Event('input', { bubbles: true }));
+      }
+    } finally {
+      button.disabled = false;
+    }
+  } }, 'Browse…');
+}
+
 /** fill replaces el's children, skipping null and false as h does. */
 export const fill = (el, ...children) => el.replaceChildren(...kids(children));
 

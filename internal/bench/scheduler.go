@@ -3,6 +3,7 @@ package bench
 import (
 	"cmp"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -112,21 +113,14 @@ const (
 // exclusively, and paged through the scheduler.
 func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
 	fs := command.NewFlags("bench scheduler", "[--fixture toolbox] [--dir D] [--interval 5ms] [--target 20ms] [--repeat 3] [--json]", out)
-	setup := benchFlags(fs, "the wallets to use: toolbox, small or large")
-	interval := fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations")
+	fb := foregroundBenchFlags(fs, "the wallets to use: toolbox, small or large",
+		"measurements of each run, in rounds; the median one is reported (a copy takes under a second on the toolbox fixture, and one run is at the mercy of a noisy machine)")
 	target := fs.Duration("target", 20*time.Millisecond, "the adaptive page budget's target commit time")
-	repeat := fs.Int("repeat", 3, "measurements of each run, in rounds; the median one is reported (a copy takes under a second on the toolbox fixture, and one run is at the mercy of a noisy machine)")
+	setup, interval, repeat := fb.setup, fb.interval, fb.repeat
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
-	if *repeat < 1 {
-		return fmt.Errorf("%w: --repeat must be at least 1", command.ErrUsage)
-	}
-	f, walletPath, identity, progress, err := setup.prepare(ctx, out)
-	if err != nil {
-		return err
-	}
-	work, err := os.MkdirTemp("", "walletsync-bench-scheduler-")
+	f, walletPath, identity, progress, work, err := fb.prepare(ctx, out, "scheduler")
 	if err != nil {
 		return err
 	}
@@ -328,10 +322,59 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 		})
 	}
 
-	// Open loop: operation i is due at start + i*interval whatever happened before, and its
-	// latency counts from when it was due. A closed loop would issue fewer operations while
-	// the store is blocked and hide exactly the waits this benchmark is about.
-	fg := q.NewSession(identity, "local")
+	start := time.Now()
+	latencies, maxWait, err := foregroundLoad(ctx, q.NewSession(identity, "local"), local, identity, actions, r.interval, max(r.minOps, 200), bgDone)
+	if err != nil {
+		return ph, err
+	}
+	m := q.Metrics()
+	ph.ForegroundBusy = m.Foreground.TotalHold.Seconds() / time.Since(start).Seconds()
+	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
+	ph.Ops = len(latencies)
+	ph.P50ms, ph.P95ms, ph.P99ms = stats.Percentile(latencies, 0.50), stats.Percentile(latencies, 0.95), stats.Percentile(latencies, 0.99)
+	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
+	return ph, nil
+}
+
+// foregroundBench holds the flags of the benchmarks that run foregroundLoad beside a
+// background job (bench scheduler, bench bundle).
+type foregroundBench struct {
+	setup    benchSetup
+	interval *time.Duration
+	repeat   *int
+}
+
+// foregroundBenchFlags defines --fixture, --dir, --json, --interval and --repeat on fs.
+func foregroundBenchFlags(fs *flag.FlagSet, fixtureUsage, repeatUsage string) foregroundBench {
+	return foregroundBench{
+		setup:    benchFlags(fs, fixtureUsage),
+		interval: fs.Duration("interval", 5*time.Millisecond, "the foreground workload's pause between operations"),
+		repeat:   fs.Int("repeat", 3, repeatUsage),
+	}
+}
+
+// prepare checks the parsed flags, generates (or reuses) the fixture wallet, and makes a
+// temporary work folder, which the caller removes.
+func (b foregroundBench) prepare(ctx context.Context, out io.Writer, name string) (f localstore.Fixture, walletPath, identity string, progress io.Writer, work string, err error) {
+	if *b.repeat < 1 {
+		return f, "", "", nil, "", fmt.Errorf("%w: --repeat must be at least 1", command.ErrUsage)
+	}
+	if f, walletPath, identity, progress, err = b.setup.prepare(ctx, out); err != nil {
+		return f, "", "", nil, "", err
+	}
+	work, err = os.MkdirTemp("", "walletsync-bench-"+name+"-")
+	return f, walletPath, identity, progress, work, err
+}
+
+// foregroundLoad runs the foreground workload of a wallet front end on st, one foregroundOp
+// every interval, until bgDone has delivered (a nil error, or closed) and at least minOps
+// operations ran, and returns their latencies in milliseconds, sorted, and the longest queue
+// wait. A background error received on bgDone ends it with that error.
+//
+// It is an open loop: operation i is due at start + i*interval whatever happened before, and
+// its latency counts from when it was due. A closed loop would issue fewer operations while
+// the store is blocked and hide exactly the waits the benchmarks are about.
+func foregroundLoad(ctx context.Context, fg *scheduler.Session, st *localstore.Store, identity string, actions []wallet.Action, interval time.Duration, minOps int, bgDone <-chan error) ([]float64, time.Duration, error) {
 	rnd := rand.New(rand.NewPCG(7, 7))
 	var latencies []float64
 	var maxWait time.Duration
@@ -341,32 +384,26 @@ func (r schedulerRun) measure(ctx context.Context, mode, direction string) (sche
 			select {
 			case err, ok := <-bgDone:
 				if ok && err != nil {
-					return ph, fmt.Errorf("background copy: %w", err)
+					return nil, 0, fmt.Errorf("background copy: %w", err)
 				}
 				bgDone = nil
 			default:
 			}
 		}
-		if bgDone == nil && i >= max(r.minOps, 200) {
+		if bgDone == nil && i >= minOps {
 			break
 		}
-		due := start.Add(time.Duration(i) * r.interval)
+		due := start.Add(time.Duration(i) * interval)
 		time.Sleep(time.Until(due))
-		wait, err := foregroundOp(ctx, fg, local, identity, actions, rnd)
+		wait, err := foregroundOp(ctx, fg, st, identity, actions, rnd)
 		if err != nil {
-			return ph, err
+			return nil, 0, err
 		}
 		latencies = append(latencies, float64(time.Since(due))/float64(time.Millisecond))
 		maxWait = max(maxWait, wait)
 	}
-	m := q.Metrics()
-	ph.ForegroundBusy = m.Foreground.TotalHold.Seconds() / time.Since(start).Seconds()
-	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
 	slices.Sort(latencies)
-	ph.Ops = len(latencies)
-	ph.P50ms, ph.P95ms, ph.P99ms = stats.Percentile(latencies, 0.50), stats.Percentile(latencies, 0.95), stats.Percentile(latencies, 0.99)
-	ph.MaxWaitMs = float64(maxWait) / float64(time.Millisecond)
-	return ph, nil
+	return latencies, maxWait, nil
 }
 
 // foregroundOp runs one operation of a wallet front end under a foreground grant: mostly

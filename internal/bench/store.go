@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"walletsync/internal/command"
+	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/syncer"
@@ -51,7 +52,13 @@ func benchWallet(ctx context.Context, dir string, f localstore.Fixture, out io.W
 	for _, suffix := range []string{"-wal", "-shm", ".walletsync-lock"} {
 		os.Remove(tmp + suffix) // the store checkpointed its WAL into the file on close
 	}
-	return path, identity, os.Rename(tmp, path)
+	// Never over a fixture another bench finished meanwhile: it is the same file.
+	if err := safefile.RenameNew(tmp, path); errors.Is(err, os.ErrExist) {
+		os.Remove(tmp)
+	} else if err != nil {
+		return "", "", err
+	}
+	return path, identity, nil
 }
 
 func defaultBenchDir() string {

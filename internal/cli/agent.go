@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/frontend"
 	"walletsync/internal/command"
 )
 
@@ -63,7 +64,7 @@ func runAgent(ctx context.Context, args []string, out io.Writer) error {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	return agent.RunService(ctx, func(ctx context.Context) error {
-		return agent.Run(ctx, agent.Options{Dir: dir, ConfigPath: *af.config, Addr: *addr, Version: Version, Logger: log},
+		return agent.Run(ctx, agent.Options{Dir: dir, ConfigPath: *af.config, Addr: *addr, Version: Version, Logger: log, Dashboard: frontend.Handler()},
 			func(a *agent.Agent) {
 				fmt.Fprintf(out, "walletsync agent running; dashboard: %s\n", a.LoginURL())
 			})
@@ -130,8 +131,8 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var ov agent.Overview
-	if err := c.Do(ctx, "GET", "/api/v1/overview", nil, &ov); err != nil {
+	ov, err := c.Overview(ctx)
+	if err != nil {
 		return err
 	}
 	return command.Report(out, *asJSON, ov, func(w io.Writer) {
@@ -164,8 +165,8 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var tasks []agent.Task
-	if err := c.Do(ctx, "GET", "/api/v1/tasks", nil, &tasks); err != nil {
+	tasks, err := c.Tasks(ctx)
+	if err != nil {
 		return err
 	}
 	return command.Report(out, *asJSON, tasks, func(w io.Writer) {
@@ -178,16 +179,14 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 // runRun asks the agent to bring a destination up to date now.
 func runRun(ctx context.Context, args []string, out io.Writer) error {
 	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *agent.Client, target string) (any, error) {
-		var t agent.Task
-		return t, c.Do(ctx, "POST", "/api/v1/destinations/"+target+"/run", nil, &t)
+		return c.Run(ctx, target)
 	})
 }
 
 // runCancel cancels a task at its next safe point.
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
 	return agentAction(ctx, "cancel", "TASK", "task", args, out, func(c *agent.Client, target string) (any, error) {
-		var t agent.Task
-		return t, c.Do(ctx, "POST", "/api/v1/tasks/"+target+"/cancel", nil, &t)
+		return c.Cancel(ctx, target)
 	})
 }
 
@@ -219,15 +218,17 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 	if err != nil {
 		return err
 	}
-	path := "/api/v1/" + verb
-	if !*all {
-		path = "/api/v1/destinations/" + fs.Arg(0) + "/" + verb
+	switch {
+	case verb == "pause" && *all:
+		_, err = c.PauseAll(ctx, forDur)
+	case verb == "pause":
+		_, err = c.Pause(ctx, fs.Arg(0), forDur)
+	case *all:
+		_, err = c.ResumeAll(ctx)
+	default:
+		_, err = c.Resume(ctx, fs.Arg(0))
 	}
-	var body any
-	if forDur > 0 {
-		body = agent.PauseRequest{For: agent.Duration(forDur)}
-	}
-	if err := c.Do(ctx, "POST", path, body, nil); err != nil {
+	if err != nil {
 		return err
 	}
 	what := "every destination"

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/agent"
 	"walletsync/internal/walletsynctest"
 	"walletsync/localstore"
 )
@@ -110,8 +109,8 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 	f.StartAgent(t)
 	dir := "--data-dir=" + string(f.Dir)
 	id := f.Client(t)
-	var cfg agent.Config
-	if err := id.Do(walletsynctest.Wait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || len(cfg.Destinations) != 1 {
+	cfg, err := id.Config(walletsynctest.Wait(t))
+	if err != nil || len(cfg.Destinations) != 1 {
 		t.Fatalf("config %+v, %v", cfg, err)
 	}
 	dest := cfg.Destinations[0].ID
@@ -128,7 +127,7 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 			t.Errorf("walletsync %v: exit %d, %q (stderr %q); want %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
-	if err := id.Do(walletsynctest.Wait(t), "GET", "/api/v1/config", nil, &cfg); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
+	if cfg, err = id.Config(walletsynctest.Wait(t)); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
 		t.Fatalf("after pause --for 1h: %+v, %v", cfg.Destinations[0].Pause, err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/frontend"
 	"walletsync/internal/command"
 	"walletsync/localstore"
 	"walletsync/wallet"
@@ -74,7 +75,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	// The agent runs both destinations as it starts: as asked by hand, and so only once even
 	// the first time, when their schedules would run them at once too.
 	targets := []string{demoFileID, demoFolderID}
-	a, err := agent.Start(ctx, agent.Options{Dir: data, ConfigPath: configPath, Addr: *addr, Version: Version, RunAtStart: targets})
+	a, err := agent.Start(ctx, agent.Options{Dir: data, ConfigPath: configPath, Addr: *addr, Version: Version, RunAtStart: targets, Dashboard: frontend.Handler()})
 	if err != nil {
 		return err
 	}

@@ -22,10 +22,11 @@ import (
 // typed at a prompt without echo, or read from a file (--password-file).
 
 func runExport(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("export", "--db WALLET [--identity HEX] --out FILE.brc39 [--password-file P] [--plaintext] [--json]", out)
+	fs := command.NewFlags("export", "--db WALLET [--identity HEX] --out FILE.brc39 [--force] [--password-file P] [--plaintext] [--json]", out)
 	db := fs.String("db", "", "the wallet to export")
 	identity := fs.String("identity", "", "the user to export (default: the wallet's only user)")
-	outPath := fs.String("out", "", "the backup file to write (replaced atomically when it exists)")
+	outPath := fs.String("out", "", "the backup file to write; an existing file is refused (see --force)")
+	force := fs.Bool("force", false, "replace --out when it exists and is a backup file (never a wallet, or any other file)")
 	passwordFile := fs.String("password-file", "", passwordFileUsage+" (default: asked twice at the terminal)")
 	plaintext := fs.Bool("plaintext", false, "write the unencrypted BRC-38 JSON document instead: it holds the wallet's keys in the clear")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -43,6 +44,10 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	}
 	// Before the password is asked for: a file that cannot land is better said at once.
 	if err := checkOutPath(*outPath); err != nil {
+		return err
+	}
+	exportOpts := cliExportOptions(*force)
+	if _, err := portable.CheckExportPath(*outPath, exportOpts); err != nil {
 		return err
 	}
 	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
@@ -82,10 +87,10 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	}}
 	var res portable.ExportResult
 	if *plaintext {
-		res, err = portable.ExportBRC38(ctx, v, settings, *identity, *outPath, portable.ExportOptions{})
+		res, err = portable.ExportBRC38(ctx, v, settings, *identity, *outPath, exportOpts)
 	} else {
 		bar.Update(true, "deriving the file key (Argon2id, a few seconds)")
-		res, err = portable.ExportBRC39(ctx, v, settings, *identity, password, portable.DefaultKDFParams, *outPath, portable.ExportOptions{})
+		res, err = portable.ExportBRC39(ctx, v, settings, *identity, password, portable.DefaultKDFParams, *outPath, exportOpts)
 	}
 	if err != nil {
 		return err
@@ -343,6 +348,16 @@ func printPlan(w io.Writer, plan wallet.MergePlan) {
 
 // checkOutPath refuses an output path whose folder is missing, or that names a folder: the
 // file is written beside it and renamed into place, which would otherwise fail only at the end.
+// cliExportOptions are the export options of the command line: --force, and the agent's
+// default data folder, which no export writes into.
+func cliExportOptions(force bool) portable.ExportOptions {
+	opts := portable.ExportOptions{Overwrite: force}
+	if d, err := agent.DefaultDataDir(); err == nil {
+		opts.Protected = []string{string(d)}
+	}
+	return opts
+}
+
 func checkOutPath(path string) error {
 	if fi, err := os.Stat(filepath.Dir(path)); err != nil || !fi.IsDir() {
 		return fmt.Errorf("--out %s: its folder %s does not exist", path, filepath.Dir(path))

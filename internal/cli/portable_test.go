@@ -155,3 +155,33 @@ func TestReadPassword_FileAndTerminal(t *testing.T) {
 		})
 	}
 }
+
+// TestCLI_ExportNeverReplacesAWallet: `export --out` naming the wallet itself is refused with
+// and without --force, leaving the wallet as it was (it used to succeed and destroy it); an
+// existing backup is refused without --force and replaced with it.
+func TestCLI_ExportNeverReplacesAWallet(t *testing.T) {
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	before, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []string{"--force=false", "--force"} {
+		code, out, stderr := walletsync(t, "export", "--db", src, "--out", src, "--plaintext", force)
+		if code != 1 || !strings.Contains(stderr, "is a wallet (SQLite database): walletsync never replaces it") {
+			t.Fatalf("export over its own wallet %s: exit %d\n%s%s", force, code, out, stderr)
+		}
+		if now, _ := os.ReadFile(src); string(now) != string(before) {
+			t.Fatalf("export %s changed the wallet", force)
+		}
+	}
+	doc := filepath.Join(t.TempDir(), "wallet.json")
+	if code, out, stderr := walletsync(t, "export", "--db", src, "--out", doc, "--plaintext"); code != 0 {
+		t.Fatalf("export: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := walletsync(t, "export", "--db", src, "--out", doc, "--plaintext"); code != 1 || !strings.Contains(stderr, "exists (a backup file)") {
+		t.Fatalf("export over a backup without --force: exit %d\n%s%s", code, out, stderr)
+	}
+	if code, out, stderr := walletsync(t, "export", "--db", src, "--out", doc, "--plaintext", "--force"); code != 0 {
+		t.Fatalf("export over a backup with --force: exit %d\n%s%s", code, out, stderr)
+	}
+}

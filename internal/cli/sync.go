@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"walletsync/internal/command"
+	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/syncer"
@@ -32,6 +33,9 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := command.Required("to", *to); err != nil {
 		return err
+	}
+	if safefile.SameFile(*from, *to) {
+		return fmt.Errorf("%w: --to %s is the wallet --from names; choose another file", command.ErrUsage, *to)
 	}
 	// Refused before anything is opened or created. The Go API reads 0 as the default; on the
 	// command line it is a value outside the range the flags state.

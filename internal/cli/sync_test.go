@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -130,5 +132,73 @@ func TestCLI_SyncChainMismatchWritesNothing(t *testing.T) {
 	defer s.Close()
 	if info, err := s.Info(t.Context()); err != nil || len(info.Identities) != 0 {
 		t.Fatalf("the destination after a refused sync: %+v (%v)", info.Identities, err)
+	}
+}
+
+// TestCLI_SyncIntoItsOwnWalletRefused: a --to that is the --from wallet under another name is
+// a usage error, and the wallet stays as it was.
+func TestCLI_SyncIntoItsOwnWalletRefused(t *testing.T) {
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	before, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "same.sqlite")
+	if err := os.Symlink(src, link); err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", link)
+	if code != 2 || !strings.Contains(stderr, "is the wallet --from names") {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if now, _ := os.ReadFile(src); string(now) != string(before) {
+		t.Fatal("the refused sync changed the wallet")
+	}
+}
+
+// TestCLI_TwoSyncsIntoOneNewFile starts two `walletsync sync` processes into the same new
+// destination at the same moment, 20 times. Every round ends with a destination that
+// `wallet check` passes and that holds the source's rows; a run that does not complete fails
+// with the other's "held by walletsync process PID". Before creation took the writer lock
+// first and stopped renaming over the path, about half the rounds left a malformed file
+// while one run still said "completed".
+func TestCLI_TwoSyncsIntoOneNewFile(t *testing.T) {
+	exe := filepath.Join(t.TempDir(), "walletsync")
+	walletsynctest.BuildSelf(t, exe)
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	for round := range 20 {
+		dst := filepath.Join(t.TempDir(), "backup.sqlite")
+		var cmds [2]*exec.Cmd
+		var outs [2]strings.Builder
+		for i := range cmds {
+			cmds[i] = exec.Command(exe, "sync", "--from", src, "--to", dst, "--max-items", "50")
+			cmds[i].Stdout, cmds[i].Stderr = &outs[i], &outs[i]
+		}
+		for _, cmd := range cmds {
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		completed := 0
+		for i, cmd := range cmds {
+			err := cmd.Wait()
+			out := outs[i].String()
+			switch {
+			case err == nil && strings.Contains(out, "completed"):
+				completed++
+			case err != nil && strings.Contains(out, "held by walletsync process "+strconv.Itoa(cmds[1-i].Process.Pid)):
+			default:
+				t.Fatalf("round %d: run %d: %v\n%s", round, i, err, out)
+			}
+		}
+		if completed == 0 {
+			t.Fatalf("round %d: no run completed", round)
+		}
+		if code, out, stderr := walletsync(t, "wallet", "check", "--db", dst); code != 0 {
+			t.Fatalf("round %d: wallet check: exit %d\n%s%s", round, code, out, stderr)
+		}
+		if code, out, stderr := walletsync(t, "sync", "--from", src, "--to", dst, "--json"); code != 0 || !strings.Contains(out, `"kind":"unchanged"`) {
+			t.Fatalf("round %d: the destination does not hold the source: exit %d\n%s%s", round, code, out, stderr)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func DialAgent(ctx context.Context, dir agent.DataDir) (*AgentLink, error) {
 	l := &AgentLink{dir: dir}
 	c, err := l.client()
 	if err == nil {
-		err = c.Do(ctx, "GET", "/api/v1/status", nil, nil)
+		_, err = c.Status(ctx)
 	}
 	if err != nil {
 		return nil, &AgentUnreachableError{Dir: string(dir), Err: err}

@@ -14,18 +14,18 @@ import (
 
 // collectEvents follows f's agent from now on into a channel, until the test ends. It
 // returns the sequence number of the newest event before it started.
-func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan streamEvent, uint64) {
+func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan agent.StreamedEvent, uint64) {
 	t.Helper()
 	cursor, err := EventCursor(walletsynctest.Wait(t), f.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	events := make(chan streamEvent, 64)
+	events := make(chan agent.StreamedEvent, 64)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		followEvents(ctx, f.Endpoint, cursor, func(ev streamEvent) { events <- ev })
+		followEvents(ctx, f.Endpoint, cursor, func(ev agent.StreamedEvent) { events <- ev })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	_, seq, _ := strings.Cut(cursor, "-")
@@ -37,7 +37,7 @@ func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan streamEvent, u
 }
 
 // nextEvent returns the next event of one of types, skipping others.
-func nextEvent(t *testing.T, events <-chan streamEvent, types ...agent.EventType) streamEvent {
+func nextEvent(t *testing.T, events <-chan agent.StreamedEvent, types ...agent.EventType) agent.StreamedEvent {
 	t.Helper()
 	ctx := walletsynctest.Wait(t)
 	for {
@@ -61,11 +61,11 @@ func TestFollowEvents_FromNowOnAndAcrossAnAgentRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	// History the follower must not replay.
-	if err := f.Client(t).Do(walletsynctest.Wait(t), "POST", "/api/v1/pause", nil, nil); err != nil {
+	if _, err := f.Client(t).PauseAll(walletsynctest.Wait(t), 0); err != nil {
 		t.Fatal(err)
 	}
 	events, last := collectEvents(t, f)
-	if err := f.Client(t).Do(walletsynctest.Wait(t), "POST", "/api/v1/resume", nil, nil); err != nil {
+	if _, err := f.Client(t).ResumeAll(walletsynctest.Wait(t)); err != nil {
 		t.Fatal(err)
 	}
 	// Other events (the drill the agent runs at start) may come between; the pause's
@@ -81,7 +81,7 @@ func TestFollowEvents_FromNowOnAndAcrossAnAgentRestart(t *testing.T) {
 	}
 	restarted := time.Now()
 	f.StartAgent(t)
-	if err := f.Client(t).Do(walletsynctest.Wait(t), "POST", "/api/v1/pause", nil, nil); err != nil {
+	if _, err := f.Client(t).PauseAll(walletsynctest.Wait(t), 0); err != nil {
 		t.Fatal(err)
 	}
 	ev := nextEvent(t, events, agent.EventMissed, agent.EventDestinationChanged)

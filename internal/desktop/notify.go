@@ -28,17 +28,12 @@ type Notifier interface {
 	Notify(ctx context.Context, n Notification) error
 }
 
-// kindImport is the agent's task kind for an import (a restore into the wallet). The
-// agent has no constant for it yet; this is the wire string its API lists for the import
-// task, and must change with it.
-const kindImport = "import"
-
 // notificationFor returns the notification an agent event deserves, if any. Two things
 // are worth interrupting a person for: a backup that failed (a sync to a backup wallet or a
 // backup file), because "it's backed up" is no longer true, and a restore that finished,
 // because they are waiting for it. Everything else shows in the window and the tray.
 // destinationName turns a destination id into the name the person gave it.
-func notificationFor(ev streamEvent, destinationName func(id string) string) (Notification, bool) {
+func notificationFor(ev agent.StreamedEvent, destinationName func(id string) string) (Notification, bool) {
 	if ev.Type != agent.EventTaskFinished {
 		return Notification{}, false
 	}
@@ -49,9 +44,9 @@ func notificationFor(ev streamEvent, destinationName func(id string) string) (No
 	switch {
 	case (t.Kind == agent.KindSync || t.Kind == agent.KindBackup) && t.State == agent.TaskFailed:
 		return Notification{Title: "Backup failed", Body: withHint("The backup to "+destinationName(t.Target)+" failed: "+t.Error, t.Hint)}, true
-	case t.Kind == kindImport && t.State == agent.TaskSucceeded:
+	case t.Kind == agent.KindImport && t.State == agent.TaskSucceeded:
 		return Notification{Title: "Restore finished", Body: "Your wallet has been restored from the backup file."}, true
-	case t.Kind == kindImport && t.State == agent.TaskFailed:
+	case t.Kind == agent.KindImport && t.State == agent.TaskFailed:
 		return Notification{Title: "Restore failed", Body: withHint("Nothing was changed in your wallet: "+t.Error, t.Hint)}, true
 	}
 	return Notification{}, false
@@ -61,11 +56,11 @@ func notificationFor(ev streamEvent, destinationName func(id string) string) (No
 // itself when the agent cannot say.
 func destinationName(ctx context.Context, endpoint EndpointFunc, id string) string {
 	e, err := endpoint(ctx)
-	var cfg agent.Config
+	var dests []agent.Destination
 	if err == nil {
-		err = agent.NewClient(e).Do(ctx, "GET", "/api/v1/config", nil, &cfg)
+		dests, err = agent.NewClient(e).Destinations(ctx)
 	}
-	for _, d := range cfg.Destinations {
+	for _, d := range dests {
 		if err == nil && d.ID == id && d.Name != "" {
 			return d.Name
 		}
@@ -84,7 +79,7 @@ func withHint(text, hint string) string {
 // notifications they deserve, until ctx ends. A notification that cannot be shown is logged
 // and skipped.
 func NotifyEvents(ctx context.Context, endpoint EndpointFunc, cursor string, n Notifier, log *slog.Logger) {
-	err := followEvents(ctx, endpoint, cursor, func(ev streamEvent) {
+	err := followEvents(ctx, endpoint, cursor, func(ev agent.StreamedEvent) {
 		note, ok := notificationFor(ev, func(id string) string { return destinationName(ctx, endpoint, id) })
 		if !ok {
 			return

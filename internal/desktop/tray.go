@@ -102,7 +102,7 @@ func (t *Tray) state(ctx context.Context) trayState {
 	c, err := t.client(ctx)
 	var ov agent.Overview
 	if err == nil {
-		err = c.Do(ctx, "GET", "/api/v1/overview", nil, &ov)
+		ov, err = c.Overview(ctx)
 	}
 	if err != nil {
 		return trayState{Health: "The walletsync agent is not reachable: " + err.Error()}
@@ -151,15 +151,15 @@ func (t *Tray) backUpNow(ctx context.Context) ([]agent.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	var cfg agent.Config // the destinations, without the overview's reading of the wallets
-	if err := c.Do(ctx, "GET", "/api/v1/config", nil, &cfg); err != nil {
+	dests, err := c.Destinations(ctx)
+	if err != nil {
 		return nil, err
 	}
 	var tasks []agent.Task
 	var errs []error
-	for _, d := range cfg.Destinations {
-		var task agent.Task
-		if err := c.Do(ctx, "POST", "/api/v1/destinations/"+d.ID+"/run", nil, &task); err != nil {
+	for _, d := range dests {
+		task, err := c.Run(ctx, d.ID)
+		if err != nil {
 			errs = append(errs, fmt.Errorf("back up to %s: %w", d.Name, err))
 			continue
 		}
@@ -176,9 +176,11 @@ func (t *Tray) pauseOrResume(ctx context.Context, paused bool) error {
 		return err
 	}
 	if paused {
-		return c.Do(ctx, "POST", "/api/v1/resume", nil, nil)
+		_, err = c.ResumeAll(ctx)
+	} else {
+		_, err = c.PauseAll(ctx, trayPauseFor)
 	}
-	return c.Do(ctx, "POST", "/api/v1/pause", agent.PauseRequest{For: agent.Duration(trayPauseFor)}, nil)
+	return err
 }
 
 // watch calls show with the tray's state now, then again after every event that can change
@@ -188,7 +190,7 @@ func (t *Tray) watch(ctx context.Context, show func(trayState)) {
 	var following sync.WaitGroup
 	defer following.Wait()
 	following.Go(func() {
-		followEvents(ctx, t.Endpoint, "", func(ev streamEvent) {
+		followEvents(ctx, t.Endpoint, "", func(ev agent.StreamedEvent) {
 			if ev.Type == agent.EventTaskProgress || ev.Type == agent.EventTaskLog {
 				return // progress never changes the sentence; the end of the task does
 			}
@@ -228,13 +230,11 @@ func BrowserDashboard(endpoint EndpointFunc, open func(ctx context.Context, url 
 		if err != nil {
 			return err
 		}
-		var login struct {
-			URL string `json:"url"`
-		}
-		if err := agent.NewClient(e).Do(ctx, "POST", "/api/v1/login-url", nil, &login); err != nil {
+		url, err := agent.NewClient(e).LoginURL(ctx)
+		if err != nil {
 			return err
 		}
-		return open(ctx, login.URL)
+		return open(ctx, url)
 	}
 }
 

@@ -17,8 +17,8 @@ import (
 // overviewHealth is the agent's own health sentence, to compare the tray's with.
 func overviewHealth(t *testing.T, f walletsynctest.Folder) string {
 	t.Helper()
-	var ov agent.Overview
-	if err := f.Client(t).Do(walletsynctest.Wait(t), "GET", "/api/v1/overview", nil, &ov); err != nil {
+	ov, err := f.Client(t).Overview(walletsynctest.Wait(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	return ov.Health
@@ -122,7 +122,7 @@ func TestTray_WatchFollowsTheAgent(t *testing.T) {
 	// event stream. Until the stream is open a pause may be missed, so pause until the
 	// tray shows it.
 	for {
-		if err := f.Client(t).Do(ctx, "POST", "/api/v1/pause", agent.PauseRequest{For: agent.Duration(2 * time.Hour)}, nil); err != nil {
+		if _, err := f.Client(t).PauseAll(ctx, 2*time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		select {

@@ -51,13 +51,13 @@ func TestWriteAtomic_FailureLeavesTheOldFile(t *testing.T) {
 	}
 }
 
-func TestRenameDurably_MovesTheFile(t *testing.T) {
+func TestRenameNew_MovesTheFile(t *testing.T) {
 	dir := t.TempDir()
 	from, to := filepath.Join(dir, "a.tmp"), filepath.Join(dir, "a")
 	if err := os.WriteFile(from, []byte("whole"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := RenameDurably(from, to); err != nil {
+	if err := RenameNew(from, to); err != nil {
 		t.Fatal(err)
 	}
 	if got, err := os.ReadFile(to); err != nil || string(got) != "whole" {
@@ -66,8 +66,32 @@ func TestRenameDurably_MovesTheFile(t *testing.T) {
 	if _, err := os.Stat(from); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("the source is still there: %v", err)
 	}
-	if err := RenameDurably(from, to); !errors.Is(err, os.ErrNotExist) {
+	if err := RenameNew(from, to); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("renaming a missing file: %v; want ErrNotExist", err)
+	}
+}
+
+func TestRenameNew_NeverReplaces(t *testing.T) {
+	for name, move := range map[string]func(from, to string) error{"RenameNew": RenameNew, "linkNoReplace": linkNoReplace} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			from, to := filepath.Join(dir, "new"), filepath.Join(dir, "wallet")
+			if err := os.WriteFile(from, []byte("new"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(to, []byte("held by another process"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := move(from, to); !errors.Is(err, fs.ErrExist) {
+				t.Fatalf("move over an existing file: %v; want fs.ErrExist", err)
+			}
+			if got, _ := os.ReadFile(to); string(got) != "held by another process" {
+				t.Fatalf("the existing file now says %q", got)
+			}
+			if got, _ := os.ReadFile(from); string(got) != "new" {
+				t.Fatalf("the source now says %q", got)
+			}
+		})
 	}
 }
 
@@ -118,5 +142,52 @@ func TestCopyNew_CopiesAndRefusesToOverwrite(t *testing.T) {
 	}
 	if err := CopyNew(filepath.Join(dir, "missing"), filepath.Join(dir, "other")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("copy of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestSameFile_OneFileUnderManyNames(t *testing.T) {
+	dir := t.TempDir()
+	wallet := filepath.Join(dir, "wallet.sqlite")
+	if err := os.WriteFile(wallet, []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.sqlite")
+	if err := os.WriteFile(other, []byte("w"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	link, hard := filepath.Join(dir, "link.sqlite"), filepath.Join(dir, "hard.sqlite")
+	if err := os.Symlink(wallet, link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(wallet, hard); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "sub")
+	if err := os.Mkdir(sub, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		b    string
+		want bool
+	}{
+		{"itself", wallet, true},
+		{"a longer spelling", filepath.Join(sub, "..", "wallet.sqlite"), true},
+		{"a symbolic link", link, true},
+		{"a hard link", hard, true},
+		{"another file", other, false},
+		{"a file that does not exist", filepath.Join(dir, "new.sqlite"), false},
+	} {
+		if got := SameFile(wallet, tc.b); got != tc.want {
+			t.Errorf("%s: SameFile = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	// Through a linked folder, before the file exists.
+	linkedDir := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(dir, linkedDir); err != nil {
+		t.Fatal(err)
+	}
+	if !SameFile(filepath.Join(dir, "new.sqlite"), filepath.Join(linkedDir, "new.sqlite")) {
+		t.Error("a new file through a linked folder is not the same file")
 	}
 }

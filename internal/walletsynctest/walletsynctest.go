@@ -102,8 +102,8 @@ func WaitTask(t testing.TB, c *agent.Client, id string) agent.Task {
 	t.Helper()
 	ctx := Wait(t)
 	for {
-		var task agent.Task
-		if err := c.Do(ctx, "GET", "/api/v1/tasks/"+id, nil, &task); err != nil {
+		task, err := c.Task(ctx, id)
+		if err != nil {
 			t.Fatalf("task %s: %v", id, err)
 		}
 		if task.State.Terminal() {

@@ -1,7 +1,7 @@
 // Activity: every task, newest first, with its state, duration, counters and log; a failure
 // carries the agent's hint.
 
-import { api, enc } from '../api.js';
+import { api } from '../api.js';
 import { store, on, tasks, putTask } from '../store.js';
 import { h, pageHeader, errorBox, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
 import {
@@ -52,7 +52,7 @@ function row(task) {
     if (!el.open || lines) return;
     lines = [];
     try {
-      lines = await api.get(`/api/v1/tasks/${enc(t.id)}/log`);
+      lines = await api.taskLog(t.id);
       log.replaceChildren();
       lines.forEach(appendLine);
       if (!lines.length) log.append(h('li', { class: 'muted' }, 'No log lines.'));
@@ -62,7 +62,7 @@ function row(task) {
   });
   cancel.addEventListener('click', async () => {
     try {
-      await busy(cancel, async () => putTask(await api.post(`/api/v1/tasks/${enc(t.id)}/cancel`)));
+      await busy(cancel, async () => putTask(await api.cancelTask(t.id)));
       render(); // busy re-enabled the button: the state decides
     } catch (err) {
       render();

@@ -1,7 +1,7 @@
 // Backups: the encrypted files in each backup folder, with their size, time, whether a
 // verify (or restore drill) proved them good, and what retention keeps and why.
 
-import { api, enc } from '../api.js';
+import { api } from '../api.js';
 import { store, on, putTask } from '../store.js';
 import { h, pageHeader, errorBox, badge, busy, unavailable, notice } from '../ui.js';
 import { fmtBytes, fmtAgo, fmtWhen, terminal, plainError } from '../format.js';
@@ -36,7 +36,7 @@ function folderSection(d) {
 
   async function load() {
     try {
-      listing = await api.get(`/api/v1/destinations/${enc(d.id)}/backups`);
+      listing = await api.backups(d.id);
       render();
     } catch (err) {
       body.replaceChildren(err.unavailable ? unavailable('The list of backup files') : errorBox(err, 'Could not list the folder'));
@@ -46,7 +46,7 @@ function folderSection(d) {
   async function verify(name, button) {
     await busy(button, async () => {
       try {
-        const t = await api.post(`/api/v1/destinations/${enc(d.id)}/backups/verify`, { name });
+        const t = await api.verifyBackup(d.id, name);
         verifying.set(name, t.id);
         putTask(t);
       } catch (err) {

@@ -1,11 +1,11 @@
 // Destinations: where the wallet is kept safe. Add, edit and remove them, run one now,
 // pause it, set its schedule, and watch (and cancel) its running sync.
 
-import { api, enc } from '../api.js';
+import { api, hooks } from '../api.js';
 import { store, on, putTask, tasks, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel } from '../task-panel.js';
 import {
-  h, pageHeader, field, errorBox, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill,
+  h, pageHeader, field, errorBox, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
 } from '../ui.js';
 import { fmtAgo, fmtWhen, scheduleText, destinationKind, terminal } from '../format.js';
 
@@ -34,7 +34,12 @@ function editor(d, { onDone }) {
   const kinds = ['sqlite', 'folder'].map((k) => h('label', { class: 'choice' },
     h('input', { type: 'radio', name: group, value: k, checked: (d?.kind ?? 'sqlite') === k }), destinationKind(k)));
   const kind = () => kinds.map((l) => l.querySelector('input')).find((r) => r.checked).value;
-  const showHelp = () => { help.textContent = kindHelp[kind()]; };
+  // A folder can be chosen with the window's folder dialog; a wallet file is typed.
+  const browse = browseButton(hooks.chooseFolder, path);
+  const showHelp = () => {
+    help.textContent = kindHelp[kind()];
+    if (browse) browse.hidden = kind() !== 'folder';
+  };
   kinds.forEach((l) => l.addEventListener('change', showHelp));
   showHelp();
   const schedule = scheduleEditor(d?.schedule ?? { kind: 'change', debounce: '30s' });
@@ -45,6 +50,7 @@ function editor(d, { onDone }) {
     field('Name', name, 'What you call it, such as "USB disk" or "Cloud folder".'),
     h('fieldset', {}, h('legend', {}, 'What it is'), kinds, help),
     field('Path', path, 'The full path on this computer.'),
+    browse,
     schedule.el,
     problem,
     h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => onDone() }, 'Cancel'), save));
@@ -54,10 +60,10 @@ function editor(d, { onDone }) {
       const body = { name: name.value.trim(), kind: kind(), path: path.value.trim(), schedule: schedule.value() };
       try {
         if (d) {
-          await api.put(`/api/v1/destinations/${enc(d.id)}`, { ...body, wallet: d.wallet, pause: d.pause });
+          await api.putDestination(d.id, { ...body, wallet: d.wallet, pause: d.pause });
         } else {
           const taken = store.config?.destinations.map((x) => x.id) ?? [];
-          await api.post('/api/v1/destinations', { id: slug(body.name, taken), ...body });
+          await api.addDestination({ id: slug(body.name, taken), ...body });
         }
         await refreshConfig();
         refreshOverview();
@@ -104,8 +110,9 @@ function card() {
   let editing = false;
   let d = null;
 
-  // act posts a destination action; a task comes back from run, the config from the others.
-  const act = (verb, body) => api.post(`/api/v1/destinations/${enc(d.id)}/${verb}`, body).then(async (res) => {
+  // act asks for a destination action (run, pause or resume); a task comes back from run,
+  // the config from the others.
+  const act = (verb, body) => api[verb](d.id, body).then(async (res) => {
     problem.replaceChildren();
     if (res?.kind && res?.state) putTask(res);
     else await refreshConfig();
@@ -158,7 +165,7 @@ function card() {
     });
     if (!ok) return;
     try {
-      await api.del(`/api/v1/destinations/${enc(d.id)}`);
+      await api.deleteDestination(d.id);
       await refreshConfig();
       refreshOverview();
     } catch (err) {

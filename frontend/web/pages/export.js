@@ -5,7 +5,7 @@ import { api, hooks } from '../api.js';
 import { store, on } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, notice, passwordPair, copyButton, uid, wizard,
+  h, field, notice, passwordPair, copyButton, uid, wizard, browseButton,
 } from '../ui.js';
 import { shortKey, fmtSats, fmtBytes, fmtNumber, terminal } from '../format.js';
 
@@ -13,7 +13,7 @@ const titles = ['What to export', 'Where to save it', 'Password', 'Writing', 'Do
 
 // The wizard's place survives leaving the page (the export goes on meanwhile); the password
 // is never kept here.
-const state = { step: 0, wallet: '', identity: '', path: '', taskId: '' };
+const state = { step: 0, wallet: '', identity: '', path: '', overwrite: false, taskId: '' };
 
 const dirname = (p) => p.replace(/[\\/][^\\/]*$/, '') || '.';
 const sep = (p) => (p.includes('\\') && !p.includes('/') ? '\\' : '/');
@@ -45,14 +45,15 @@ function chooseStep(next) {
 function whereStep(next) {
   state.path ||= suggestPath();
   const path = h('input', { type: 'text', value: state.path, required: true, spellcheck: 'false', class: 'mono', name: 'path' });
-  const browse = hooks.chooseSavePath && h('button', { type: 'button', onclick: async () => {
-    const p = await hooks.chooseSavePath(path.value);
-    if (p) path.value = p;
-  } }, 'Browse…');
+  const browse = browseButton(hooks.chooseSavePath, path);
+  // An export never replaces a file unless asked, and then only an older backup file: never a
+  // wallet or anything else (the agent refuses those whatever this box says).
+  const overwrite = h('input', { type: 'checkbox', name: 'overwrite', checked: state.overwrite });
   const problem = h('div');
   const form = h('form', { class: 'stack' },
     field('Save the backup file as', path, 'The full path of the new file. Keep backups off this computer\'s disk too: a USB stick, another disk or a cloud folder.'),
     browse,
+    h('label', { class: 'choice' }, overwrite, 'If a backup file already has this name, replace it'),
     problem,
     h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => next(0) }, 'Back'), h('button', { type: 'submit', class: 'primary' }, 'Next')));
   form.addEventListener('submit', (e) => {
@@ -62,6 +63,7 @@ function whereStep(next) {
       return;
     }
     state.path = path.value.trim();
+    state.overwrite = overwrite.checked;
     next(2);
   });
   return form;
@@ -88,7 +90,7 @@ function passwordStep(next) {
       return;
     }
     startTask(go, problem,
-      () => api.post('/api/v1/export', { wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value() }),
+      () => api.exportFile({ wallet: state.wallet, identityKey: state.identity, path: state.path, password: pw.value(), overwrite: state.overwrite }),
       (t) => { state.taskId = t.id; next(3); },
       'The export did not start');
   });
@@ -111,7 +113,7 @@ function doneStep(next) {
       h('dt', {}, 'SHA-256'), h('dd', {}, h('code', { class: 'hash', 'data-testid': 'export-sha256' }, file?.sha256 ?? ''), ' ', copyButton(file?.sha256 ?? '', 'the SHA-256'))),
     h('p', { class: 'muted' }, 'The SHA-256 fingerprint lets you check later that the file has not changed.'),
     h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => {
-      Object.assign(state, { step: 0, path: '', taskId: '' });
+      Object.assign(state, { step: 0, path: '', overwrite: false, taskId: '' });
       next(0);
     } }, 'Export another')));
 }

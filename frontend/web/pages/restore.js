@@ -6,7 +6,7 @@ import { api, hooks } from '../api.js';
 import { store, on, putTask } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, errorBox, notice, busy, copyButton, uid, unavailable, wizard,
+  h, field, errorBox, notice, busy, copyButton, uid, unavailable, wizard, browseButton,
 } from '../ui.js';
 import {
   shortKey, fmtBytes, fmtNumber, fmtWhen, chainLabel, tableLabel, tables, terminal,
@@ -34,7 +34,7 @@ function fileStep(go) {
     status.replaceChildren(h('p', {}, `Uploading ${file.name} (${fmtBytes(file.size)})…`));
     drop.setAttribute('aria-disabled', 'true');
     try {
-      const { upload: id } = await api.upload('/api/v1/import/upload', file);
+      const { upload: id } = await api.upload(file);
       state.source = { upload: id, name: file.name, size: file.size };
       go(1);
     } catch (err) {
@@ -65,10 +65,7 @@ function fileStep(go) {
   input.addEventListener('change', () => input.files[0] && upload(input.files[0]));
 
   const path = h('input', { type: 'text', spellcheck: 'false', class: 'mono', name: 'path' });
-  const browse = hooks.chooseOpenPath && h('button', { type: 'button', onclick: async () => {
-    const p = await hooks.chooseOpenPath();
-    if (p) path.value = p;
-  } }, 'Browse…');
+  const browse = browseButton(hooks.chooseOpenPath, path);
   const byPath = h('form', { class: 'inline-form' }, field('Or type the path of a file on this computer', path), browse,
     h('button', { type: 'submit' }, 'Use this file'));
   byPath.addEventListener('submit', (e) => {
@@ -138,7 +135,7 @@ function passwordStep(go) {
     problem.replaceChildren();
     busy(check, async () => {
       try {
-        const t = await api.post('/api/v1/import/preview', request());
+        const t = await api.previewImport(request());
         state.checkId = t.id;
         putTask(t);
         const panel = taskPanel('Checking the file');
@@ -212,7 +209,7 @@ function previewStep(go) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     startTask(confirm, problem,
-      () => api.post('/api/v1/import', { ...request(), confirm: true }),
+      () => api.importBackup({ ...request(), confirm: true }),
       (t) => { password = ''; state.importId = t.id; go(3); },
       'The import did not start');
   });

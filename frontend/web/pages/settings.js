@@ -23,7 +23,7 @@ function passwordCard() {
       : h('span', {}, h('strong', {}, 'No backup password yet. '), 'Backups to folders cannot run without one.'));
     save.textContent = isSet ? 'Replace password' : 'Save password';
   };
-  api.get('/api/v1/secrets').then((r) => {
+  api.secretKeys().then((r) => {
     isSet = r.keys.includes(passwordKey);
     show();
   }, (err) => status.replaceChildren(errorBox(err)));
@@ -48,7 +48,7 @@ function passwordCard() {
     })) return;
     busy(save, async () => {
       try {
-        const r = await api.put(`/api/v1/secrets/${passwordKey}`, { value: pw.value() });
+        const r = await api.setSecret(passwordKey, pw.value());
         isSet = true;
         show();
         form.reset();
@@ -93,7 +93,7 @@ function settingsCard(drillLine) {
     e.preventDefault();
     busy(save, async () => {
       try {
-        await api.put('/api/v1/settings', {
+        await api.saveSettings({
           retention: { last: Number(last.value), daily: Number(daily.value), weekly: Number(weekly.value) },
           drill: drill.value(),
           logLevel: level.value,
@@ -131,7 +131,7 @@ function drillStatus() {
   };
   run.addEventListener('click', () => busy(run, async () => {
     try {
-      putTask(await api.post('/api/v1/drill'));
+      putTask(await api.drill());
     } catch (err) {
       line.replaceChildren(err.unavailable ? unavailable('Running the drill by hand') : errorBox(err));
     }
@@ -151,7 +151,7 @@ function serviceCard() {
   const card = h('section', { class: 'card', 'aria-labelledby': 'svc-title' }, h('h2', { id: 'svc-title' }, 'Background service'), body);
   const act = (verb, button) => busy(button, async () => {
     try {
-      show(await api.post(`/api/v1/service/${verb}`));
+      show(await (verb === 'install' ? api.installService() : api.uninstallService()));
     } catch (err) {
       body.append(errorBox(err, `Could not ${verb}`));
     }
@@ -166,7 +166,7 @@ function serviceCard() {
         ? h('button', { type: 'button', onclick: (e) => act('uninstall', e.currentTarget) }, 'Uninstall')
         : h('button', { type: 'button', class: 'primary', onclick: (e) => act('install', e.currentTarget) }, 'Install')) : null);
   }
-  api.get('/api/v1/service').then(show, (err) => body.replaceChildren(err.unavailable ? unavailable('The service status') : errorBox(err)));
+  api.service().then(show, (err) => body.replaceChildren(err.unavailable ? unavailable('The service status') : errorBox(err)));
   return card;
 }
 

@@ -1,0 +1,68 @@
+package frontend_test
+
+import (
+	"io/fs"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"walletsync/frontend"
+)
+
+var (
+	// tableRoute is one constant of agent/routes.go: Route = "METHOD /api/v1/...".
+	tableRoute = regexp.MustCompile(`Route\s*=\s*"([A-Z]+) (/api/v1/[^"]*)"`)
+	// jsRoute is one route api.js calls: request('METHOD', '/api/v1/...' or `...${...}...`).
+	jsRoute = regexp.MustCompile("request\\('([A-Z]+)', ['`](/api/v1/[^'`]*)['`]")
+	// wildcard is a path segment filled in: {id} in Go, ${enc(id)} in JavaScript.
+	wildcard = regexp.MustCompile(`\$?\{[^}]*\}`)
+)
+
+// web/api.js is the only file of the dashboard that names an API path, and every route it
+// calls is one of the agent's route table, method and path.
+func TestAPIJS_NamesOnlyTheAgentsRoutes(t *testing.T) {
+	src, err := os.ReadFile("../agent/routes.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := map[string]bool{}
+	for _, m := range tableRoute.FindAllStringSubmatch(string(src), -1) {
+		table[m[1]+" "+wildcard.ReplaceAllString(m[2], "{}")] = true
+	}
+	if len(table) < 30 {
+		t.Fatalf("found %d routes in agent/routes.go", len(table))
+	}
+
+	web := frontend.Assets()
+	js, err := fs.ReadFile(web, "api.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := jsRoute.FindAllStringSubmatch(string(js), -1)
+	if len(calls) < 20 {
+		t.Fatalf("api.js calls %d routes", len(calls))
+	}
+	for _, m := range calls {
+		if r := m[1] + " " + wildcard.ReplaceAllString(m[2], "{}"); !table[r] {
+			t.Errorf("api.js calls %s %s, which is not in agent/routes.go", m[1], m[2])
+		}
+	}
+	if !table["GET /api/v1/events"] || !strings.Contains(string(js), "`${base}/api/v1/events`") {
+		t.Error("api.js does not name the event stream of the table")
+	}
+
+	err = fs.WalkDir(web, ".", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || path == "api.js" {
+			return err
+		}
+		b, err := fs.ReadFile(web, path)
+		if strings.Contains(string(b), "/api/") {
+			t.Errorf("%s names an API path; only api.js does", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
