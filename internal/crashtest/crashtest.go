@@ -116,7 +116,7 @@ func Run(t testing.TB, p Point, task any) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$") // killed when the test ends
 	cmd.Env = append(os.Environ(), env+"="+string(spec))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
