@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"sync"
+
 	"walletsync/internal/desktop"
 )
 

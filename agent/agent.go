@@ -35,12 +35,15 @@ type Options struct {
 	// Clock is the wall clock the agent's schedules and health read (time.Now when nil).
 	Clock func() time.Time
 	// RunAtStart names destinations to bring up to date as soon as the agent starts, as if
-	// asked by hand. The scheduler takes them before it looks at anything else, so a
+	// asked by hand. The timetable takes them before it looks at anything else, so a
 	// destination that would run at start anyway (one that never ran) runs once, not once
 	// for its schedule and again for the request. An unknown id fails Start.
 	RunAtStart []string
 
 	syncMaxRows int // test seam: smaller sync pages, so that a test can stop a sync midway
+	// probeTicks is a test seam: the latency probe's ticks, so that a test decides when
+	// the probe looks (a ticker of probeEvery when nil).
+	probeTicks <-chan time.Time
 }
 
 // Agent is the running daemon: it owns the data folder, the wallets it keeps safe, the task
@@ -55,7 +58,7 @@ type Agent struct {
 	tasks   *Manager
 	secrets *Secrets
 	srv     *Server
-	sched   *Scheduler
+	sched   *Timetable
 	cancel  context.CancelFunc
 	serving sync.WaitGroup
 	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
@@ -145,7 +148,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if err = opts.Dir.PublishAddr(a.srv.Addr()); err != nil {
 		return nil, err
 	}
-	if a.sched, err = NewScheduler(SchedulerOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
+	if a.sched, err = NewTimetable(TimetableOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
 		Now: a.now, EditConfig: func(_ context.Context, edit func(*Config) error) error {
 			_, err := a.updateConfig(edit)
 			return err
@@ -176,7 +179,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	go func() {
 		defer a.serving.Done()
 		if err := a.sched.Run(serveCtx); err != nil && !errors.Is(err, context.Canceled) {
-			a.log.Error("scheduler stopped", "err", err)
+			a.log.Error("timetable stopped", "err", err)
 		}
 	}()
 	a.log.Info("agent started", "api", a.srv.URL(), "data", string(opts.Dir))
@@ -247,8 +250,8 @@ func Run(ctx context.Context, opts Options, ready func(*Agent)) error {
 	return err
 }
 
-// scheduledRun is the scheduler's Run: it starts the destination's job (or the drill) and
-// waits for it to end, which is how the scheduler keeps one run per destination at a time.
+// scheduledRun is the timetable's Run: it starts the destination's job (or the drill) and
+// waits for it to end, which is how the timetable keeps one run per destination at a time.
 func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
 	var t Task
 	var err error
@@ -267,7 +270,7 @@ func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
 }
 
 // lastSuccess is when destination id's (or the drill's) job last succeeded, zero if never:
-// the scheduler counts schedules from it, so a failed or interrupted run is retried once.
+// the timetable counts schedules from it, so a failed or interrupted run is retried once.
 func (a *Agent) lastSuccess(id string) time.Time {
 	kinds := []TaskKind{KindSync, KindBackup}
 	if id == DrillID {
@@ -289,7 +292,7 @@ func (a *Agent) config() Config {
 }
 
 // updateConfig applies change to a copy of the configuration, validates it, writes it
-// atomically, and only then makes it current and tells the scheduler; nothing changes when
+// atomically, and only then makes it current and tells the timetable; nothing changes when
 // any step fails.
 func (a *Agent) updateConfig(change func(*Config) error) (Config, error) {
 	a.mu.Lock()

@@ -1,29 +1,34 @@
-// Package agent is walletsync's daemon infrastructure: the event bus, the task manager,
-// the agent's own state database, the config and secrets files, the loopback HTTP API and
-// the platform service wrapper.
+// Package agent is walletsync's daemon. Start opens a data folder (one agent per folder:
+// a second gets *AgentRunningError) and runs, until Close, everything that keeps the
+// configured wallets safe; Run does the same until its context ends, and RunService wraps
+// it as the platform service.
 //
-// The jobs themselves (sync, file backup, restore drill), their schedules and the command
-// line are built on top of these blocks; nothing here knows what a job does. The blocks
-// connect like this:
+// What it owns, file by file:
 //
-//	dir := agent.DataDir(path)                  // or agent.DefaultDataDir()
-//	lock, err := dir.Lock()                     // one agent per data folder: *AgentRunningError
-//	state, err := agent.OpenState(ctx, dir.StatePath())
-//	bus := agent.NewBus(0)
-//	go state.RecordEvents(context.Background(), bus, 0) // the bounded event log; ends at bus.Close
-//	secrets := agent.NewSecrets(dir.SecretsPath())
-//	tasks, err := agent.NewManager(ctx, agent.ManagerOptions{Bus: bus, State: state, Redactor: secrets})
-//	token, err := dir.Token()
-//	srv, err := agent.NewServer(agent.ServerOptions{Token: token, Bus: bus, Tasks: tasks, Secrets: secrets})
-//	err = dir.PublishAddr(srv.Addr())           // so that the command line finds the agent
-//	fmt.Println("dashboard:", srv.LoginURL())
-//	go srv.Serve(serveCtx)
+//   - the jobs (jobs.go, drill.go, imports.go): a sync of a wallet to a backup wallet
+//     (package syncer), an encrypted backup file written into a folder and the folder's
+//     retention (package portable, retention.go), the restore drill that restores the
+//     newest backup file of each folder into a scratch wallet and compares its counts,
+//     and exports and imports asked for by hand;
+//   - the Timetable (schedule.go), which starts each destination's job on its schedule
+//     (an interval, daily, or when the wallet changes), by hand, never while paused, and
+//     once for runs missed while the agent was stopped;
+//   - the task manager (tasks.go): every job runs as a task with counters, a rate and an
+//     ETA (internal/stats), a cancel at the next safe point, and a history in the agent's
+//     state database (state.go);
+//   - the event bus (events.go), with a sequence id and replay, which the dashboard, the
+//     tray and the notifications follow, and the wallet latency probe (latency.go);
+//   - the config, the secrets and the data folder (config.go, secrets.go, datadir.go);
+//   - the loopback HTTP API that serves the dashboard, and its Go client (api.go,
+//     routes.go, client.go), the overview the dashboard and the tray show (overview.go).
 //
-// and stop in this order, so that the last task events reach the event log: cancel
-// serveCtx (Serve ends the event streams and returns), tasks.Shutdown (running jobs stop
-// at a safe point and are recorded as interrupted), bus.Close (RecordEvents drains the
-// ring and returns), state.Close, dir.RemoveAddr, lock.Release. RunService runs the
-// program that does all this, cancelling its context on SIGINT and SIGTERM.
+// The wallets it opens are written only through it, each behind an access queue (package
+// scheduler) that lets foreground reads through between the pages of background work.
+//
+// Close stops in this order, so that the last task events reach the event log: the API
+// server (it ends the event streams), the Timetable and the probe together; the tasks
+// (running jobs stop at a safe point and are recorded as interrupted); the bus (the event
+// log drains); the state database and the wallets; the published address; the lock.
 //
 // Secrets (the unattended backup password) travel as Secret values, which format, marshal
 // and log as "[redacted]"; the manager and the server also scrub every text they publish

@@ -240,7 +240,7 @@ func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d Destination
 	if err != nil {
 		return err
 	}
-	if err := Apply(ctx, d.Path, decisions); err != nil {
+	if err := ApplyRetention(ctx, d.Path, decisions); err != nil {
 		return err
 	}
 	for _, dec := range decisions {
@@ -255,7 +255,7 @@ func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d Destination
 }
 
 // retentionPlan is what retention would do with d's folder now.
-func (a *Agent) retentionPlan(ctx context.Context, d Destination) ([]Decision, error) {
+func (a *Agent) retentionPlan(ctx context.Context, d Destination) ([]RetentionDecision, error) {
 	files, err := ReadBackupDir(d.Path)
 	if err != nil {
 		return nil, err
@@ -271,7 +271,7 @@ func (a *Agent) retentionPlan(ctx context.Context, d Destination) ([]Decision, e
 			break
 		}
 	}
-	return Plan(files, a.config().Retention, newestVerified, a.now()), nil
+	return PlanRetention(files, a.config().Retention, newestVerified, a.now()), nil
 }
 
 // removeStaleTemps deletes the private temp files of backups that a crash interrupted

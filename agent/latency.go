@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"walletsync/internal/stats"
 )
 
 // Timing of the wallet latency probe.
@@ -53,18 +55,13 @@ type LatencySummary struct {
 	Samples int     `json:"samples"`
 }
 
-// summarize returns the percentiles of samples (nearest rank); it sorts a copy.
+// summarize returns the percentiles of samples (stats.Percentile, nearest rank); it sorts
+// a copy.
 func summarize(samples []time.Duration) LatencySummary {
 	s := slices.Clone(samples)
 	slices.Sort(s)
-	at := func(p float64) float64 {
-		if len(s) == 0 {
-			return 0
-		}
-		i := min(len(s)-1, int(p*float64(len(s))))
-		return float64(s[i]) / float64(time.Millisecond)
-	}
-	return LatencySummary{P50Ms: at(0.50), P95Ms: at(0.95), Samples: len(s)}
+	ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+	return LatencySummary{P50Ms: ms(stats.Percentile(s, 0.50)), P95Ms: ms(stats.Percentile(s, 0.95)), Samples: len(s)}
 }
 
 // probeLatency reads every open wallet once every probeEvery under a foreground grant, and
@@ -72,15 +69,19 @@ func summarize(samples []time.Duration) LatencySummary {
 // It only probes while a task runs: that is when the answer matters, and an idle agent does
 // no work for it.
 func (a *Agent) probeLatency(ctx context.Context) {
-	t := time.NewTicker(probeEvery)
-	defer t.Stop()
+	ticks := a.opts.probeTicks
+	if ticks == nil {
+		t := time.NewTicker(probeEvery)
+		defer t.Stop()
+		ticks = t.C
+	}
 	type window struct{ wallet, direction string }
 	windows := map[window][]time.Duration{}
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-ticks:
 		}
 		var directions []string
 		for _, task := range a.tasks.List() {

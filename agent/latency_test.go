@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -34,7 +35,10 @@ func TestSummarize_Percentiles(t *testing.T) {
 		{"none", nil, LatencySummary{}},
 		{"one", ms(7), LatencySummary{P50Ms: 7, P95Ms: 7, Samples: 1}},
 		{"unsorted", ms(9, 1, 5, 3, 7), LatencySummary{P50Ms: 5, P95Ms: 9, Samples: 5}},
-		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
+		// Nearest rank: the 95th percentile of 20 is the 19th sample, so one slow probe in
+		// 20 is beyond it and two are not.
+		{"one outlier in twenty", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), LatencySummary{P50Ms: 1, P95Ms: 1, Samples: 20}},
+		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40, 40), LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -51,44 +55,67 @@ func TestSummarize_Percentiles(t *testing.T) {
 	}
 }
 
-// While a sync runs, the agent publishes the wallet's foreground latency (the dashboard's
-// live plot); once nothing runs, it stops probing.
+// While a task runs, the agent publishes the wallet's foreground latency (the dashboard's
+// live plot); once nothing runs, it stops probing. The test holds the probe's ticker and a
+// task that runs until released, so that the probe looks exactly while a task runs, and
+// again after it ended, however slow the machine.
 func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
-	e := newAgentEnv(t, localstore.FixtureToolbox)
-	e.opts.syncMaxRows = 20 // a sync of many pages, so that it outlasts a few probes
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	ticks := make(chan time.Time)
+	e.opts.probeTicks = ticks
 	a := launchAgent(t, e.opts)
+	if _, err := a.wallet(waitCtx(t), e.wallet); err != nil { // a task opens its wallet
+		t.Fatal(err)
+	}
+	tick := func() {
+		t.Helper()
+		select {
+		case ticks <- time.Now():
+		case <-waitCtx(t).Done():
+			t.Fatal("the probe does not take its tick")
+		}
+	}
 	sub := a.bus.Subscribe(a.bus.Last())
-	task, err := a.RunDestination("file", "manual")
+	release, running := make(chan struct{}), make(chan struct{})
+	task, err := a.tasks.Start(KindSync, "file", func(context.Context, *TaskHandle) error {
+		close(running)
+		<-release
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	<-running
+	tick()
 	var got LatencyMetrics
 	for {
 		ev, err := sub.Next(waitCtx(t))
 		if err != nil {
-			t.Fatalf("no metrics event during the sync: %v", err)
+			t.Fatalf("no metrics event while a task runs: %v", err)
 		}
 		if m, ok := ev.Data.(LatencyMetrics); ok && ev.Type == EventMetrics {
 			got = m
 			break
 		}
 	}
-	if got.Wallet != e.wallet || got.Direction != DirectionBackup || got.Foreground.Samples < 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
-		t.Fatalf("metrics %+v; want the wallet %s, the backup direction, at least one sample, 0 < p50 <= p95", got, e.wallet)
+	if got.Wallet != e.wallet || got.Direction != DirectionBackup || got.Foreground.Samples != 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
+		t.Fatalf("metrics %+v; want the wallet %s, the backup direction, one sample, 0 < p50 <= p95", got, e.wallet)
 	}
-	if _, err := a.tasks.Cancel(task.ID); err != nil {
-		t.Fatal(err)
-	}
+	close(release)
 	if _, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil {
 		t.Fatal(err)
 	}
-	for a.tasks.Busy() { // a scheduled run the sync's writes woke may still be going
-		time.Sleep(50 * time.Millisecond)
+	if a.tasks.Busy() {
+		t.Fatal("busy after the only task ended")
 	}
 	idle := a.bus.Last()
-	time.Sleep(3 * probeEvery)
+	// The probe takes a tick only once it handled the one before: after the third send,
+	// two ticks with nothing running were handled in full.
+	tick()
+	tick()
+	tick()
 	for _, ev := range a.bus.Since(idle) {
-		if ev.Type == EventMetrics && !a.tasks.Busy() {
+		if ev.Type == EventMetrics {
 			t.Fatalf("a metrics event while nothing ran: %+v", ev)
 		}
 	}

@@ -54,7 +54,8 @@ func ParseBackupFileName(name string) (prefix string, t time.Time, ok bool) {
 	return prefix, t, true
 }
 
-// BackupFile is a file in a backup folder, a backup or not: Plan tells them apart.
+// BackupFile is a file in a backup folder, a backup or not: PlanRetention tells them
+// apart.
 type BackupFile struct {
 	Name string `json:"name"` // the file name, without the folder
 }
@@ -75,8 +76,8 @@ func ReadBackupDir(dir string) ([]BackupFile, error) {
 	return files, nil
 }
 
-// Decision is what retention does with one backup file, and why.
-type Decision struct {
+// RetentionDecision is what retention does with one backup file, and why.
+type RetentionDecision struct {
 	File BackupFile `json:"file"`
 	Keep bool       `json:"keep"`
 	// Reasons say which rules keep the file ("one of the last 10", "newest of
@@ -84,8 +85,8 @@ type Decision struct {
 	Reasons []string `json:"reasons,omitempty"`
 }
 
-// Plan decides which backup files in a folder to keep under policy, as of now. It is a
-// pure function: Apply carries the decisions out.
+// PlanRetention decides which backup files in a folder to keep under policy, as of now.
+// It is a pure function: ApplyRetention carries the decisions out.
 //
 // Retention applies to each identity prefix on its own, as if each had its own folder.
 // Of each identity it keeps:
@@ -105,14 +106,14 @@ type Decision struct {
 //
 // The file named newestVerified (the newest backup a restore drill passed) is kept
 // whatever the rules say. Files whose names ParseBackupFileName refuses are neither
-// counted nor touched: Plan returns no decision for them. Plan returns one decision per
-// distinct backup file name, in the order of files.
-func Plan(files []BackupFile, policy Retention, newestVerified string, now time.Time) []Decision {
+// counted nor touched: PlanRetention returns no decision for them. It returns one
+// decision per distinct backup file name, in the order of files.
+func PlanRetention(files []BackupFile, policy Retention, newestVerified string, now time.Time) []RetentionDecision {
 	type backup struct {
 		at   int // index in out
 		time time.Time
 	}
-	var out []Decision
+	var out []RetentionDecision
 	seen := map[string]bool{}
 	byPrefix := map[string][]backup{}
 	for _, f := range files {
@@ -122,7 +123,7 @@ func Plan(files []BackupFile, policy Retention, newestVerified string, now time.
 		}
 		seen[f.Name] = true
 		byPrefix[prefix] = append(byPrefix[prefix], backup{at: len(out), time: t})
-		out = append(out, Decision{File: f})
+		out = append(out, RetentionDecision{File: f})
 	}
 
 	now = now.UTC()
@@ -163,13 +164,13 @@ func Plan(files []BackupFile, policy Retention, newestVerified string, now time.
 	return out
 }
 
-// Apply deletes from dir the files that decisions do not keep, and nothing else, then
+// ApplyRetention deletes from dir the files that decisions do not keep, and nothing else, then
 // fsyncs dir so that the deletions survive a power cut. It checks every name first and
 // refuses the whole list, deleting nothing, if a file to delete is not a backup file
-// (wallet.ErrInvalidArgument): decisions that did not come from Plan must not reach
-// another program's files. A file already gone counts as deleted. It stops at the first
+// (wallet.ErrInvalidArgument): decisions that did not come from PlanRetention must not
+// reach another program's files. A file already gone counts as deleted. It stops at the first
 // failed deletion, and between deletions when ctx ends.
-func Apply(ctx context.Context, dir string, decisions []Decision) error {
+func ApplyRetention(ctx context.Context, dir string, decisions []RetentionDecision) error {
 	for _, d := range decisions {
 		if _, _, ok := ParseBackupFileName(d.File.Name); !d.Keep && !ok {
 			return fmt.Errorf("apply retention in %s: delete %q: not a backup file: %w", dir, d.File.Name, wallet.ErrInvalidArgument)

@@ -105,7 +105,7 @@ func namesAt(t *testing.T, key string, times ...string) []string {
 // another, and foreign files, in one folder, under the default policy: each identity
 // keeps its last 10, the newest of each of the last 7 days and of the last 8 ISO weeks,
 // and the newest verified file; foreign files get no decision.
-func TestPlan_GeneratedHistory(t *testing.T) {
+func TestPlanRetention_GeneratedHistory(t *testing.T) {
 	now := time.Date(2026, 11, 29, 20, 30, 0, 0, time.UTC) // a Sunday, in 2026-W48
 	a := backupsEvery(keyA, time.Date(2026, 9, 20, 0, 15, 0, 0, time.UTC), now, time.Hour, nil)
 	gapFrom, gapTo := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
@@ -161,7 +161,7 @@ func TestPlan_GeneratedHistory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			decisions := Plan(files, Retention{Last: 10, Daily: 7, Weekly: 8}, tt.verified, now)
+			decisions := PlanRetention(files, Retention{Last: 10, Daily: 7, Weekly: 8}, tt.verified, now)
 			if len(decisions) != len(a)+len(b) {
 				t.Fatalf("%d decisions, want one per backup file: %d", len(decisions), len(a)+len(b))
 			}
@@ -190,11 +190,11 @@ func TestPlan_GeneratedHistory(t *testing.T) {
 	}
 }
 
-// Whatever the files and the policy, Plan keeps each identity's last N, keeps the newest
+// Whatever the files and the policy, PlanRetention keeps each identity's last N, keeps the newest
 // file of each day and week in its window and no other file by that rule, never loses the
 // newest verified file, decides once per backup file and never about another file, and
 // keeps everything it kept when run again on what it kept.
-func TestPlan_Properties(t *testing.T) {
+func TestPlanRetention_Properties(t *testing.T) {
 	now := time.Date(2026, 11, 29, 20, 30, 0, 0, time.UTC)
 	keys := []string{keyA, keyB, "03000000" + strings.Repeat("c", 58)}
 	rapid.Check(t, func(t *rapid.T) {
@@ -218,7 +218,7 @@ func TestPlan_Properties(t *testing.T) {
 			verified = rapid.SampledFrom(files).Draw(t, "verifiedFile").Name
 		}
 
-		decisions := Plan(files, policy, verified, now)
+		decisions := PlanRetention(files, policy, verified, now)
 		checkPlan(t, files, policy, verified, now, decisions)
 
 		var kept []BackupFile
@@ -227,9 +227,9 @@ func TestPlan_Properties(t *testing.T) {
 				kept = append(kept, d.File)
 			}
 		}
-		for _, d := range Plan(kept, policy, verified, now) {
+		for _, d := range PlanRetention(kept, policy, verified, now) {
 			if !d.Keep {
-				t.Fatalf("run again on what it kept, Plan deletes %s", d.File.Name)
+				t.Fatalf("run again on what it kept, PlanRetention deletes %s", d.File.Name)
 			}
 		}
 	})
@@ -242,7 +242,7 @@ type datedBackup struct {
 }
 
 // checkPlan checks decisions against the retention rules, computed another way.
-func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string, now time.Time, decisions []Decision) {
+func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string, now time.Time, decisions []RetentionDecision) {
 	byPrefix := map[string][]datedBackup{}
 	distinct := map[string]bool{}
 	for _, f := range files {
@@ -251,7 +251,7 @@ func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string
 			byPrefix[prefix] = append(byPrefix[prefix], datedBackup{f.Name, at})
 		}
 	}
-	keep := map[string]Decision{}
+	keep := map[string]RetentionDecision{}
 	for _, d := range decisions {
 		if !distinct[d.File.Name] {
 			t.Fatalf("a decision about %q, which is not a backup file in the input", d.File.Name)
@@ -293,7 +293,7 @@ func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string
 
 // checkNewestOf checks one period rule over one identity's backups, newest first: the
 // newest backup of each period in the window carries "newest of <period>", and no other.
-func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]Decision, period func(datedBackup) (label string, inWindow bool)) {
+func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]RetentionDecision, period func(datedBackup) (label string, inWindow bool)) {
 	seen := map[string]bool{}
 	for _, b := range group {
 		label, in := period(b)
@@ -306,9 +306,9 @@ func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]Decision, pe
 	}
 }
 
-// Apply deletes what Plan decided and nothing else: foreign files, temp files, folders and
+// ApplyRetention deletes what PlanRetention decided and nothing else: foreign files, temp files, folders and
 // kept backups stay.
-func TestApply_DeletesOnlyWhatPlanSays(t *testing.T) {
+func TestApplyRetention_DeletesOnlyWhatThePlanSays(t *testing.T) {
 	dir := t.TempDir()
 	now := time.Date(2026, 11, 29, 20, 30, 0, 0, time.UTC)
 	for _, f := range slices.Concat(
@@ -329,8 +329,8 @@ func TestApply_DeletesOnlyWhatPlanSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decisions := Plan(files, Retention{Last: 3, Daily: 2, Weekly: 2}, "", now)
-	if err := Apply(t.Context(), dir, decisions); err != nil {
+	decisions := PlanRetention(files, Retention{Last: 3, Daily: 2, Weekly: 2}, "", now)
+	if err := ApplyRetention(t.Context(), dir, decisions); err != nil {
 		t.Fatal(err)
 	}
 
@@ -356,9 +356,9 @@ func TestApply_DeletesOnlyWhatPlanSays(t *testing.T) {
 	}
 }
 
-// Apply refuses a list that would delete a file that is not a backup, deleting nothing,
+// ApplyRetention refuses a list that would delete a file that is not a backup, deleting nothing,
 // stops when ctx ends, and takes a file already gone as deleted.
-func TestApply_Refuses(t *testing.T) {
+func TestApplyRetention_Refuses(t *testing.T) {
 	at := time.Date(2026, 11, 29, 20, 15, 0, 0, time.UTC)
 	backup := BackupFileName(keyA, at)
 	gone := BackupFileName(keyA, at.Add(-time.Hour))
@@ -367,15 +367,15 @@ func TestApply_Refuses(t *testing.T) {
 	tests := []struct {
 		name      string
 		ctx       context.Context
-		decisions []Decision
+		decisions []RetentionDecision
 		want      error // nil: no error
 		remains   bool  // the backup file is still there
 	}{
-		{"a foreign file", context.Background(), []Decision{{File: BackupFile{Name: backup}}, {File: BackupFile{Name: "notes.txt"}}},
+		{"a foreign file", context.Background(), []RetentionDecision{{File: BackupFile{Name: backup}}, {File: BackupFile{Name: "notes.txt"}}},
 			wallet.ErrInvalidArgument, true},
-		{"a path, not a name", context.Background(), []Decision{{File: BackupFile{Name: "../" + backup}}}, wallet.ErrInvalidArgument, true},
-		{"a cancelled context", cancelled, []Decision{{File: BackupFile{Name: backup}}}, context.Canceled, true},
-		{"a file already gone", context.Background(), []Decision{{File: BackupFile{Name: gone}}, {File: BackupFile{Name: backup}}}, nil, false},
+		{"a path, not a name", context.Background(), []RetentionDecision{{File: BackupFile{Name: "../" + backup}}}, wallet.ErrInvalidArgument, true},
+		{"a cancelled context", cancelled, []RetentionDecision{{File: BackupFile{Name: backup}}}, context.Canceled, true},
+		{"a file already gone", context.Background(), []RetentionDecision{{File: BackupFile{Name: gone}}, {File: BackupFile{Name: backup}}}, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -385,9 +385,9 @@ func TestApply_Refuses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := Apply(tt.ctx, dir, tt.decisions)
+			err := ApplyRetention(tt.ctx, dir, tt.decisions)
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
-				t.Fatalf("Apply: %v, want %v", err, tt.want)
+				t.Fatalf("ApplyRetention: %v, want %v", err, tt.want)
 			}
 			if _, err := os.Stat(filepath.Join(dir, backup)); (err == nil) != tt.remains {
 				t.Fatalf("backup remains: %v, want %v", err == nil, tt.remains)

@@ -16,7 +16,7 @@ import (
 	"walletsync/wallet"
 )
 
-// Reason says why the scheduler started a run. The strings are a wire format (task logs,
+// Reason says why the timetable started a run. The strings are a wire format (task logs,
 // the API) and never change.
 type Reason string
 
@@ -32,11 +32,11 @@ const (
 	ReasonManual Reason = "manual" // a person asked for it ("run now"); pauses do not hold it back
 )
 
-// DrillID is the id under which the scheduler runs the restore drill (Config.Drill). The
+// DrillID is the id under which the timetable runs the restore drill (Config.Drill). The
 // dot keeps it out of the destination id alphabet, so it names no destination.
 const DrillID = ".drill"
 
-// Timing of the scheduler's loop.
+// Timing of the timetable's loop.
 const (
 	// heartbeat is the longest the loop sleeps. Go's timers run on the monotonic clock,
 	// which stops while a laptop sleeps (Linux, macOS): a timer set for 03:00 before an
@@ -58,15 +58,15 @@ const (
 	debounceCeiling = 10
 )
 
-// SchedulerOptions configure a Scheduler. Run, LastRun and EditConfig are required.
-type SchedulerOptions struct {
+// TimetableOptions configure a Timetable. Run, LastRun and EditConfig are required.
+type TimetableOptions struct {
 	// Run runs destination id's job (the restore drill for DrillID) and returns when the
-	// job has ended, or when ctx ends. The scheduler never calls Run for an id whose
+	// job has ended, or when ctx ends. The timetable never calls Run for an id whose
 	// previous call has not returned: triggers in the meantime are coalesced into one
-	// more call after it returns. ctx ends when the scheduler stops.
+	// more call after it returns. ctx ends when the timetable stops.
 	Run func(ctx context.Context, id string, reason Reason)
 	// LastRun returns when id's last run started, zero if it never ran. It is asked once
-	// per destination, when the scheduler first sees it. Return the last run that
+	// per destination, when the timetable first sees it. Return the last run that
 	// succeeded to have a failed or interrupted run retried once at start.
 	LastRun func(id string) time.Time
 	// EditConfig applies edit to the current config and saves it, returning edit's error
@@ -85,12 +85,13 @@ type SchedulerOptions struct {
 	events fileEvents
 }
 
-// Scheduler decides when each destination, and the restore drill, runs: on an interval,
+// Timetable decides when each destination, and the restore drill, runs: on an interval,
 // daily at a local time, or when the wallet changes; by hand; never while paused; and once
-// for any number of runs missed while the agent was stopped or the machine slept.
+// for any number of runs missed while the agent was stopped or the machine slept. (It is
+// not package scheduler, which orders the reads and writes of one wallet.)
 //
 // Every schedule counts from the start of the destination's last run (LastRun at first,
-// then the runs the scheduler starts). A destination is due when its schedule's next time
+// then the runs the timetable starts). A destination is due when its schedule's next time
 // after that start has passed on the wall clock, so however many times passed meanwhile,
 // it runs once, and its next time counts from that run. A destination that never ran is
 // due at once.
@@ -112,8 +113,8 @@ type SchedulerOptions struct {
 // queue a second task behind the first; coalescing here keeps it from queueing several.
 // A run that starts more than lateAfter after its time says ReasonMissed.
 //
-// A Scheduler is safe for concurrent use. Run it once; it stops when Run's context ends.
-type Scheduler struct {
+// A Timetable is safe for concurrent use. Run it once; it stops when Run's context ends.
+type Timetable struct {
 	run        func(ctx context.Context, id string, reason Reason)
 	lastRun    func(id string) time.Time
 	editConfig func(ctx context.Context, edit func(*Config) error) error
@@ -135,7 +136,7 @@ type Scheduler struct {
 	prevMono time.Time
 }
 
-// entry is the scheduler's state of one destination or of the drill.
+// entry is the timetable's state of one destination or of the drill.
 type entry struct {
 	dest      Destination // a copy; the drill's has only its ID and Schedule
 	wallet    string      // the wallet file an on-change schedule watches, "" when none
@@ -147,7 +148,7 @@ type entry struct {
 	removed   bool        // gone from the config while running; forgotten by the next Update
 }
 
-// fileEvents is what the scheduler uses of an fsnotify watcher, so that tests can feed it
+// fileEvents is what the timetable uses of an fsnotify watcher, so that tests can feed it
 // events on fake time.
 type fileEvents interface {
 	Add(dir string) error
@@ -163,13 +164,13 @@ type fsnotifyEvents struct{ *fsnotify.Watcher }
 func (w fsnotifyEvents) Events() <-chan fsnotify.Event { return w.Watcher.Events }
 func (w fsnotifyEvents) Errors() <-chan error          { return w.Watcher.Errors }
 
-// NewScheduler returns a scheduler with nothing to schedule, and starts its file watcher;
+// NewTimetable returns a timetable with nothing to schedule, and starts its file watcher;
 // Update gives it the config, Run runs it (and closes the watcher when it returns).
-func NewScheduler(opts SchedulerOptions) (*Scheduler, error) {
+func NewTimetable(opts TimetableOptions) (*Timetable, error) {
 	if opts.Run == nil || opts.LastRun == nil || opts.EditConfig == nil {
-		return nil, fmt.Errorf("new scheduler: Run, LastRun and EditConfig are required: %w", wallet.ErrInvalidArgument)
+		return nil, fmt.Errorf("new timetable: Run, LastRun and EditConfig are required: %w", wallet.ErrInvalidArgument)
 	}
-	s := &Scheduler{
+	s := &Timetable{
 		run:        opts.Run,
 		lastRun:    opts.LastRun,
 		editConfig: opts.EditConfig,
@@ -194,7 +195,7 @@ func NewScheduler(opts SchedulerOptions) (*Scheduler, error) {
 	if s.events == nil {
 		w, err := fsnotify.NewWatcher()
 		if err != nil {
-			return nil, fmt.Errorf("new scheduler: watch files: %w", err)
+			return nil, fmt.Errorf("new timetable: watch files: %w", err)
 		}
 		s.events = fsnotifyEvents{w}
 	}
@@ -203,7 +204,7 @@ func NewScheduler(opts SchedulerOptions) (*Scheduler, error) {
 
 // wall reads the wall clock without its monotonic reading, so that differences of the
 // times it returns are wall-clock differences.
-func (s *Scheduler) wall() time.Time { return s.now().Round(0) }
+func (s *Timetable) wall() time.Time { return s.now().Round(0) }
 
 // Update applies cfg: destinations added, edited or removed, and the drill's schedule,
 // without a restart. A new destination's last run comes from LastRun; an on-change one
@@ -212,7 +213,7 @@ func (s *Scheduler) wall() time.Time { return s.now().Round(0) }
 // (wallet.ErrInvalidArgument) and any cfg after Run has returned (ErrClosed). An error
 // watching a wallet's folder is returned after the rest of cfg is applied: the other
 // schedules keep running, and that wallet's on-change destinations still run at start.
-func (s *Scheduler) Update(cfg Config) error {
+func (s *Timetable) Update(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
@@ -312,7 +313,7 @@ func lastModified(walletPath string) time.Time {
 }
 
 // watch makes the watcher watch exactly dirs. s.updateMu is held.
-func (s *Scheduler) watch(dirs map[string]bool) error {
+func (s *Timetable) watch(dirs map[string]bool) error {
 	var errs []error
 	for dir := range dirs {
 		if s.watched[dir] {
@@ -337,7 +338,7 @@ func (s *Scheduler) watch(dirs map[string]bool) error {
 }
 
 // poke asks the loop to look at the schedules again.
-func (s *Scheduler) poke() {
+func (s *Timetable) poke() {
 	select {
 	case s.kick <- struct{}{}:
 	default: // a look is already pending; it will see this change too
@@ -348,11 +349,11 @@ func (s *Scheduler) poke() {
 // is ctx) and closes the file watcher. Update, RunNow, Pause and Resume work before Run
 // (they take effect when it starts) and during it, and refuse with ErrClosed after it.
 // Run returns nil when ctx ends; it refuses a second call.
-func (s *Scheduler) Run(ctx context.Context) error {
+func (s *Timetable) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.ran {
 		s.mu.Unlock()
-		return fmt.Errorf("run scheduler: it already ran: %w", wallet.ErrInvalidArgument)
+		return fmt.Errorf("run timetable: it already ran: %w", wallet.ErrInvalidArgument)
 	}
 	s.ran = true
 	s.mu.Unlock()
@@ -395,7 +396,7 @@ func (s *Scheduler) Run(ctx context.Context) error {
 
 // noteEvent records a write to a watched wallet file or its -wal; other files in the
 // folder, and changes of mode alone, are not the wallet's writes.
-func (s *Scheduler) noteEvent(ev fsnotify.Event) {
+func (s *Timetable) noteEvent(ev fsnotify.Event) {
 	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
 		return
 	}
@@ -409,7 +410,7 @@ func (s *Scheduler) noteEvent(ev fsnotify.Event) {
 
 // noteWatchError logs a watcher error. An overflow means events were lost: every watched
 // wallet is taken as written rather than a backup being missed.
-func (s *Scheduler) noteWatchError(err error) {
+func (s *Timetable) noteWatchError(err error) {
 	s.log.Error("watch wallet files", "err", err)
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		now := s.wall()
@@ -420,7 +421,7 @@ func (s *Scheduler) noteWatchError(err error) {
 }
 
 // noteWriteLocked records a write at now for the on-change entries that match.
-func (s *Scheduler) noteWriteLocked(now time.Time, match func(*entry) bool) {
+func (s *Timetable) noteWriteLocked(now time.Time, match func(*entry) bool) {
 	for _, e := range s.entries {
 		if e.dest.Schedule.Kind != ScheduleChange || !match(e) {
 			continue
@@ -434,7 +435,7 @@ func (s *Scheduler) noteWriteLocked(now time.Time, match func(*entry) bool) {
 
 // look starts the runs that are due and returns how long the loop may sleep: until the
 // next time due, at most a heartbeat.
-func (s *Scheduler) look(ctx context.Context, runs *sync.WaitGroup) time.Duration {
+func (s *Timetable) look(ctx context.Context, runs *sync.WaitGroup) time.Duration {
 	now, mono := s.wall(), time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -471,7 +472,7 @@ func (s *Scheduler) look(ctx context.Context, runs *sync.WaitGroup) time.Duratio
 
 // startLocked starts e's run for reason why. The run sees every write made before it
 // starts, so the pending change is done with; writes from now on make another.
-func (s *Scheduler) startLocked(ctx context.Context, runs *sync.WaitGroup, e *entry, why Reason, now time.Time) {
+func (s *Timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *entry, why Reason, now time.Time) {
 	e.running, e.manual = true, false
 	e.last, e.changed, e.lastWrite = now, time.Time{}, time.Time{}
 	id := e.dest.ID
@@ -487,7 +488,7 @@ func (s *Scheduler) startLocked(ctx context.Context, runs *sync.WaitGroup, e *en
 // planLocked returns when e runs next, as of now, and why; ok is false when no run is
 // coming: paused until resumed, or on change with nothing written since the last run. A
 // time that has passed is returned as now.
-func (s *Scheduler) planLocked(e *entry, now time.Time) (at time.Time, why Reason, ok bool) {
+func (s *Timetable) planLocked(e *entry, now time.Time) (at time.Time, why Reason, ok bool) {
 	if e.manual {
 		return now, ReasonManual, true
 	}
@@ -590,7 +591,7 @@ func earlier(a, b time.Time) time.Time {
 // waiting for the current one). The time is zero when no run is coming: the destination
 // is paused until resumed, or waits for the wallet to change. An unknown id is an error
 // wrapping wallet.ErrNotFound.
-func (s *Scheduler) Next(id string) (time.Time, Reason, error) {
+func (s *Timetable) Next(id string) (time.Time, Reason, error) {
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -602,7 +603,7 @@ func (s *Scheduler) Next(id string) (time.Time, Reason, error) {
 	return at, why, nil
 }
 
-func (s *Scheduler) entryLocked(id string) (*entry, error) {
+func (s *Timetable) entryLocked(id string) (*entry, error) {
 	e, ok := s.entries[id]
 	if !ok || e.removed {
 		return nil, fmt.Errorf("destination %q: %w", id, wallet.ErrNotFound)
@@ -614,7 +615,7 @@ func (s *Scheduler) entryLocked(id string) (*entry, error) {
 // ReasonManual, paused or not. If its run is going, the new one starts when it returns;
 // asking again before then changes nothing. It refuses an unknown id
 // (wallet.ErrNotFound) and any id after Run has returned (ErrClosed).
-func (s *Scheduler) RunNow(id string) error {
+func (s *Timetable) RunNow(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -629,12 +630,12 @@ func (s *Scheduler) RunNow(id string) error {
 	return nil
 }
 
-// Ran records that destination id's job was started outside the scheduler, now: a run by
+// Ran records that destination id's job was started outside the timetable, now: a run by
 // hand through the API, which starts its task at once to hand it back. The schedule then
-// counts from this run, as from one the scheduler starts, and writes made before it are
+// counts from this run, as from one the timetable starts, and writes made before it are
 // done with; without this, the next resume or restart would take the destination for one
 // that never ran and run it again at once. An unknown id is ignored.
-func (s *Scheduler) Ran(id string) {
+func (s *Timetable) Ran(id string) {
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -653,7 +654,7 @@ func (s *Scheduler) Ran(id string) {
 // A run by hand still runs; runs held back run once when the pause ends, by itself or by
 // Resume. The pause is saved in the config through EditConfig. It refuses a negative d
 // (wallet.ErrInvalidArgument) and an unknown id (wallet.ErrNotFound), changing nothing.
-func (s *Scheduler) Pause(ctx context.Context, id string, d time.Duration) error {
+func (s *Timetable) Pause(ctx context.Context, id string, d time.Duration) error {
 	p, err := s.pauseFor(d)
 	if err != nil {
 		return fmt.Errorf("pause %s: %w", id, err)
@@ -663,7 +664,7 @@ func (s *Scheduler) Pause(ctx context.Context, id string, d time.Duration) error
 
 // PauseAll pauses every destination as Pause does. The drill is not paused: it only
 // reads backup files, and a pause is for destinations.
-func (s *Scheduler) PauseAll(ctx context.Context, d time.Duration) error {
+func (s *Timetable) PauseAll(ctx context.Context, d time.Duration) error {
 	p, err := s.pauseFor(d)
 	if err != nil {
 		return fmt.Errorf("pause all: %w", err)
@@ -673,16 +674,16 @@ func (s *Scheduler) PauseAll(ctx context.Context, d time.Duration) error {
 
 // Resume ends destination id's pause; a run held back by it runs at once, once. It
 // refuses an unknown id (wallet.ErrNotFound).
-func (s *Scheduler) Resume(ctx context.Context, id string) error {
+func (s *Timetable) Resume(ctx context.Context, id string) error {
 	return s.setPause(ctx, "resume "+id, id, false, nil)
 }
 
 // ResumeAll ends every destination's pause, as Resume does.
-func (s *Scheduler) ResumeAll(ctx context.Context) error {
+func (s *Timetable) ResumeAll(ctx context.Context) error {
 	return s.setPause(ctx, "resume all", "", true, nil)
 }
 
-func (s *Scheduler) pauseFor(d time.Duration) (*Pause, error) {
+func (s *Timetable) pauseFor(d time.Duration) (*Pause, error) {
 	switch {
 	case d < 0:
 		return nil, fmt.Errorf("pause for %s: %w", d, wallet.ErrInvalidArgument)
@@ -694,7 +695,7 @@ func (s *Scheduler) pauseFor(d time.Duration) (*Pause, error) {
 
 // setPause sets the pause of destination id, or of every destination, through
 // EditConfig, and applies the saved config.
-func (s *Scheduler) setPause(ctx context.Context, action, id string, all bool, p *Pause) error {
+func (s *Timetable) setPause(ctx context.Context, action, id string, all bool, p *Pause) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()

@@ -21,7 +21,7 @@ import (
 	"walletsync/wallet"
 )
 
-// schedRun is one call of the scheduler's Run, at the harness's wall clock.
+// schedRun is one call of the timetable's Run, at the harness's wall clock.
 type schedRun struct {
 	ID     string
 	Reason Reason
@@ -73,19 +73,19 @@ type schedOptions struct {
 	dests  []Destination        // the config's destinations
 	last   map[string]time.Time // LastRun by id; an id left out ran at start
 	loc    *time.Location       // daily schedules' zone; default UTC
-	gated  bool                 // runs wait for release (or the scheduler's end) before returning
+	gated  bool                 // runs wait for release (or the timetable's end) before returning
 }
 
-// schedHarness runs a Scheduler in a synctest bubble: on fake time, with fake file events,
+// schedHarness runs a Timetable in a synctest bubble: on fake time, with fake file events,
 // a wall clock that a test can move apart from the monotonic one, and an in-memory config.
 type schedHarness struct {
 	t      *testing.T
-	s      *Scheduler
+	s      *Timetable
 	events *fakeEvents
 	start  time.Time
 	skew   atomic.Int64 // the wall clock minus the bubble's clock
 	gate   chan struct{}
-	logs   *bytes.Buffer // the scheduler's log; read after synctest.Wait
+	logs   *bytes.Buffer // the timetable's log; read after synctest.Wait
 
 	mu         sync.Mutex
 	cfg        Config
@@ -122,7 +122,7 @@ func newSchedHarness(t *testing.T, o schedOptions) *schedHarness {
 	h.cfg.Wallets = []WalletRef{{Path: o.wallet}}
 	h.cfg.Destinations = o.dests
 	var err error
-	h.s, err = NewScheduler(SchedulerOptions{
+	h.s, err = NewTimetable(TimetableOptions{
 		Run: h.run,
 		LastRun: func(id string) time.Time {
 			if last, ok := o.last[id]; ok {
@@ -145,7 +145,7 @@ func newSchedHarness(t *testing.T, o schedOptions) *schedHarness {
 	return h
 }
 
-// startRun runs the scheduler until the test ends, and lets it take its first look.
+// startRun runs the timetable until the test ends, and lets it take its first look.
 func (h *schedHarness) startRun() {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -164,7 +164,7 @@ func (h *schedHarness) startRun() {
 
 func (h *schedHarness) now() time.Time { return time.Now().Add(time.Duration(h.skew.Load())) }
 
-// sleep lets d pass on both clocks, then waits for the scheduler to settle.
+// sleep lets d pass on both clocks, then waits for the timetable to settle.
 func (h *schedHarness) sleep(d time.Duration) {
 	time.Sleep(d)
 	synctest.Wait()
@@ -173,7 +173,7 @@ func (h *schedHarness) sleep(d time.Duration) {
 // jump moves the wall clock d ahead of the monotonic one, as a sleeping laptop does.
 func (h *schedHarness) jump(d time.Duration) { h.skew.Add(int64(d)) }
 
-// send delivers a file event and waits for the scheduler to settle.
+// send delivers a file event and waits for the timetable to settle.
 func (h *schedHarness) send(name string, op fsnotify.Op) {
 	h.events.events <- fsnotify.Event{Name: name, Op: op}
 	synctest.Wait()
@@ -303,7 +303,7 @@ func folderDest(id string, s Schedule) Destination {
 }
 
 // An interval schedule runs every interval after the last run, not after the start.
-func TestScheduler_Interval(t *testing.T) {
+func TestTimetable_Interval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{
 			dests: []Destination{folderDest("d1", intervalOf(time.Hour))},
@@ -323,7 +323,7 @@ func TestScheduler_Interval(t *testing.T) {
 // A daily schedule keeps its local time across daylight-saving changes and runs once per
 // local date: at the first of two 01:30s when the clock falls back, at the jump when the
 // clock springs forward over 02:30.
-func TestScheduler_DailyAcrossDaylightSaving(t *testing.T) {
+func TestTimetable_DailyAcrossDaylightSaving(t *testing.T) {
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Fatal(err)
@@ -413,7 +413,7 @@ func TestLocalTime_DaylightSaving(t *testing.T) {
 
 // An on-change schedule runs once, a debounce after the last write to the wallet or its
 // -wal; writes to other files, to the -shm, and changes of mode alone are not writes.
-func TestScheduler_ChangeDebounce(t *testing.T) {
+func TestTimetable_ChangeDebounce(t *testing.T) {
 	const w = "/wallets/wallet.db"
 	burst := func(names ...string) []fsnotify.Event {
 		var evs []fsnotify.Event
@@ -469,7 +469,7 @@ func TestScheduler_ChangeDebounce(t *testing.T) {
 
 // A wallet written every 7 s never goes quiet for a debounce, yet gets a run every
 // debounceCeiling debounces, and one more a debounce after the last write.
-func TestScheduler_ChangeDebounceHasACeiling(t *testing.T) {
+func TestTimetable_ChangeDebounceHasACeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const w = "/wallets/wallet.db"
 		h := newSchedHarness(t, schedOptions{wallet: w, dests: []Destination{folderDest("d1", changeSchedule())}})
@@ -491,7 +491,7 @@ func TestScheduler_ChangeDebounceHasACeiling(t *testing.T) {
 
 // When the watcher lost events, every watched wallet counts as written: a backup too many
 // rather than one missed.
-func TestScheduler_LostEventsCountAsAWrite(t *testing.T) {
+func TestTimetable_LostEventsCountAsAWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", changeSchedule())}})
 		h.startRun()
@@ -503,7 +503,7 @@ func TestScheduler_LostEventsCountAsAWrite(t *testing.T) {
 
 // With the real fsnotify, a -wal file that did not exist when the watch began is seen,
 // and a burst of writes to it makes a run.
-func TestScheduler_ChangeWithFsnotify(t *testing.T) {
+func TestTimetable_ChangeWithFsnotify(t *testing.T) {
 	dir := t.TempDir()
 	w := filepath.Join(dir, "wallet.db")
 	if err := os.WriteFile(w, []byte("wallet"), 0o600); err != nil {
@@ -518,7 +518,7 @@ func TestScheduler_ChangeWithFsnotify(t *testing.T) {
 	cfg.Destinations = []Destination{folderDest("d1", Schedule{Kind: ScheduleChange, Debounce: Duration(time.Second)})}
 	runs := make(chan Reason, 10)
 	started := time.Now()
-	s, err := NewScheduler(SchedulerOptions{
+	s, err := NewTimetable(TimetableOptions{
 		Run: func(_ context.Context, id string, why Reason) {
 			if id == "d1" {
 				runs <- why
@@ -567,13 +567,13 @@ func TestScheduler_ChangeWithFsnotify(t *testing.T) {
 
 // A pause for a while holds scheduled runs back and ends by itself; what was held back
 // runs once when it ends, and the schedule goes on from there. The pause is saved.
-func TestScheduler_PauseForResumesByItself(t *testing.T) {
+func TestTimetable_PauseForResumesByItself(t *testing.T) {
 	tests := []struct {
 		name  string
-		pause func(context.Context, *Scheduler) error
+		pause func(context.Context, *Timetable) error
 	}{
-		{"one", func(ctx context.Context, s *Scheduler) error { return s.Pause(ctx, "d1", 2*time.Hour) }},
-		{"all", func(ctx context.Context, s *Scheduler) error { return s.PauseAll(ctx, 2*time.Hour) }},
+		{"one", func(ctx context.Context, s *Timetable) error { return s.Pause(ctx, "d1", 2*time.Hour) }},
+		{"all", func(ctx context.Context, s *Timetable) error { return s.PauseAll(ctx, 2*time.Hour) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -607,7 +607,7 @@ func TestScheduler_PauseForResumesByItself(t *testing.T) {
 
 // A pause until resumed holds every scheduled run back, however long; Resume runs what
 // was held back once, at once.
-func TestScheduler_PauseUntilResumed(t *testing.T) {
+func TestTimetable_PauseUntilResumed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
 		h.startRun()
@@ -630,7 +630,7 @@ func TestScheduler_PauseUntilResumed(t *testing.T) {
 }
 
 // A run asked for by hand runs at once, paused or not, and counts as the last run.
-func TestScheduler_RunNowWhilePaused(t *testing.T) {
+func TestTimetable_RunNowWhilePaused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
 		h.startRun()
@@ -653,10 +653,10 @@ func TestScheduler_RunNowWhilePaused(t *testing.T) {
 	})
 }
 
-// A run started by hand outside the scheduler (the API starts its task itself) counts as
-// the last run when the scheduler is told: a destination paused since it was added is not
+// A run started by hand outside the timetable (the API starts its task itself) counts as
+// the last run when the timetable is told: a destination paused since it was added is not
 // taken, on resume, for one that never ran.
-func TestScheduler_RanOutsideCountsAsTheLastRun(t *testing.T) {
+func TestTimetable_RanOutsideCountsAsTheLastRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		paused := folderDest("d1", intervalOf(time.Hour))
 		paused.Pause = &Pause{}
@@ -675,7 +675,7 @@ func TestScheduler_RanOutsideCountsAsTheLastRun(t *testing.T) {
 }
 
 // Runs missed while the agent was stopped run once at start, whatever their number.
-func TestScheduler_MissedWhileStoppedRunOnce(t *testing.T) {
+func TestTimetable_MissedWhileStoppedRunOnce(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
@@ -725,9 +725,9 @@ func orTime(t, def time.Time) time.Time {
 	return t
 }
 
-// After the machine sleeps through scheduled times, the scheduler notices the wall
+// After the machine sleeps through scheduled times, the timetable notices the wall
 // clock's jump within a heartbeat of waking and runs what it missed once.
-func TestScheduler_MissedWhileAsleepRunOnce(t *testing.T) {
+func TestTimetable_MissedWhileAsleepRunOnce(t *testing.T) {
 	tests := []struct {
 		name     string
 		schedule Schedule
@@ -765,7 +765,7 @@ func TestScheduler_MissedWhileAsleepRunOnce(t *testing.T) {
 
 // A wall clock set back does not hold a schedule back by as much: the last run, now "in
 // the future", counts as just now.
-func TestScheduler_ClockSetBack(t *testing.T) {
+func TestTimetable_ClockSetBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
 		h.startRun()
@@ -780,7 +780,7 @@ func TestScheduler_ClockSetBack(t *testing.T) {
 // While a destination's run goes, no second one starts: triggers in the meantime (its
 // time passing, runs by hand, writes, the destination removed and added again) make one
 // more run when it returns, and writes during that one make one more after it.
-func TestScheduler_NoConcurrentRuns(t *testing.T) {
+func TestTimetable_NoConcurrentRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const w = "/wallets/wallet.db"
 		d1 := folderDest("d1", changeSchedule())
@@ -824,7 +824,7 @@ func TestScheduler_NoConcurrentRuns(t *testing.T) {
 }
 
 // Update applies added, edited and removed destinations, and their watches, at once.
-func TestScheduler_UpdateWithoutRestart(t *testing.T) {
+func TestTimetable_UpdateWithoutRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{
 			wallet: "/wallets/wallet.db",
@@ -861,9 +861,9 @@ func TestScheduler_UpdateWithoutRestart(t *testing.T) {
 	})
 }
 
-// The scheduler refuses unknown destinations, bad pauses, invalid configs and work after
+// The timetable refuses unknown destinations, bad pauses, invalid configs and work after
 // it stopped, and a refused pause changes nothing.
-func TestScheduler_Refuses(t *testing.T) {
+func TestTimetable_Refuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
 		ctx := t.Context()
@@ -882,7 +882,7 @@ func TestScheduler_Refuses(t *testing.T) {
 			{"pause for a negative time", func() error { return h.s.Pause(ctx, "d1", -time.Hour) }, wallet.ErrInvalidArgument},
 			{"resume an unknown destination", func() error { return h.s.Resume(ctx, "nope") }, wallet.ErrNotFound},
 			{"an invalid config", func() error { return h.s.Update(bad) }, wallet.ErrInvalidArgument},
-			{"no Run", func() error { _, err := NewScheduler(SchedulerOptions{}); return err }, wallet.ErrInvalidArgument},
+			{"no Run", func() error { _, err := NewTimetable(TimetableOptions{}); return err }, wallet.ErrInvalidArgument},
 		}
 		for _, tt := range tests {
 			if err := tt.call(); !errors.Is(err, tt.want) {

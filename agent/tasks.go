@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"walletsync/internal/stats"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -76,7 +77,7 @@ type Task struct {
 	Counters syncer.Counters `json:"counters"`
 	// Total is how many rows the job expects to move, 0 when unknown; the ETA needs it.
 	Total int64 `json:"total,omitempty"`
-	// RowsPerSec and BytesPerSec: over the sliding window (see rateSpan) while the task
+	// RowsPerSec and BytesPerSec: over the sliding window (see stats.RateSpan) while the task
 	// runs, the whole run's average once it has ended.
 	RowsPerSec  float64 `json:"rowsPerSec"`
 	BytesPerSec float64 `json:"bytesPerSec"`
@@ -189,7 +190,7 @@ type task struct {
 	log     []LogLine
 	run     RunFunc
 	cancel  context.CancelCauseFunc
-	rate    rateWindow
+	rate    stats.Rate
 	emitted time.Time   // when the last task.progress event went out
 	pending *time.Timer // the trailing task.progress event, if one is due
 }
@@ -310,7 +311,7 @@ func (m *Manager) startLocked(t *task, now time.Time) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	t.cancel = cancel
 	t.snap.State, t.snap.StartedAt = TaskRunning, now
-	t.rate.observe(now, 0, 0)
+	t.rate.Observe(now, 0, 0)
 	m.publishLocked(EventTaskStarted, t, now)
 	m.log.Info("task started", "id", t.snap.ID, "kind", t.snap.Kind, "target", t.snap.Target)
 	run := t.run
@@ -537,8 +538,8 @@ func (m *Manager) snapshotLocked(t *task, now time.Time) Task {
 	s := t.snap
 	switch {
 	case s.State == TaskRunning || s.State == TaskCancelling:
-		s.RowsPerSec, s.BytesPerSec = t.rate.rates(now)
-		s.ETASeconds = etaSeconds(s.Total, s.Counters.Rows, s.RowsPerSec)
+		s.RowsPerSec, s.BytesPerSec = t.rate.PerSecond(now)
+		s.ETASeconds = int64(stats.ETA(s.Total, s.Counters.Rows, s.RowsPerSec) / time.Second)
 	case s.State.Terminal() && !s.StartedAt.IsZero() && s.FinishedAt.After(s.StartedAt):
 		d := s.FinishedAt.Sub(s.StartedAt).Seconds()
 		s.RowsPerSec, s.BytesPerSec = float64(s.Counters.Rows)/d, float64(s.Counters.Bytes)/d
@@ -683,7 +684,7 @@ func (h *TaskHandle) update(f func(t *task, now time.Time)) {
 func (h *TaskHandle) SetCounters(c syncer.Counters) {
 	h.update(func(t *task, now time.Time) {
 		t.snap.Counters = c
-		t.rate.observe(now, c.Rows, c.Bytes)
+		t.rate.Observe(now, c.Rows, c.Bytes)
 	})
 }
 
@@ -721,7 +722,7 @@ func (h *TaskHandle) SyncProgress(p syncer.Progress) {
 	}
 	h.update(func(t *task, now time.Time) {
 		t.snap.Counters, t.snap.Detail = p.Counters, detail
-		t.rate.observe(now, p.Rows, p.Bytes)
+		t.rate.Observe(now, p.Rows, p.Bytes)
 	})
 }
 

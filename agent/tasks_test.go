@@ -15,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"walletsync/internal/stats"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -267,7 +268,7 @@ func TestTaskHandle_LogBounded(t *testing.T) {
 	}
 }
 
-// The rate follows a sliding window: nothing before rateMinSpan, exact under a steady
+// The rate follows a sliding window: nothing before stats.RateMinSpan, exact under a steady
 // speed, the new speed once a change is a window old, zero once the job stalls.
 func TestTaskHandle_RateAndETA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -306,7 +307,7 @@ func TestTaskHandle_RateAndETA(t *testing.T) {
 		check("after 50 s at 100 rows/s", 100, (100_000-5_000)/100)
 		report(32, 400)
 		check("32 s after speeding up to 400 rows/s", 400, (100_000-17_800+399)/400)
-		time.Sleep(rateSpan + time.Second)
+		time.Sleep(stats.RateSpan + time.Second)
 		check("a window after the last report", 0, 0)
 		close(steps)
 	})

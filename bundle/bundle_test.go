@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/scheduler"
@@ -27,8 +28,8 @@ import (
 var tp, small template
 
 func TestMain(m *testing.M) {
-	if task := os.Getenv(crashEnv); task != "" {
-		crashChild(task)
+	if k, task, ok := crashtest.Child(); ok {
+		crashChild(k, task)
 	}
 	dir, err := os.MkdirTemp("", "walletsync-bundle-test-")
 	if err != nil {

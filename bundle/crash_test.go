@@ -4,32 +4,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 )
 
-// The crash tests run a create or a restore in a child process (this test binary, see
-// TestMain) that kills itself with SIGKILL at one durable step; the parent then opens the
-// wallet as the next walletsync start would and checks that it is the old wallet or the new
-// one, whole, with nothing of the interrupted work left beside it.
+// The crash tests run a create or a restore in a child process (crashtest.Run) that kills
+// itself with SIGKILL at one durable step; the parent then opens the wallet as the next
+// walletsync start would and checks that it is the old wallet or the new one, whole, with
+// nothing of the interrupted work left beside it.
 
-const (
-	// crashEnv turns the test binary into a crash child; its value is the child's crashTask.
-	crashEnv = "WALLETSYNC_BUNDLE_TEST_CRASH"
-	// crashMarker starts the line a child prints just before it kills itself.
-	crashMarker = "crashing at"
-)
-
-// crashTask is what the parent asks of a child.
+// crashTask is what the parent asks of a child (which dies at the step crashtest.Run names).
 type crashTask struct {
 	// Op: "create" (Wallet into Bundle), "restore" (Bundle into Wallet), or "dirty" (write a
 	// label into Wallet and die with it in the WAL, so that the wallet a restore replaces has
@@ -37,24 +27,16 @@ type crashTask struct {
 	Op     string
 	Wallet string
 	Bundle string
-	At     string // the hook point to die at
 }
 
-// crashChild runs task and never returns.
-func crashChild(task string) {
+// crashChild runs task and never returns: it dies by SIGKILL at k's step, or fails with a
+// message the parent reports.
+func crashChild(k *crashtest.Killer, task []byte) {
 	var c crashTask
-	if err := json.Unmarshal([]byte(task), &c); err != nil {
-		fmt.Println("bad task:", err)
-		os.Exit(2)
+	if err := json.Unmarshal(task, &c); err != nil {
+		crashtest.Fail("bad task: %v", err)
 	}
-	die := func(point string) {
-		if point != c.At {
-			return
-		}
-		fmt.Println(crashMarker, point) // os.Stdout is unbuffered: the line is out before the kill
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		panic("still running after SIGKILL")
-	}
+	die := func(point string) { k.Reach(point, nil) }
 	ctx := context.Background()
 	var err error
 	switch c.Op {
@@ -77,24 +59,15 @@ func crashChild(task string) {
 		_, err = Restore(ctx, c.Bundle, c.Wallet, RestoreOptions{Hook: die})
 	}
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%s: %v", c.Op, err)
 	}
-	fmt.Println("finished without reaching", c.At)
-	os.Exit(0)
+	crashtest.Fail("finished without reaching %s", k.Point)
 }
 
-// runCrashChild runs task in a child and fails the test unless the child died at task.At.
-func runCrashChild(t *testing.T, task crashTask) {
+// runCrashChild runs task in a child that dies at the step at.
+func runCrashChild(t *testing.T, task crashTask, at string) {
 	t.Helper()
-	b, _ := json.Marshal(task)
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+string(b))
-	out, err := cmd.Output()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL || !strings.Contains(string(out), crashMarker+" "+task.At) {
-		t.Fatalf("child %s did not die at %s: %v\n%s", task.Op, task.At, err, out)
-	}
+	crashtest.Run(t, crashtest.Point{At: at, N: 1}, task)
 }
 
 // TestRestore_SurvivesSIGKILL kills a restoring process at every durable step of the swap
@@ -131,13 +104,13 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 			if err := safefile.CopyNew(old, target); err != nil {
 				t.Fatal(err)
 			}
-			runCrashChild(t, crashTask{Op: "dirty", Wallet: target, At: "dirty"})
+			runCrashChild(t, crashTask{Op: "dirty", Wallet: target}, "dirty")
 			oldDigests := digestsWithWAL(t, target)
 			if oldDigests["tx_labels"] == tableDigests(t, old)["tx_labels"] {
 				t.Fatal("the dirty child's label is not in the old wallet")
 			}
 
-			runCrashChild(t, crashTask{Op: "restore", Wallet: target, Bundle: bundleDir, At: c.at})
+			runCrashChild(t, crashTask{Op: "restore", Wallet: target, Bundle: bundleDir}, c.at)
 			s, err := localstore.Open(ctx, target, localstore.Options{})
 			if err != nil {
 				t.Fatalf("open after the kill: %v", err)
@@ -185,7 +158,7 @@ func TestCreate_SurvivesSIGKILL(t *testing.T) {
 			w := small.copyTo(t, dir, "wallet.sqlite")
 			before := tableDigests(t, w)
 			out := filepath.Join(dir, "bundle")
-			runCrashChild(t, crashTask{Op: "create", Wallet: w, Bundle: out, At: at})
+			runCrashChild(t, crashTask{Op: "create", Wallet: w, Bundle: out}, at)
 			_, err := os.Lstat(out)
 			if at == HookRenamed {
 				if _, err := Verify(context.Background(), out); err != nil {

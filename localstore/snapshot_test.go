@@ -28,6 +28,21 @@ func (c *fakeClock) clock() Clock {
 	}
 }
 
+// readOnce returns c's Clock and a channel closed once both of its clocks have been read:
+// the sync point after which an OpenSnapshot has taken its request time.
+func (c *fakeClock) readOnce() (Clock, <-chan struct{}) {
+	read := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	var mono, wall sync.Once
+	go func() { wg.Wait(); close(read) }()
+	clock := c.clock()
+	m, w := clock.Mono, clock.Wall
+	clock.Mono = func() time.Duration { defer mono.Do(wg.Done); return m() }
+	clock.Wall = func() time.Time { defer wall.Do(wg.Done); return w() }
+	return clock, read
+}
+
 func (c *fakeClock) advance(mono, wall time.Duration) {
 	c.mu.Lock()
 	c.mono += mono
@@ -87,20 +102,19 @@ func TestSnapshot_Expiry(t *testing.T) {
 func TestSnapshot_LifetimeCountsFromOpenRequest(t *testing.T) {
 	s := mustCreate(t, Options{})
 	fc := newFakeClock()
+	clock, requested := fc.readOnce()
 	first := openView(t, s, SnapshotOptions{})
 	done := make(chan error, 1)
-	started := make(chan struct{})
 	go func() {
-		close(started)
-		v, err := s.OpenSnapshot(context.Background(), SnapshotOptions{Lifetime: time.Second, Wait: true, Clock: fc.clock()})
+		v, err := s.OpenSnapshot(context.Background(), SnapshotOptions{Lifetime: time.Second, Wait: true, Clock: clock})
 		if err == nil {
 			v.Close()
 		}
 		done <- err
 	}()
-	<-started
-	// The waiting open's clock passes its whole lifetime before the slot frees up.
-	time.Sleep(10 * time.Millisecond)
+	// Once the open has read both clocks its lifetime runs; the slot is still taken, so it
+	// waits. Its clock then passes the whole lifetime before the slot frees up.
+	<-requested
 	fc.advance(2*time.Second, 2*time.Second)
 	first.Close()
 	if err := <-done; !errors.Is(err, wallet.ErrSnapshotExpired) {

@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/safefile"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/localstore"
@@ -87,8 +88,8 @@ func copyFile(tb testing.TB, from, to string) {
 var shared string
 
 func TestMain(m *testing.M) {
-	if task := os.Getenv(importCrashEnv); task != "" {
-		importCrashChild(task)
+	if k, task, ok := crashtest.Child(); ok {
+		importCrashChild(k, task)
 	}
 	if task := os.Getenv(importRaceEnv); task != "" {
 		importRaceChild(task)

@@ -1,34 +1,27 @@
 package portable
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
-// The crash tests run an import in a child process (this test binary, see TestMain) that
-// kills itself with SIGKILL at one durable boundary; the parent then checks what the wallet
-// holds, runs the same import again, and checks that the wallet ends as one clean import
-// leaves it, with nothing left in the staging folder.
+// The crash tests run an import in a child process (crashtest.Run) that kills itself with
+// SIGKILL at one durable boundary; the parent then checks what the wallet holds, runs the
+// same import again, and checks that the wallet ends as one clean import leaves it, with
+// nothing left in the staging folder.
 
 const (
-	// importCrashEnv turns the test binary into a crash child; its value is the child's task.
-	importCrashEnv = "WALLETSYNC_TEST_IMPORT_CRASH"
-	// importCrashMarker starts the line a child prints just before it kills itself.
-	importCrashMarker = "crashing at"
 	// importCommitMarker is the line a counting child prints at each durable page commit,
 	// and importEndMarker starts the line it prints when its import ends without a crash.
 	importCommitMarker = "page committed"
@@ -40,38 +33,24 @@ const (
 	hookRowsWritten = "page-rows-written"
 )
 
-// importCrashTask is what the parent asks of a child: import File into Target and die at
-// the Nth passing of At.
+// importCrashTask is what the parent asks of a child: import File into Target (and die at
+// the boundary crashtest.Run names).
 type importCrashTask struct {
 	File, Target, Staging string
 	Mode                  wallet.ImportMode
-	At                    string
-	N                     int
 	// Count makes the child print importCommitMarker at each durable page commit, and end
-	// normally (exit 0, after importEndMarker) when the import ends before the Nth At.
+	// normally (exit 0, after importEndMarker) when the import ends before its Point.
 	Count bool
 }
 
-// importCrashChild runs the task and never returns: it dies by SIGKILL at the boundary, or
-// exits with a message the parent reports.
-func importCrashChild(task string) {
+// importCrashChild runs the task and never returns: it dies by SIGKILL at k's boundary, or
+// fails with a message the parent reports.
+func importCrashChild(k *crashtest.Killer, task []byte) {
 	var c importCrashTask
-	if err := json.Unmarshal([]byte(task), &c); err != nil {
-		fmt.Println("bad task:", err)
-		os.Exit(2)
+	if err := json.Unmarshal(task, &c); err != nil {
+		crashtest.Fail("bad task: %v", err)
 	}
-	hits := 0
-	reach := func(point string) {
-		if point != c.At {
-			return
-		}
-		if hits++; hits < c.N {
-			return
-		}
-		fmt.Println(importCrashMarker, point) // os.Stdout is unbuffered: the line is out before the kill
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		panic("still running after SIGKILL")
-	}
+	reach := func(point string) { k.Reach(point, nil) }
 	walletOpts := localstore.Options{CommitHook: func(point string) {
 		switch point {
 		case localstore.HookRowsWritten:
@@ -99,36 +78,7 @@ func importCrashChild(task string) {
 		fmt.Println(importEndMarker, err)
 		os.Exit(0)
 	}
-	fmt.Println("finished without crashing:", err)
-	os.Exit(1)
-}
-
-// runImportCrash runs one crash child and waits for it to die by SIGKILL.
-func runImportCrash(t *testing.T, task importCrashTask) {
-	t.Helper()
-	b, _ := json.Marshal(task)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), importCrashEnv+"="+string(b))
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	err = cmd.Wait()
-	var ee *exec.ExitError
-	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL ||
-		len(lines) == 0 || !strings.HasPrefix(lines[len(lines)-1], importCrashMarker) {
-		t.Fatalf("the child did not die at %s #%d: %v\n%s\n%s", task.At, task.N, err, strings.Join(lines, "\n"), stderr.String())
-	}
+	crashtest.Fail("finished without crashing: %v", err)
 }
 
 // TestImport_CrashAtEveryBoundary kills real import processes during staging, after
@@ -172,7 +122,7 @@ func TestImport_CrashAtEveryBoundary(t *testing.T) {
 				before = settledWallet(t, target, identity)
 			}
 			opts := importOptions(t)
-			runImportCrash(t, importCrashTask{File: file, Target: target, Staging: opts.StagingDir, Mode: tc.mode, At: tc.at, N: tc.n})
+			crashtest.Run(t, crashtest.Point{At: tc.at, N: tc.n}, importCrashTask{File: file, Target: target, Staging: opts.StagingDir, Mode: tc.mode})
 
 			if _, err := os.Stat(target); err != nil {
 				if tc.mode != wallet.ImportRestore || tc.state != "" {

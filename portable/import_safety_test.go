@@ -4,11 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -17,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/internal/crashtest"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -259,12 +258,10 @@ type crashOutcome struct {
 }
 
 // runCountingChild runs a counting crash child (importCrashTask.Count) to its end.
-func runCountingChild(t *testing.T, task importCrashTask) crashOutcome {
+func runCountingChild(t *testing.T, p crashtest.Point, task importCrashTask) crashOutcome {
 	t.Helper()
 	task.Count = true
-	b, _ := json.Marshal(task)
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), importCrashEnv+"="+string(b))
+	cmd := crashtest.Command(t, p, task)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -280,7 +277,7 @@ func runCountingChild(t *testing.T, task importCrashTask) crashOutcome {
 	var ee *exec.ExitError
 	o.killed = errors.As(err, &ee) && ee.Sys().(syscall.WaitStatus).Signal() == syscall.SIGKILL
 	if !o.killed && (err != nil || !strings.HasPrefix(string(out[strings.LastIndex(strings.TrimSpace(string(out)), "\n")+1:]), importEndMarker)) {
-		t.Fatalf("child (%s #%d): %v\n%s\n%s", task.At, task.N, err, out, stderr.String())
+		t.Fatalf("child (%s): %v\n%s\n%s", p, err, out, stderr.String())
 	}
 	return o
 }
@@ -301,7 +298,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 	otherFile, _ := otherIdentityBackup(t)
 	want := cleanMerge(t, file, identity)
 	staging := filepath.Join(t.TempDir(), "staging")
-	base := runCountingChild(t, importCrashTask{File: file, Target: partialWallet(t), Staging: staging, Mode: wallet.ImportMerge, At: "never"})
+	base := runCountingChild(t, crashtest.Point{At: "never", N: 1}, importCrashTask{File: file, Target: partialWallet(t), Staging: staging, Mode: wallet.ImportMerge})
 	if base.killed || base.end != "<nil>" || base.commits == 0 {
 		t.Fatalf("uninterrupted merge: %+v", base)
 	}
@@ -312,7 +309,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 		if at == hookRowsWritten || at == hookCommitted {
 			n = 1 + rng.IntN(base.commits)
 		}
-		return runCountingChild(t, importCrashTask{File: file, Target: target, Staging: staging, Mode: wallet.ImportMerge, At: at, N: n})
+		return runCountingChild(t, crashtest.Point{At: at, N: n}, importCrashTask{File: file, Target: target, Staging: staging, Mode: wallet.ImportMerge})
 	}
 	// checkAfterKill checks that the wallet is untouched or says the import is in progress.
 	checkAfterKill := func(target, toolboxBefore string) {

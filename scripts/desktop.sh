@@ -14,9 +14,10 @@
 # It exits non-zero when any step fails, and prints how long each took.
 #
 # Why WebKitGTK 4.1 and the webkit2_41 tag: the window reaches the agent through the Wails
-# asset server (app.go's API proxy), and only with webkit2_36 or later does that server see
-# request methods, headers and status codes, and only with webkit2_40 or later request
-# bodies; without them every POST from the dashboard would arrive as a bodiless GET.
+# asset server (the App's API proxy, internal/desktop/proxy.go), and only with webkit2_36
+# or later does that server see request methods, headers and status codes, and only with
+# webkit2_40 or later request bodies; without them every POST from the dashboard would
+# arrive as a bodiless GET.
 # webkit2gtk-4.0 is also gone from newer distributions (Ubuntu 24.04 ships only 4.1).
 set -euo pipefail
 cd "$(dirname "$0")/.."

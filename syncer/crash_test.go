@@ -1,45 +1,35 @@
 package syncer_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
-// The crash tests run a push in a child process (this test binary, see TestMain) that kills
-// itself with SIGKILL at one durable boundary; the parent then opens both files, checks what
-// survived, resumes with a fresh Run and checks that nothing was lost or applied twice.
+// The crash tests run a push in a child process (crashtest.Run) that kills itself with
+// SIGKILL at one durable boundary; the parent then opens both files, checks what survived,
+// resumes with a fresh Run and checks that nothing was lost or applied twice.
 
-const (
-	// crashEnv turns the test binary into a crash child; its value is the child's crashTask.
-	crashEnv = "WALLETSYNC_TEST_CRASH"
-	// crashMarker starts the line a child prints just before it kills itself.
-	crashMarker = "crashing:"
-	// crashMaxRows makes two-row pages: the small fixture then takes 36 pages, three of them
-	// in proven_tx_reqs, the last table, so every boundary has pages to land on. (The toolbox
-	// fixture's 20,000 label rows would take thousands of pages per child under -race.)
-	crashMaxRows = 2
-)
+// crashMaxRows makes two-row pages: the small fixture then takes 36 pages, three of them in
+// proven_tx_reqs, the last table, so every boundary has pages to land on. (The toolbox
+// fixture's 20,000 label rows would take thousands of pages per child under -race.)
+const crashMaxRows = 2
 
 // TestMain doubles as the crash child and sets the number of fault schedules.
 func TestMain(m *testing.M) {
-	if task := os.Getenv(crashEnv); task != "" {
-		crashChild(task)
+	if k, task, ok := crashtest.Child(); ok {
+		crashChild(k, task)
 	}
 	requireSchedules()
 	os.Exit(m.Run())
@@ -63,50 +53,35 @@ const (
 	completion boundary = "completion"
 )
 
-// crashTask is what the parent asks of a child: push Src to Dst, die at the Nth At.
+// crashTask is what the parent asks of a child: push Src to Dst (and die at the boundary
+// crashtest.Run names).
 type crashTask struct {
 	Src, Dst, Identity string
-	At                 boundary
-	N                  int
 }
 
 // crashReport is what a child says just before it dies: the sequence and the inserts of the
 // pages acknowledged to it so far.
 type crashReport struct {
-	At      boundary
-	N       int
 	Seq     int64
 	Inserts int64
 }
 
-// crashChild runs task and never returns: it dies by SIGKILL at the boundary, or exits
+// crashChild runs task and never returns: it dies by SIGKILL at k's boundary, or fails
 // with a message the parent reports when it failed or never reached the boundary.
-func crashChild(task string) {
+func crashChild(k *crashtest.Killer, task []byte) {
 	var c crashTask
-	if err := json.Unmarshal([]byte(task), &c); err != nil {
-		fmt.Println("bad task:", err)
-		os.Exit(2)
+	if err := json.Unmarshal(task, &c); err != nil {
+		crashtest.Fail("bad task: %v", err)
 	}
 	// The last progress report: its counters and checkpoint are what was acknowledged.
 	var acked syncer.Progress
-	hits := 0
 	reach := func(b boundary) {
-		if b != c.At {
-			return
-		}
-		if hits++; hits < c.N {
-			return
-		}
-		line, _ := json.Marshal(crashReport{At: c.At, N: c.N, Seq: acked.Checkpoint.Seq, Inserts: acked.Inserts})
-		fmt.Println(crashMarker, string(line)) // os.Stdout is unbuffered: the line is out before the kill
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		panic("still running after SIGKILL") // SIGKILL cannot be caught: the kernel stops the process first
+		k.Reach(string(b), crashReport{Seq: acked.Checkpoint.Seq, Inserts: acked.Inserts})
 	}
 	ctx := context.Background()
 	src, err := localstore.Open(ctx, c.Src, localstore.Options{})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%v", err)
 	}
 	dst, err := localstore.Open(ctx, c.Dst, localstore.Options{CommitHook: func(point string) {
 		switch point {
@@ -117,8 +92,7 @@ func crashChild(task string) {
 		}
 	}})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%v", err)
 	}
 	last := wallet.SyncOrder[len(wallet.SyncOrder)-1].Name
 	res, err := syncer.Run(ctx, src, dst, c.Identity, syncer.Options{MaxRows: crashMaxRows, Active: wallet.KeepSourceActive,
@@ -136,13 +110,11 @@ func crashChild(task string) {
 			return nil
 		}})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%v", err)
 	}
 	acked = syncer.Progress{Counters: res.Counters, Checkpoint: res.Checkpoint}
 	reach(completion)
-	fmt.Printf("finished without reaching %s #%d\n", c.At, c.N)
-	os.Exit(0)
+	crashtest.Fail("finished without reaching %s", k.Point)
 }
 
 // TestRun_ResumesAfterSIGKILL kills a pushing process at every durable boundary of a page
@@ -192,7 +164,7 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	ctx := context.Background()
 	dir := t.TempDir()
 	srcPath, dstPath := tp.copyTo(t, dir)
-	rep := runCrashChild(t, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity, At: at, N: n})
+	rep := runCrashChild(t, crashtest.Point{At: string(at), N: n}, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity})
 
 	src, dst := openStore(t, srcPath), openStore(t, dstPath)
 	durable, err := dst.Checkpoint(ctx, wallet.SessionKey{SourceStorage: tp.storage, IdentityKey: tp.identity})
@@ -234,39 +206,13 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	}
 }
 
-// runCrashChild runs task in a child process and returns what the child said just before
-// SIGKILL; it fails the test unless the child died by SIGKILL at the boundary asked for.
-func runCrashChild(t *testing.T, task crashTask) crashReport {
+// runCrashChild runs task in a child process that dies at p and returns what the child
+// said just before SIGKILL.
+func runCrashChild(t *testing.T, p crashtest.Point, task crashTask) crashReport {
 	t.Helper()
-	spec, err := json.Marshal(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+string(spec))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		t.Fatalf("child: %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child: %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	// A killed child never reaches the exit status the race detector would fail; its report
-	// is on stderr.
-	if strings.Contains(stderr.String(), "DATA RACE") {
-		t.Fatalf("child raced:\n%s", &stderr)
-	}
-	var line string
-	for sc := bufio.NewScanner(&stdout); sc.Scan(); {
-		line = sc.Text()
-	}
 	var rep crashReport
-	text, ok := strings.CutPrefix(line, crashMarker)
-	if !ok || json.Unmarshal([]byte(text), &rep) != nil || rep.At != task.At || rep.N != task.N {
-		t.Fatalf("child's last line %q; want a %s report of %s #%d", line, crashMarker, task.At, task.N)
+	if err := json.Unmarshal(crashtest.Run(t, p, task), &rep); err != nil {
+		t.Fatalf("crash report at %s: %v", p, err)
 	}
 	return rep
 }

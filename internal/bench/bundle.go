@@ -11,6 +11,7 @@ import (
 	"walletsync/bundle"
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
+	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/scheduler"
 	"walletsync/wallet"
@@ -73,8 +74,8 @@ func RunBundle(ctx context.Context, args []string, out io.Writer) error {
 		rep.BundleBytes, rep.CopyBytes = r.BundleBytes, r.CopyBytes
 		os.RemoveAll(dir)
 	}
-	rep.IdleP50ms, rep.IdleP95ms, rep.BundleP50ms, rep.BundleP95ms = median(idle50), median(idle95), median(b50), median(b95)
-	rep.BundleSeconds, rep.CopySeconds, rep.BundleMaxWaitMs = median(bSecs), median(cSecs), median(bWait)
+	rep.IdleP50ms, rep.IdleP95ms, rep.BundleP50ms, rep.BundleP95ms = stats.Median(idle50), stats.Median(idle95), stats.Median(b50), stats.Median(b95)
+	rep.BundleSeconds, rep.CopySeconds, rep.BundleMaxWaitMs = stats.Median(bSecs), stats.Median(cSecs), stats.Median(bWait)
 	rep.BundleOverIdleP95 = rep.BundleP95ms / rep.IdleP95ms
 	return command.Report(out, *setup.asJSON, rep, func(w io.Writer) {
 		fmt.Fprintf(w, "bench bundle: %s fixture, one foreground operation every %s, median of %d\n", f, *interval, *repeat)
@@ -118,7 +119,7 @@ func benchBundleRound(ctx context.Context, dir, walletPath, identity string, int
 	if err != nil {
 		return r, err
 	}
-	r.IdleP50ms, r.IdleP95ms = percentile(fr.latencies, 0.50), percentile(fr.latencies, 0.95)
+	r.IdleP50ms, r.IdleP95ms = stats.Percentile(fr.latencies, 0.50), stats.Percentile(fr.latencies, 0.95)
 
 	done := make(chan error, 1)
 	var m bundle.Manifest
@@ -135,7 +136,7 @@ func benchBundleRound(ctx context.Context, dir, walletPath, identity string, int
 	}
 	r.BundleMaxWaitMs = float64(fr.maxWait) / float64(time.Millisecond)
 	// foregroundLoad returned nil, so it received the bundle's nil error: m and r are written.
-	r.BundleP50ms, r.BundleP95ms = percentile(fr.latencies, 0.50), percentile(fr.latencies, 0.95)
+	r.BundleP50ms, r.BundleP95ms = stats.Percentile(fr.latencies, 0.50), stats.Percentile(fr.latencies, 0.95)
 	r.BundleBytes = m.Files[0].SizeBytes
 	if b, err := os.ReadFile(filepath.Join(dir, "bundle", bundle.ManifestName)); err == nil {
 		r.BundleBytes += int64(len(b))

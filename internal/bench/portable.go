@@ -18,6 +18,7 @@ import (
 
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
+	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/wallet"
@@ -296,7 +297,7 @@ func combinePhases(runs []portableRun, idle portablePhase) portablePhase {
 		p.PeakRSSAfterKDF = max(p.PeakRSSAfterKDF, r.PeakRSSAfterKDF)
 	}
 	p.Runs = len(runs)
-	p.Seconds, p.Argon2Seconds, p.WorkSeconds, p.FileIOSeconds = median(secs), median(kdf), median(work), median(fileIO)
+	p.Seconds, p.Argon2Seconds, p.WorkSeconds, p.FileIOSeconds = stats.Median(secs), stats.Median(kdf), stats.Median(work), stats.Median(fileIO)
 	p.MBPerSec = float64(p.DocumentBytes) / 1e6 / max(p.WorkSeconds, 1e-9)
 	p.RSSGrowth = p.PeakRSS - idle.PeakRSS
 	if p.PeakRSSAfterKDF > 0 {

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"testing"
+
 	"walletsync/internal/walletsynctest"
 )
 

@@ -16,6 +16,7 @@ import (
 
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
+	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/scheduler"
 	"walletsync/syncer"
@@ -364,7 +365,7 @@ func (r *schedulerRun) measure(ctx context.Context, mode, direction string) (sch
 				ph.MeanPageRows = float64(res.Rows) / float64(res.Pages)
 			}
 			slices.Sort(commits)
-			ph.CommitP50ms, ph.CommitP95ms = percentile(commits, 0.50), percentile(commits, 0.95)
+			ph.CommitP50ms, ph.CommitP95ms = stats.Percentile(commits, 0.50), stats.Percentile(commits, 0.95)
 			if len(commits) > 0 {
 				ph.CommitMaxMs = commits[len(commits)-1]
 			}
@@ -382,8 +383,8 @@ func (r *schedulerRun) measure(ctx context.Context, mode, direction string) (sch
 	ph.BackgroundHoldSeconds = m.Background.TotalHold.Seconds()
 	lat := fr.latencies
 	ph.Ops = len(lat)
-	ph.P50ms, ph.P95ms, ph.P99ms = percentile(lat, 0.50), percentile(lat, 0.95), percentile(lat, 0.99)
-	ph.ReadP95ms, ph.WriteP95ms = percentile(fr.byMode[scheduler.Read], 0.95), percentile(fr.byMode[scheduler.Write], 0.95)
+	ph.P50ms, ph.P95ms, ph.P99ms = stats.Percentile(lat, 0.50), stats.Percentile(lat, 0.95), stats.Percentile(lat, 0.99)
+	ph.ReadP95ms, ph.WriteP95ms = stats.Percentile(fr.byMode[scheduler.Read], 0.95), stats.Percentile(fr.byMode[scheduler.Write], 0.95)
 	ph.MaxWaitMs = float64(fr.maxWait) / float64(time.Millisecond)
 	return ph, nil
 }
@@ -526,13 +527,4 @@ func medianPhase(runs []schedulerPhase) schedulerPhase {
 		return cmp.Compare(a.P95ms, b.P95ms)
 	})
 	return runs[len(runs)/2]
-}
-
-// percentile returns the p-quantile of sorted values (nearest rank).
-func percentile(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(p*float64(len(sorted))+0.5) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
 }

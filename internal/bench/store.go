@@ -11,11 +11,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"time"
 
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
+	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -265,7 +265,7 @@ func RunStoreChild(ctx context.Context, args []string, out io.Writer) error {
 		}
 		times = append(times, time.Since(start).Seconds())
 	}
-	res.Seconds = median(times)
+	res.Seconds = stats.Median(times)
 	res.PeakRSS = peakRSS()
 	return json.NewEncoder(out).Encode(res)
 }
@@ -300,15 +300,4 @@ func pageAll(ctx context.Context, s *localstore.Store, identity string, limits w
 		}
 	}
 	return rows, size, pages, nil
-}
-
-// median returns the middle value of xs (the mean of the two middle ones for an even count).
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

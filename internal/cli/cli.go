@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
 	"walletsync/internal/bench"
 	"walletsync/internal/command"
 )

@@ -10,6 +10,7 @@ import (
 
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
+	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -77,13 +78,15 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	defer dst.Close()
 
 	bar := command.NewProgressLine(out)
-	meter := newRateMeter(time.Now)
+	var meter stats.Rate
 	enc := json.NewEncoder(out)
 	opts.Progress = func(p syncer.Progress) error {
 		if *asJSON {
 			return enc.Encode(p)
 		}
-		rate := meter.observe(p.Rows)
+		now := time.Now()
+		meter.Observe(now, p.Rows, p.Bytes)
+		rate, _ := meter.PerSecond(now)
 		bar.Update(false, "%-10s %-18s %6d pages %9d rows %9s %8.0f rows/s %s",
 			p.State, p.Table, p.Pages, p.Rows, command.HumanBytes(p.Bytes), rate, eta(p.Kind, total, p.Rows, rate))
 		return nil
@@ -142,38 +145,13 @@ func onlyIdentity(ctx context.Context, s *localstore.Store) (string, error) {
 	return info.Identities[0].IdentityKey, nil
 }
 
+// eta says how long a full copy has left at rate rows/s (see stats.ETA); "" when that
+// is unknown, or when the copy is incremental: its total counts the whole wallet, not
+// what changed.
 func eta(kind syncer.Kind, total, done int64, rate float64) string {
-	if kind != syncer.KindFull || rate <= 0 || total <= done {
+	left := stats.ETA(total, done, rate)
+	if kind != syncer.KindFull || left == 0 {
 		return ""
 	}
-	return "ETA " + (time.Duration(float64(total-done)/rate) * time.Second).Round(time.Second).String()
-}
-
-// rateMeter is the rows/s over a sliding window of the last few seconds, so that the rate
-// and the ETA follow the current speed rather than the average since the start.
-type rateMeter struct {
-	now     func() time.Time
-	samples []rateSample
-}
-
-type rateSample struct {
-	at   time.Time
-	rows int64
-}
-
-const rateWindow = 5 * time.Second
-
-func newRateMeter(now func() time.Time) *rateMeter { return &rateMeter{now: now} }
-
-func (m *rateMeter) observe(rows int64) float64 {
-	t := m.now()
-	m.samples = append(m.samples, rateSample{t, rows})
-	for len(m.samples) > 2 && t.Sub(m.samples[0].at) > rateWindow {
-		m.samples = m.samples[1:]
-	}
-	first := m.samples[0]
-	if d := t.Sub(first.at).Seconds(); d > 0 {
-		return float64(rows-first.rows) / d
-	}
-	return 0
+	return "ETA " + left.String()
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/wallet"

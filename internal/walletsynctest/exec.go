@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// BuildSelf compiles the walletsync command (the module's root package) into exe, for tests that need a real child process.
+// BuildSelf compiles the walletsync command (the module's root package) into exe, for
+// tests that need a real child process.
 func BuildSelf(tb testing.TB, exe string) {
 	tb.Helper()
 	if out, err := exec.Command("go", "build", "-o", exe, "walletsync").CombinedOutput(); err != nil {
