@@ -151,10 +151,10 @@ func crashChild(task string) {
 //   - the kill left exactly the acknowledged pages durable (plus the one page whose commit
 //     was durable when the process died before acknowledging it): a transaction cut after
 //     its rows were written left nothing, not even the user row;
-//   - the resume starts again at the first table (the view died with the process),
-//     continues the destination's durable sequence, and inserts exactly the rows that had
-//     not landed: the replay inserts nothing twice; after a durable final checkpoint it
-//     sends nothing at all;
+//   - the resume continues at the checkpoint's table and cursor in a new view (the old one
+//     died with the process; nothing changed in between, so there is nothing to catch up),
+//     sends exactly the pages that had not landed and inserts exactly their rows; after a
+//     durable final checkpoint it sends nothing at all;
 //   - the destination then equals the source, table for table and count for count, no
 //     natural key twice, integrity clean, its checkpoint done.
 func TestRun_ResumesAfterSIGKILL(t *testing.T) {
@@ -220,9 +220,11 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 		if res.Kind != syncer.KindUnchanged || res.Pages != 0 || res.Inserts != 0 {
 			t.Fatalf("resume after a durable final checkpoint: %+v; want unchanged, no page", res)
 		}
-	case res.Kind != syncer.KindFull || res.Pages != ref.Pages || res.Checkpoint.Seq != durable.Seq+ref.Pages:
-		t.Fatalf("resume: %s, %d pages, sequence %d; want a full traversal of %d pages from sequence %d",
-			res.Kind, res.Pages, res.Checkpoint.Seq, ref.Pages, durable.Seq)
+	case res.Kind != syncer.KindFull || res.Pages != ref.Pages-durable.Seq || res.Checkpoint.Seq != ref.Pages || res.CatchUpPages != 0:
+		t.Fatalf("resume: %s, %d pages (%d catching up), sequence %d; want the full traversal's last %d of %d pages, from sequence %d",
+			res.Kind, res.Pages, res.CatchUpPages, res.Checkpoint.Seq, ref.Pages-durable.Seq, ref.Pages, durable.Seq)
+	case durable.Seq > 0 && res.Resumed != syncer.ResumeCheckpoint || durable.Seq == 0 && res.Resumed != "":
+		t.Fatalf("resume from sequence %d says it resumed %q", durable.Seq, res.Resumed)
 	case res.Inserts != ref.Inserts-merged:
 		t.Fatalf("resume inserted %d rows; %d had landed of %d, so want %d", res.Inserts, merged, ref.Inserts, ref.Inserts-merged)
 	}
