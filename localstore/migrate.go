@@ -116,6 +116,7 @@ CREATE TABLE ` + importsTable + ` (
 		name: "checkpoint catch-up",
 		ddl: `
 ALTER TABLE ` + checkpointTable + ` ADD COLUMN catch_up_table INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ` + checkpointTable + ` ADD COLUMN catch_up_cursor TEXT NOT NULL DEFAULT '';
 ALTER TABLE ` + checkpointTable + ` ADD COLUMN catch_up_high_water INTEGER NOT NULL DEFAULT 0;
 `,
 	},

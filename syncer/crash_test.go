@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"walletsync/internal/logical"
 	"walletsync/localstore"
@@ -63,11 +64,29 @@ const (
 	completion boundary = "completion"
 )
 
-// crashTask is what the parent asks of a child: push Src to Dst, die at the Nth At.
+// crashTask is what the parent asks of a child: push Src to Dst, die at the Nth At. With
+// no At the child runs to the end (or until the parent kills it); with Cancel it cancels
+// the run once Cancel pages are acknowledged.
 type crashTask struct {
 	Src, Dst, Identity string
 	At                 boundary
 	N                  int
+	Cancel             int
+}
+
+// Lines a child prints besides its crash report.
+const (
+	// readyMarker: the stores are open and the run begins.
+	readyMarker = "ready"
+	// resultMarker starts the line with the childResult of a run that returned.
+	resultMarker = "result:"
+)
+
+// childResult is how a child's run ended and the first page request it made.
+type childResult struct {
+	Result    syncer.Result
+	Err       string
+	FirstRead wallet.PageRequest
 }
 
 // crashReport is what a child says just before it dies: the sequence and the inserts of the
@@ -102,7 +121,8 @@ func crashChild(task string) {
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		panic("still running after SIGKILL") // SIGKILL cannot be caught: the kernel stops the process first
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	src, err := localstore.Open(ctx, c.Src, localstore.Options{})
 	if err != nil {
 		fmt.Println("error:", err)
@@ -121,7 +141,9 @@ func crashChild(task string) {
 		os.Exit(1)
 	}
 	last := wallet.SyncOrder[len(wallet.SyncOrder)-1].Name
-	res, err := syncer.Run(ctx, src, dst, c.Identity, syncer.Options{MaxRows: crashMaxRows, Active: wallet.KeepSourceActive,
+	rec := &recordingSource{Source: src}
+	fmt.Println(readyMarker)
+	res, err := syncer.Run(ctx, rec, dst, c.Identity, syncer.Options{MaxRows: crashMaxRows, Active: wallet.KeepSourceActive,
 		Progress: func(p syncer.Progress) error {
 			acked = p
 			switch p.State {
@@ -132,17 +154,55 @@ func crashChild(task string) {
 				if p.Table == last && !p.Checkpoint.Done {
 					reach(midLastTable)
 				}
+				if c.Cancel > 0 && p.Pages == int64(c.Cancel) {
+					cancel()
+				}
 			}
 			return nil
 		}})
+	out := childResult{Result: res}
+	if len(rec.reads) > 0 {
+		out.FirstRead = rec.reads[0]
+	}
 	if err != nil {
+		out.Err = err.Error()
+	}
+	line, _ := json.Marshal(out)
+	fmt.Println(resultMarker, string(line))
+	if err != nil && !(c.Cancel > 0 && errors.Is(err, context.Canceled)) {
 		fmt.Println("error:", err)
 		os.Exit(1)
 	}
 	acked = syncer.Progress{Counters: res.Counters, Checkpoint: res.Checkpoint}
 	reach(completion)
-	fmt.Printf("finished without reaching %s #%d\n", c.At, c.N)
+	if c.At != "" {
+		fmt.Printf("finished without reaching %s #%d\n", c.At, c.N)
+	}
 	os.Exit(0)
+}
+
+// recordingSource records the page requests of the views it opens.
+type recordingSource struct {
+	wallet.Source
+	reads []wallet.PageRequest
+}
+
+func (r *recordingSource) OpenView(ctx context.Context, lifetime time.Duration) (wallet.View, error) {
+	v, err := r.Source.OpenView(ctx, lifetime)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingView{View: v, src: r}, nil
+}
+
+type recordingView struct {
+	wallet.View
+	src *recordingSource
+}
+
+func (v *recordingView) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Page, error) {
+	v.src.reads = append(v.src.reads, req)
+	return v.View.ReadPage(ctx, req)
 }
 
 // TestRun_ResumesAfterSIGKILL kills a pushing process at every durable boundary of a page

@@ -86,13 +86,16 @@ type plan struct {
 	base wallet.Checkpoint
 }
 
-// leg is one stretch of a catch-up: the changes above since in tables first..last.
+// leg is one stretch of a catch-up: the changes above since in tables first..last, from
+// cursor in the first.
 type leg struct {
 	first, last int
+	cursor      wallet.Cursor
 	since       int64
-	// advance: a page of this leg moves the checkpoint's catch-up mark to its table, since
-	// every table before it then holds the view. A leg that re-reads tables already past
-	// the mark leaves it where it is.
+	// advance: each page of this leg moves the checkpoint's catch-up mark to its end, since
+	// everything before it then holds the view. A leg that re-reads what lies before the
+	// mark moves it only with its last page, which brings the whole stretch before the mark
+	// to the view.
 	advance bool
 }
 
@@ -192,32 +195,32 @@ func (s *session) plan(caps wallet.Capabilities) (plan, Resume) {
 // the current view, whose journal high-water mark is highWater.
 //
 // The destination holds, for the tables before cp.Table and the rows of cp.Table up to
-// cp.Cursor, the source as of cp.HighWater (and the tables before cp.CatchUpTable as of the
-// newer cp.CatchUpHighWater); after that position it holds what the run's mode promises
-// (in ModeIncremental, the source as of cp.Since). The new view is newer, so the run
-// catches up first: it reads the changes above cp.CatchUpHighWater in the tables before
-// cp.CatchUpTable, then the changes above cp.HighWater in the tables from there up to
-// cp.Table inclusive, and only then continues the traversal at cp.Table after the
-// cursor's key. The order is what keeps references whole: SyncOrder puts every table after
-// the tables it refers to, a row read from the new view may refer to a row that appeared
-// after the old view (an output of a transaction created in between), and the catch-up
-// has put every such row of an earlier table at the destination before the traversal
-// reads its first row of a later one. The catch-up re-reads cp.Table's changed rows past
-// the cursor too, which the traversal then reads again: a few changed rows, never a table.
+// cp.Cursor, the source as of cp.HighWater, and before the catch-up mark (see
+// wallet.Checkpoint) as of the newer cp.CatchUpHighWater; after cp.Cursor it holds what
+// the run's mode promises (in ModeIncremental, the source as of cp.Since). The new view is
+// newer, so the run catches up first: it reads the changes above cp.CatchUpHighWater in
+// the tables up to the mark, then the changes above cp.HighWater from the mark up to
+// cp.Table inclusive, and only then continues the traversal at cp.Table after the cursor's
+// key. The order is what keeps references whole: SyncOrder puts every table after the
+// tables it refers to, a row read from the new view may refer to a row that appeared after
+// the old view (an output of a transaction created in between), and the catch-up has put
+// every such row of an earlier table at the destination before the traversal reads its
+// first row of a later one. The catch-up reads cp.Table's changed rows past the cursor too,
+// which the traversal then reads again: a few changed rows, never a table.
 //
-// A kill during the catch-up leaves it resumable in turn: each catch-up page moves
-// cp.CatchUpTable to its table, the tables before it now holding the newer view, and the
-// next run catches up those tables only above that view and the rest above cp.HighWater.
+// A kill during the catch-up leaves it resumable in turn: each of its pages moves the mark
+// to where it ends, so the next run re-reads before the mark only what changed since this
+// run's view, and continues the catch-up from the mark.
 //
 // It reports false when the journal cannot prove what changed since the checkpoint (it
-// was pruned past it, or reinstalled after a toolbox rebuild) or the view cannot read the
+// was pruned past it, or reinstalled after a toolbox rebuild) or the view cannot read a
 // cursor; the run then begins again at the first table.
 func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
 	needed := []int64{cp.HighWater}
 	if cp.Mode == wallet.ModeIncremental {
 		needed = append(needed, cp.Since)
 	}
-	if cp.CatchUpTable > 0 {
+	if cp.CatchUpHighWater > 0 {
 		needed = append(needed, cp.CatchUpHighWater)
 	}
 	for _, since := range needed {
@@ -225,7 +228,7 @@ func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
 			return plan{}, false
 		}
 	}
-	if cp.Table < 0 || cp.Table >= len(wallet.SyncOrder) || cp.CatchUpTable > cp.Table {
+	if cp.Table < 0 || cp.Table >= len(wallet.SyncOrder) || cp.CatchUpTable < 0 || cp.CatchUpTable > cp.Table {
 		return plan{}, false
 	}
 	cursor, err := s.view.Resume(wallet.SyncOrder[cp.Table].Name, cp.Cursor)
@@ -236,14 +239,17 @@ func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
 	if highWater == cp.HighWater {
 		return p, true // nothing changed since the checkpoint's view
 	}
-	first := 0
-	if cp.CatchUpTable > 0 {
-		first = cp.CatchUpTable
+	mark := leg{last: cp.Table, since: cp.HighWater, advance: true}
+	if cp.CatchUpHighWater > 0 {
+		if mark.cursor, err = s.view.Resume(wallet.SyncOrder[cp.CatchUpTable].Name, cp.CatchUpCursor); err != nil {
+			return plan{}, false
+		}
+		mark.first = cp.CatchUpTable
 		if highWater > cp.CatchUpHighWater {
-			p.catchUp = append(p.catchUp, leg{first: 0, last: first - 1, since: cp.CatchUpHighWater})
+			p.catchUp = append(p.catchUp, leg{last: cp.CatchUpTable, since: cp.CatchUpHighWater})
 		}
 	}
-	p.catchUp = append(p.catchUp, leg{first: first, last: cp.Table, since: cp.HighWater, advance: true})
+	p.catchUp = append(p.catchUp, mark)
 	return p, true
 }
 
@@ -255,19 +261,23 @@ type stretch struct {
 	since       int64
 	// final: the walk ends the run, so its last page carries the done checkpoint.
 	final bool
-	// checkpoint is what a page of table pos that ends at next commits with (Seq aside).
-	checkpoint func(pos int, next wallet.Cursor, done bool) wallet.Checkpoint
+	// checkpoint is what a page of table pos that ends at next commits with (Seq aside);
+	// end is true for the stretch's last page.
+	checkpoint func(pos int, next wallet.Cursor, end bool) wallet.Checkpoint
 }
 
 // traverse runs p: its catch-up legs, then the traversal to the end of the last table.
 func (s *session) traverse(ctx context.Context, p plan) error {
 	for _, l := range p.catchUp {
-		err := s.walk(ctx, stretch{first: l.first, last: l.last, mode: wallet.ModeIncremental, since: l.since,
-			checkpoint: func(pos int, _ wallet.Cursor, _ bool) wallet.Checkpoint {
+		err := s.walk(ctx, stretch{first: l.first, last: l.last, cursor: l.cursor, mode: wallet.ModeIncremental, since: l.since,
+			checkpoint: func(pos int, next wallet.Cursor, end bool) wallet.Checkpoint {
 				cp := p.base
 				cp.Done, cp.UpdatedAt = false, time.Time{}
-				if l.advance && pos > 0 {
-					cp.CatchUpTable, cp.CatchUpHighWater = pos, p.highWater
+				switch {
+				case l.advance:
+					cp.CatchUpTable, cp.CatchUpCursor, cp.CatchUpHighWater = pos, next, p.highWater
+				case end:
+					cp.CatchUpHighWater = p.highWater
 				}
 				return cp
 			}})
@@ -276,9 +286,9 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 		}
 	}
 	return s.walk(ctx, stretch{first: p.table, last: len(wallet.SyncOrder) - 1, cursor: p.cursor, mode: p.mode, since: p.since, final: true,
-		checkpoint: func(pos int, next wallet.Cursor, done bool) wallet.Checkpoint {
+		checkpoint: func(pos int, next wallet.Cursor, end bool) wallet.Checkpoint {
 			return wallet.Checkpoint{Session: s.key, Mode: p.mode, Since: p.since, HighWater: p.highWater,
-				Table: pos, Cursor: next, View: s.view.ID(), Done: done}
+				Table: pos, Cursor: next, View: s.view.ID(), Done: end}
 		}})
 }
 
@@ -304,7 +314,8 @@ func (s *session) walk(ctx context.Context, st stretch) error {
 			}
 			return err
 		}
-		done := st.final && pos == st.last && page.Done
+		end := pos == st.last && page.Done
+		done := st.final && end
 		if len(page.Rows) == 0 && !done {
 			if !page.Done {
 				return fmt.Errorf("%s: empty page that is not the table's last: %w", t.Name, wallet.ErrNoProgress)
@@ -319,7 +330,7 @@ func (s *session) walk(ctx context.Context, st stretch) error {
 		if err := s.emit(pr); err != nil {
 			return err
 		}
-		cp := st.checkpoint(pos, page.Next, done)
+		cp := st.checkpoint(pos, page.Next, end)
 		cp.Session, cp.Seq = s.key, s.cp.Seq+1
 		b := wallet.Batch{Chain: s.chain, Expect: s.cp.Seq, Active: s.opts.Active, Page: page, Checkpoint: cp}
 		tm.Prepare = time.Since(began)

@@ -57,12 +57,15 @@ type Checkpoint struct {
 	// view of the same source continues from it through View.Resume.
 	Cursor Cursor `json:"cursor"`
 	View   string `json:"view"`
-	// CatchUpTable and CatchUpHighWater record a catch-up in progress: a run that resumed an
-	// unfinished one in a newer view first brings the tables up to Table to that view (see
-	// syncer.Run). While CatchUpTable > 0, the tables before it hold every change up to
-	// CatchUpHighWater, which is above HighWater. Both are zero outside a catch-up.
-	CatchUpTable     int   `json:"catchUpTable,omitempty"`
-	CatchUpHighWater int64 `json:"catchUpHighWater,omitempty"`
+	// CatchUpTable, CatchUpCursor and CatchUpHighWater record a catch-up in progress: a run
+	// that resumed an unfinished one in a newer view first brings the tables up to Table to
+	// that view (see syncer.Run). While CatchUpHighWater > 0, the tables before CatchUpTable
+	// and the rows of CatchUpTable up to CatchUpCursor (a cursor of a view whose high-water
+	// mark is CatchUpHighWater) hold every change up to CatchUpHighWater, which is above
+	// HighWater. All three are zero outside a catch-up.
+	CatchUpTable     int    `json:"catchUpTable,omitempty"`
+	CatchUpCursor    Cursor `json:"catchUpCursor,omitempty"`
+	CatchUpHighWater int64  `json:"catchUpHighWater,omitempty"`
 	// Done is true when the run finished: the destination holds everything up to HighWater.
 	Done      bool      `json:"done"`
 	UpdatedAt time.Time `json:"updatedAt"`
