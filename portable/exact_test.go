@@ -15,7 +15,7 @@ import (
 )
 
 // emptyAndNull sets, in every synced table, one text or binary column value per column to
-// the empty value (” or a zero-length BLOB) in the table's last row and to NULL in the row
+// the empty value (an empty string or a zero-length BLOB) in the table's last row and to NULL in the row
 // before (where the column is nullable). It leaves alone what scopes or matches rows (keys,
 // natural keys, txids, identity keys) and what the schema's CHECK constraints refuse empty.
 // It returns the columns it changed.
