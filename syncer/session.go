@@ -208,9 +208,12 @@ func (s *session) plan(caps wallet.Capabilities) (plan, Resume) {
 // first row of a later one. The catch-up reads cp.Table's changed rows past the cursor too,
 // which the traversal then reads again: a few changed rows, never a table.
 //
-// A kill during the catch-up leaves it resumable in turn: each of its pages moves the mark
-// to where it ends, so the next run re-reads before the mark only what changed since this
-// run's view, and continues the catch-up from the mark.
+// A kill during the catch-up leaves it resumable in turn: each page read from the mark on
+// moves the mark to where the page ends, with this view's high-water mark, so the next run
+// re-reads before the mark only what changed since this view, and continues from the mark.
+// That re-read moves the mark's high-water mark only with its last page, so a source that
+// changes faster between kills than one attempt can read those changes never catches up;
+// no sync could.
 //
 // It reports false when the journal cannot prove what changed since the checkpoint (it
 // was pruned past it, or reinstalled after a toolbox rebuild) or the view cannot read a
