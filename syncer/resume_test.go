@@ -114,7 +114,7 @@ func TestRun_ResumesInANewProcessAtTheCheckpoint(t *testing.T) {
 	t.Parallel()
 	tp := newTemplates(t)
 	ref := tp.reference(t)
-	for _, n := range []int{1, int(ref.Pages) / 2, int(ref.Pages) - 1} {
+	for _, n := range []int{1, int(ref.Pages) - 2} { // the first table, and the last
 		srcPath, dstPath := tp.copyTo(t, t.TempDir())
 		first := runSyncChild(t, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity, Cancel: n})
 		if first.Result.State != syncer.StateCancelled || first.Result.Checkpoint.Seq != int64(n) || !first.Result.Resumable {
