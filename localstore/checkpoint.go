@@ -25,17 +25,19 @@ func (s *Store) Checkpoint(ctx context.Context, session wallet.SessionKey) (wall
 
 func readCheckpoint(ctx context.Context, q queryer, session wallet.SessionKey) (wallet.Checkpoint, error) {
 	cp := wallet.Checkpoint{Session: session}
-	var mode, cursor, updated string
-	err := q.QueryRowContext(ctx, `SELECT seq, mode, since, high_water, table_pos, cursor, view, done, updated_at
+	var mode, cursor, catchUpCursor, updated string
+	err := q.QueryRowContext(ctx, `SELECT seq, mode, since, high_water, table_pos, cursor, view,
+		catch_up_table, catch_up_cursor, catch_up_high_water, done, updated_at
 		FROM `+checkpointTable+` WHERE source_storage = ? AND identity_key = ?`, session.SourceStorage, session.IdentityKey).
-		Scan(&cp.Seq, &mode, &cp.Since, &cp.HighWater, &cp.Table, &cursor, &cp.View, &cp.Done, &updated)
+		Scan(&cp.Seq, &mode, &cp.Since, &cp.HighWater, &cp.Table, &cursor, &cp.View,
+			&cp.CatchUpTable, &catchUpCursor, &cp.CatchUpHighWater, &cp.Done, &updated)
 	if errors.Is(err, sql.ErrNoRows) {
 		return wallet.Checkpoint{Session: session}, nil
 	}
 	if err != nil {
 		return cp, classify(err)
 	}
-	cp.Mode, cp.Cursor = wallet.SyncMode(mode), wallet.Cursor(cursor)
+	cp.Mode, cp.Cursor, cp.CatchUpCursor = wallet.SyncMode(mode), wallet.Cursor(cursor), wallet.Cursor(catchUpCursor)
 	if cp.UpdatedAt, err = wallet.ParseTime(updated); err != nil {
 		return cp, err
 	}
@@ -44,18 +46,21 @@ func readCheckpoint(ctx context.Context, q queryer, session wallet.SessionKey) (
 
 func writeCheckpoint(ctx context.Context, tx *sql.Tx, cp wallet.Checkpoint) error {
 	_, err := tx.ExecContext(ctx, `INSERT INTO `+checkpointTable+`
-		(source_storage, identity_key, seq, mode, since, high_water, table_pos, cursor, view, done, updated_at)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+		(source_storage, identity_key, seq, mode, since, high_water, table_pos, cursor, view,
+		catch_up_table, catch_up_cursor, catch_up_high_water, done, updated_at)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 		ON CONFLICT (source_storage, identity_key) DO UPDATE SET seq = excluded.seq, mode = excluded.mode,
 		since = excluded.since, high_water = excluded.high_water, table_pos = excluded.table_pos,
-		cursor = excluded.cursor, view = excluded.view, done = excluded.done, updated_at = excluded.updated_at`,
+		cursor = excluded.cursor, view = excluded.view, catch_up_table = excluded.catch_up_table, catch_up_cursor = excluded.catch_up_cursor,
+		catch_up_high_water = excluded.catch_up_high_water, done = excluded.done, updated_at = excluded.updated_at`,
 		cp.Session.SourceStorage, cp.Session.IdentityKey, cp.Seq, string(cp.Mode), cp.Since, cp.HighWater,
-		cp.Table, string(cp.Cursor), cp.View, cp.Done, wallet.FormatTime(cp.UpdatedAt))
+		cp.Table, string(cp.Cursor), cp.View, cp.CatchUpTable, string(cp.CatchUpCursor), cp.CatchUpHighWater, cp.Done, wallet.FormatTime(cp.UpdatedAt))
 	return classify(err)
 }
 
 // samePosition reports whether two checkpoints describe the same committed batch.
 func samePosition(a, b wallet.Checkpoint) bool {
 	return a.Session == b.Session && a.Seq == b.Seq && a.Mode == b.Mode && a.Since == b.Since &&
-		a.HighWater == b.HighWater && a.Table == b.Table && a.Cursor == b.Cursor && a.View == b.View && a.Done == b.Done
+		a.HighWater == b.HighWater && a.Table == b.Table && a.Cursor == b.Cursor && a.View == b.View &&
+		a.CatchUpTable == b.CatchUpTable && a.CatchUpCursor == b.CatchUpCursor && a.CatchUpHighWater == b.CatchUpHighWater && a.Done == b.Done
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -179,8 +180,13 @@ func checkBatch(b wallet.Batch) error {
 	if err != nil {
 		return err
 	}
-	if len(b.Page.Rows) > 0 && t != wallet.SyncOrder[cp.Table] {
+	// A catch-up page belongs to a table before the traversal's position; no page belongs
+	// to a table after it.
+	if pos := slices.Index(wallet.SyncOrder, t); len(b.Page.Rows) > 0 && pos > cp.Table {
 		return fmt.Errorf("batch of %s rows at table position %d: %w", t.Name, cp.Table, wallet.ErrInvalidArgument)
+	}
+	if cp.CatchUpTable < 0 || cp.CatchUpTable > cp.Table {
+		return fmt.Errorf("batch catch-up table %d beyond its position %d: %w", cp.CatchUpTable, cp.Table, wallet.ErrInvalidArgument)
 	}
 	for _, r := range b.Page.Rows {
 		if len(r) != len(t.Columns) {

@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"walletsync/wallet"
 )
@@ -40,4 +41,49 @@ func (v *Snapshot) LookupRow(ctx context.Context, table wallet.TableName, column
 		return nil, fmt.Errorf("look up %s.%s = %v: %w", table, column, value, wallet.ErrNotFound)
 	}
 	return rows[0], nil
+}
+
+// RowID returns the SQLite rowid of the row of table whose unique key (wallet.Table.Key)
+// is key, inside the view's snapshot (portable.RowOrder). The rowid is the order in which
+// a query without ORDER BY that scans the table returns its rows, which is the order the
+// toolbox's finders read certificate fields in. A missing row is wallet.ErrNotFound; a
+// table without rowids (none of the toolbox's) is wallet.ErrInvalidArgument.
+func (v *Snapshot) RowID(ctx context.Context, table wallet.TableName, key []any) (int64, error) {
+	t, err := wallet.LookupTable(table)
+	if err != nil {
+		return 0, fmt.Errorf("read rowid: %w", err)
+	}
+	if len(key) != len(t.Key) {
+		return 0, fmt.Errorf("read %s rowid: %d key values for %d key columns: %w", table, len(key), len(t.Key), wallet.ErrInvalidArgument)
+	}
+	where, args := make([]string, len(key)), make([]any, len(key))
+	for i, k := range t.Key {
+		where[i] = "t." + quoteIdent(k) + " = ?"
+		args[i] = wallet.SQLValue(key[i])
+	}
+	var id int64
+	found := false
+	err = v.read(func() error {
+		qctx, stop := mergeCancel(ctx, v.ctx)
+		defer stop()
+		rs, err := v.query(qctx, fmt.Sprintf("SELECT t.rowid FROM %s AS t WHERE %s", quoteIdent(string(t.Name)), strings.Join(where, " AND ")), args...)
+		if err != nil {
+			return classify(err)
+		}
+		defer rs.Close()
+		if rs.Next() {
+			found = true
+			if err := rs.Scan(&id); err != nil {
+				return classify(err)
+			}
+		}
+		return classify(rs.Err())
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read %s rowid: %w", table, err)
+	}
+	if !found {
+		return 0, fmt.Errorf("read %s rowid of %v: %w", table, key, wallet.ErrNotFound)
+	}
+	return id, nil
 }

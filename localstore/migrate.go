@@ -114,6 +114,17 @@ CREATE TABLE ` + importsTable + ` (
 		ddl:     undoDDL(),
 		objects: map[string]string{undoTable: "table", undoIndex: "index"},
 	},
+	{
+		// A run that resumes an unfinished one in a newer view catches the tables before its
+		// position up first; these record how far, so that a catch-up cut short by a kill
+		// resumes too (see wallet.Checkpoint).
+		name: "checkpoint catch-up",
+		ddl: `
+ALTER TABLE ` + checkpointTable + ` ADD COLUMN catch_up_table INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE ` + checkpointTable + ` ADD COLUMN catch_up_cursor TEXT NOT NULL DEFAULT '';
+ALTER TABLE ` + checkpointTable + ` ADD COLUMN catch_up_high_water INTEGER NOT NULL DEFAULT 0;
+`,
+	},
 }
 
 // expectedObjects lists the walletsync objects a file at the given version may hold.

@@ -242,12 +242,37 @@ func (v *Snapshot) encodeCursor(t *wallet.Table, key []any) wallet.Cursor {
 	return wallet.Cursor(base64.RawURLEncoding.EncodeToString(b))
 }
 
+// Resume returns this view's cursor for the key of c, a cursor an earlier view of this
+// store issued for table (see wallet.View). The key is a row's unique key, which means the
+// same row in every view, so reading after it continues where the earlier view stopped;
+// what changed in between before that key is the caller's to catch up from the journal.
+func (v *Snapshot) Resume(table wallet.TableName, c wallet.Cursor) (wallet.Cursor, error) {
+	t, err := wallet.LookupTable(table)
+	if err != nil {
+		return "", fmt.Errorf("resume cursor: %w", err)
+	}
+	if c == "" {
+		return "", nil
+	}
+	key, err := parseCursor(c, t, "")
+	if err != nil {
+		return "", fmt.Errorf("resume cursor: %w", err)
+	}
+	return v.encodeCursor(t, key), nil
+}
+
 // decodeCursor returns the key to resume after (nil for the start of the table) and
 // refuses a cursor of another view or table.
 func (v *Snapshot) decodeCursor(c wallet.Cursor, t *wallet.Table) ([]any, error) {
 	if c == "" {
 		return nil, nil
 	}
+	return parseCursor(c, t, v.id)
+}
+
+// parseCursor returns the key of c, a cursor of table t and, unless view is empty, of that
+// view.
+func parseCursor(c wallet.Cursor, t *wallet.Table, view string) ([]any, error) {
 	raw, err := base64.RawURLEncoding.DecodeString(string(c))
 	if err != nil {
 		return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
@@ -258,7 +283,7 @@ func (v *Snapshot) decodeCursor(c wallet.Cursor, t *wallet.Table) ([]any, error)
 	if err := dec.Decode(&cur); err != nil {
 		return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
 	}
-	if cur.View != v.id || cur.Table != string(t.Name) {
+	if view != "" && cur.View != view || cur.Table != string(t.Name) {
 		return nil, wallet.ErrCursorMismatch
 	}
 	if cur.Key == nil {

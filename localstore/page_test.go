@@ -207,9 +207,10 @@ func TestReadPage_StableUnderConcurrentWrites(t *testing.T) {
 // destination's checkpoint, outside bytes once the destination is remote. Whatever it holds,
 // decoding never panics; it refuses with wallet.ErrCursorMismatch, or returns the start of the
 // table, or a key with one integer or text per key column; and a cursor the view issued
-// decodes to the key it was issued for.
+// decodes to the key it was issued for. Resume, which carries a checkpoint's cursor into a
+// new view, refuses the same way, and what it returns the new view decodes to the same key.
 func FuzzDecodeCursor(f *testing.F) {
-	v := &Snapshot{id: "view-1"}
+	v, next := &Snapshot{id: "view-1"}, &Snapshot{id: "view-2"}
 	for i, t := range wallet.SyncOrder {
 		key := make([]any, len(t.Key))
 		for k := range key {
@@ -223,6 +224,21 @@ func FuzzDecodeCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, table uint8, c string) {
 		tb := wallet.SyncOrder[int(table)%len(wallet.SyncOrder)]
 		key, err := v.decodeCursor(wallet.Cursor(c), tb)
+		resumed, rerr := next.Resume(tb.Name, wallet.Cursor(c))
+		switch {
+		case rerr != nil && !errors.Is(rerr, wallet.ErrCursorMismatch):
+			t.Fatalf("resume cursor %q: %v, want ErrCursorMismatch", c, rerr)
+		case rerr == nil:
+			rkey, err := next.decodeCursor(resumed, tb)
+			if err != nil {
+				t.Fatalf("resumed cursor %q of %q: %v", resumed, c, err)
+			}
+			if key != nil && !reflect.DeepEqual(rkey, key) {
+				t.Fatalf("cursor %q: key %v, resumed %v", c, key, rkey)
+			}
+		case err == nil:
+			t.Fatalf("cursor %q decodes in its own view but cannot be resumed: %v", c, rerr)
+		}
 		if err != nil {
 			if !errors.Is(err, wallet.ErrCursorMismatch) {
 				t.Fatalf("cursor %q: %v, want ErrCursorMismatch", c, err)

@@ -113,7 +113,9 @@ func (s *Store) CopyThroughGo(ctx context.Context, srcPath string) (rows int64, 
 					}
 					var args []any
 					for _, r := range batch {
-						args = append(args, r...)
+						for _, v := range r {
+							args = append(args, wallet.SQLValue(v))
+						}
 					}
 					if _, err := st.ExecContext(ctx, args...); err != nil {
 						return fmt.Errorf("insert into %s: %w", t.Name, classify(err))

@@ -589,7 +589,10 @@ func (v *synthView) ReadPage(ctx context.Context, req wallet.PageRequest) (walle
 
 func (v *synthView) ID() string                  { return "synthetic" }
 func (v *synthView) Journal(int64) (int64, bool) { return 0, false }
-func (v *synthView) Close() error                { return nil }
+func (v *synthView) Resume(_ wallet.TableName, c wallet.Cursor) (wallet.Cursor, error) {
+	return c, nil // a synthetic cursor is a row number, the same in every view
+}
+func (v *synthView) Close() error { return nil }
 
 // bigSynthView is a user with n transactions of a 64 KiB raw transaction each.
 func bigSynthView(n int) *synthView {

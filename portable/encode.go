@@ -2,6 +2,7 @@ package portable
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -65,6 +66,17 @@ type RowLookup interface {
 	LookupRow(ctx context.Context, table wallet.TableName, column string, value any) (wallet.Row, error)
 }
 
+// RowOrder is implemented by views that tell where a row sits in the order the store
+// returns a table's rows to a query without ORDER BY. The toolbox reads certificate fields
+// so (findCertificateFields: SELECT * FROM certificate_fields WHERE userId = ?, a scan in
+// SQLite rowid order) and then sorts them with a stable sort by certificateId and
+// fieldName.localeCompare, so two names of one certificate that compare equal (NFC and NFD
+// spellings, a name with an ignorable character) keep their rowid order. RowID returns the
+// rowid of the row of table with the unique key key.
+type RowOrder interface {
+	RowID(ctx context.Context, table wallet.TableName, key []any) (int64, error)
+}
+
 // WarningKind classifies a Warning. The values are stable strings for reports.
 type WarningKind string
 
@@ -76,8 +88,8 @@ const (
 	WarnCollationUnverified WarningKind = "collation-unverified"
 	// WarnCollationTie: two field names of one certificate compare equal under
 	// localeCompare (NFC and NFD spellings, ignorable characters). The toolbox keeps them in
-	// its finder's order (SQLite rowid order), which a view does not expose; walletsync
-	// keeps them in byte order.
+	// its finder's order (SQLite rowid order), which only a view that implements RowOrder
+	// exposes; through any other view walletsync keeps them in byte order and warns.
 	WarnCollationTie WarningKind = "collation-tie"
 	// WarnBackfillUnavailable: the toolbox fills this value from another row (see
 	// RowLookup), but the view cannot look rows up; the document carries the stored value.
@@ -143,6 +155,7 @@ func Encode(ctx context.Context, v wallet.View, source wallet.Settings, identity
 		stats: Stats{Rows: map[wallet.TableName]int64{}},
 		js:    scanner{maxString: wallet.MaxFrameBytes, maxDepth: maxJSONDepth}}
 	e.lookup, _ = v.(RowLookup)
+	e.order, _ = v.(RowOrder)
 	err := e.run(source, exportedAt)
 	if err == nil {
 		err = e.bw.Flush()
@@ -166,6 +179,7 @@ type encoder struct {
 	ctx       context.Context
 	v         wallet.View
 	lookup    RowLookup // nil when v cannot look rows up
+	order     RowOrder  // nil when v cannot tell rowids
 	identity  string
 	bw        *bufio.Writer
 	buf       []byte // the row being written
@@ -411,8 +425,9 @@ func (e *encoder) appendJSONText(dst []byte, text string) ([]byte, error) {
 }
 
 // certificateFields writes the fields in the toolbox's order: by certificateId, then by
-// fieldName under localeCompare with a stable sort. Pages come in (certificateId, fieldName)
-// byte order, so one certificate's fields are held and sorted at a time.
+// fieldName under localeCompare with a stable sort from rowid order (see RowOrder). Pages
+// come in (certificateId, fieldName) byte order, so one certificate's fields are held and
+// sorted at a time.
 func (e *encoder) certificateFields(dt *docTable) error {
 	certCol, nameCol := dt.Col("certificateId"), dt.Col("fieldName")
 	p := e.pages(dt.Table)
@@ -422,13 +437,17 @@ func (e *encoder) certificateFields(dt *docTable) error {
 		slices.SortStableFunc(group, func(a, b wallet.Row) int {
 			return LocaleCompare(a[nameCol].(string), b[nameCol].(string))
 		})
+		tiesOrdered, err := e.orderTies(dt.Table, group, nameCol)
+		if err != nil {
+			return err
+		}
 		for j, r := range group {
 			name := r[nameCol].(string)
 			if !LocaleOrderExact(name) {
 				e.warn(WarnCollationUnverified, rowPath(dt, written)+".fieldName",
 					fmt.Sprintf("field name %q has characters whose order walletsync has not verified against Node's ICU", name))
 			}
-			if j > 0 && LocaleCompare(group[j-1][nameCol].(string), name) == 0 {
+			if !tiesOrdered && j > 0 && LocaleCompare(group[j-1][nameCol].(string), name) == 0 {
 				e.warn(WarnCollationTie, rowPath(dt, written)+".fieldName",
 					fmt.Sprintf("field names %q and %q are equal under localeCompare; the toolbox orders them by rowid", group[j-1][nameCol], name))
 			}
@@ -455,6 +474,41 @@ func (e *encoder) certificateFields(dt *docTable) error {
 		}
 		group = append(group, r)
 	}
+}
+
+// orderTies puts each run of rows whose names compare equal in rowid order, the order the
+// toolbox's finder read them in, when the view implements RowOrder; it reports false, and
+// leaves the runs in byte order, when it does not. Ties are rare: only their rows cost a
+// lookup.
+func (e *encoder) orderTies(t *wallet.Table, group []wallet.Row, nameCol int) (bool, error) {
+	if e.order == nil {
+		return false, nil
+	}
+	for i := 0; i < len(group); {
+		j := i + 1
+		for j < len(group) && LocaleCompare(group[i][nameCol].(string), group[j][nameCol].(string)) == 0 {
+			j++
+		}
+		if j-i > 1 {
+			ids := make(map[string]int64, j-i)
+			for _, r := range group[i:j] {
+				key := make([]any, len(t.Key))
+				for k, c := range t.Key {
+					key[k] = r[t.Col(c)]
+				}
+				id, err := e.order.RowID(e.ctx, t.Name, key)
+				if err != nil {
+					return false, fmt.Errorf("order tied certificate field names: %w", err)
+				}
+				ids[r[nameCol].(string)] = id
+			}
+			slices.SortFunc(group[i:j], func(a, b wallet.Row) int {
+				return cmp.Compare(ids[a[nameCol].(string)], ids[b[nameCol].(string)])
+			})
+		}
+		i = j
+	}
+	return true, nil
 }
 
 // provenTxs writes the export closure's proofs in provenTxId order: those the user's

@@ -1,35 +1,46 @@
 package syncer_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
-	"walletsync/internal/crashtest"
 	"walletsync/internal/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
-// The crash tests run a push in a child process (crashtest.Run) that kills itself with
-// SIGKILL at one durable boundary; the parent then opens both files, checks what survived,
-// resumes with a fresh Run and checks that nothing was lost or applied twice.
+// The crash tests run a push in a child process (this test binary, see TestMain) that kills
+// itself with SIGKILL at one durable boundary; the parent then opens both files, checks what
+// survived, resumes with a fresh Run and checks that nothing was lost or applied twice.
 
-// crashMaxRows makes two-row pages: the small fixture then takes 36 pages, three of them in
-// proven_tx_reqs, the last table, so every boundary has pages to land on. (The toolbox
-// fixture's 20,000 label rows would take thousands of pages per child under -race.)
-const crashMaxRows = 2
+const (
+	// crashEnv turns the test binary into a crash child; its value is the child's crashTask.
+	crashEnv = "WALLETSYNC_TEST_CRASH"
+	// crashMarker starts the line a child prints just before it kills itself.
+	crashMarker = "crashing:"
+	// crashMaxRows makes two-row pages: the small fixture then takes 36 pages, three of them
+	// in proven_tx_reqs, the last table, so every boundary has pages to land on. (The toolbox
+	// fixture's 20,000 label rows would take thousands of pages per child under -race.)
+	crashMaxRows = 2
+)
 
 // TestMain doubles as the crash child and sets the number of fault schedules.
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
-		crashChild(k, task)
+	if task := os.Getenv(crashEnv); task != "" {
+		crashChild(task)
 	}
 	requireSchedules()
 	os.Exit(m.Run())
@@ -53,35 +64,69 @@ const (
 	completion boundary = "completion"
 )
 
-// crashTask is what the parent asks of a child: push Src to Dst (and die at the boundary
-// crashtest.Run names).
+// crashTask is what the parent asks of a child: push Src to Dst, die at the Nth At. With
+// no At the child runs to the end (or until the parent kills it); with Cancel it cancels
+// the run once Cancel pages are acknowledged.
 type crashTask struct {
 	Src, Dst, Identity string
+	At                 boundary
+	N                  int
+	Cancel             int
+}
+
+// Lines a child prints besides its crash report.
+const (
+	// readyMarker: the stores are open and the run begins.
+	readyMarker = "ready"
+	// resultMarker starts the line with the childResult of a run that returned.
+	resultMarker = "result:"
+)
+
+// childResult is how a child's run ended and the first page request it made.
+type childResult struct {
+	Result    syncer.Result
+	Err       string
+	FirstRead wallet.PageRequest
 }
 
 // crashReport is what a child says just before it dies: the sequence and the inserts of the
 // pages acknowledged to it so far.
 type crashReport struct {
+	At      boundary
+	N       int
 	Seq     int64
 	Inserts int64
 }
 
-// crashChild runs task and never returns: it dies by SIGKILL at k's boundary, or fails
+// crashChild runs task and never returns: it dies by SIGKILL at the boundary, or exits
 // with a message the parent reports when it failed or never reached the boundary.
-func crashChild(k *crashtest.Killer, task []byte) {
+func crashChild(task string) {
 	var c crashTask
-	if err := json.Unmarshal(task, &c); err != nil {
-		crashtest.Fail("bad task: %v", err)
+	if err := json.Unmarshal([]byte(task), &c); err != nil {
+		fmt.Println("bad task:", err)
+		os.Exit(2)
 	}
 	// The last progress report: its counters and checkpoint are what was acknowledged.
 	var acked syncer.Progress
+	hits := 0
 	reach := func(b boundary) {
-		k.Reach(string(b), crashReport{Seq: acked.Checkpoint.Seq, Inserts: acked.Inserts})
+		if b != c.At {
+			return
+		}
+		if hits++; hits < c.N {
+			return
+		}
+		line, _ := json.Marshal(crashReport{At: c.At, N: c.N, Seq: acked.Checkpoint.Seq, Inserts: acked.Inserts})
+		fmt.Println(crashMarker, string(line)) // os.Stdout is unbuffered: the line is out before the kill
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		panic("still running after SIGKILL") // SIGKILL cannot be caught: the kernel stops the process first
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	src, err := localstore.Open(ctx, c.Src, localstore.Options{})
 	if err != nil {
-		crashtest.Fail("%v", err)
+		fmt.Println("error:", err)
+		os.Exit(1)
 	}
 	dst, err := localstore.Open(ctx, c.Dst, localstore.Options{CommitHook: func(point string) {
 		switch point {
@@ -92,10 +137,13 @@ func crashChild(k *crashtest.Killer, task []byte) {
 		}
 	}})
 	if err != nil {
-		crashtest.Fail("%v", err)
+		fmt.Println("error:", err)
+		os.Exit(1)
 	}
 	last := wallet.SyncOrder[len(wallet.SyncOrder)-1].Name
-	res, err := syncer.Run(ctx, src, dst, c.Identity, syncer.Options{MaxRows: crashMaxRows, Active: wallet.KeepSourceActive,
+	rec := &recordingSource{Source: src}
+	fmt.Println(readyMarker)
+	res, err := syncer.Run(ctx, rec, dst, c.Identity, syncer.Options{MaxRows: crashMaxRows, Active: wallet.KeepSourceActive,
 		Progress: func(p syncer.Progress) error {
 			acked = p
 			switch p.State {
@@ -106,15 +154,55 @@ func crashChild(k *crashtest.Killer, task []byte) {
 				if p.Table == last && !p.Checkpoint.Done {
 					reach(midLastTable)
 				}
+				if c.Cancel > 0 && p.Pages == int64(c.Cancel) {
+					cancel()
+				}
 			}
 			return nil
 		}})
+	out := childResult{Result: res}
+	if len(rec.reads) > 0 {
+		out.FirstRead = rec.reads[0]
+	}
 	if err != nil {
-		crashtest.Fail("%v", err)
+		out.Err = err.Error()
+	}
+	line, _ := json.Marshal(out)
+	fmt.Println(resultMarker, string(line))
+	if err != nil && !(c.Cancel > 0 && errors.Is(err, context.Canceled)) {
+		fmt.Println("error:", err)
+		os.Exit(1)
 	}
 	acked = syncer.Progress{Counters: res.Counters, Checkpoint: res.Checkpoint}
 	reach(completion)
-	crashtest.Fail("finished without reaching %s", k.Point)
+	if c.At != "" {
+		fmt.Printf("finished without reaching %s #%d\n", c.At, c.N)
+	}
+	os.Exit(0)
+}
+
+// recordingSource records the page requests of the views it opens.
+type recordingSource struct {
+	wallet.Source
+	reads []wallet.PageRequest
+}
+
+func (r *recordingSource) OpenView(ctx context.Context, lifetime time.Duration) (wallet.View, error) {
+	v, err := r.Source.OpenView(ctx, lifetime)
+	if err != nil {
+		return nil, err
+	}
+	return &recordingView{View: v, src: r}, nil
+}
+
+type recordingView struct {
+	wallet.View
+	src *recordingSource
+}
+
+func (v *recordingView) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Page, error) {
+	v.src.reads = append(v.src.reads, req)
+	return v.View.ReadPage(ctx, req)
 }
 
 // TestRun_ResumesAfterSIGKILL kills a pushing process at every durable boundary of a page
@@ -123,10 +211,10 @@ func crashChild(k *crashtest.Killer, task []byte) {
 //   - the kill left exactly the acknowledged pages durable (plus the one page whose commit
 //     was durable when the process died before acknowledging it): a transaction cut after
 //     its rows were written left nothing, not even the user row;
-//   - the resume starts again at the first table (the view died with the process),
-//     continues the destination's durable sequence, and inserts exactly the rows that had
-//     not landed: the replay inserts nothing twice; after a durable final checkpoint it
-//     sends nothing at all;
+//   - the resume continues at the checkpoint's table and cursor in a new view (the old one
+//     died with the process; nothing changed in between, so there is nothing to catch up),
+//     sends exactly the pages that had not landed and inserts exactly their rows; after a
+//     durable final checkpoint it sends nothing at all;
 //   - the destination then equals the source, table for table and count for count, no
 //     natural key twice, integrity clean, its checkpoint done.
 func TestRun_ResumesAfterSIGKILL(t *testing.T) {
@@ -164,7 +252,7 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	ctx := context.Background()
 	dir := t.TempDir()
 	srcPath, dstPath := tp.copyTo(t, dir)
-	rep := runCrashChild(t, crashtest.Point{At: string(at), N: n}, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity})
+	rep := runCrashChild(t, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity, At: at, N: n})
 
 	src, dst := openStore(t, srcPath), openStore(t, dstPath)
 	durable, err := dst.Checkpoint(ctx, wallet.SessionKey{SourceStorage: tp.storage, IdentityKey: tp.identity})
@@ -192,9 +280,11 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 		if res.Kind != syncer.KindUnchanged || res.Pages != 0 || res.Inserts != 0 {
 			t.Fatalf("resume after a durable final checkpoint: %+v; want unchanged, no page", res)
 		}
-	case res.Kind != syncer.KindFull || res.Pages != ref.Pages || res.Checkpoint.Seq != durable.Seq+ref.Pages:
-		t.Fatalf("resume: %s, %d pages, sequence %d; want a full traversal of %d pages from sequence %d",
-			res.Kind, res.Pages, res.Checkpoint.Seq, ref.Pages, durable.Seq)
+	case res.Kind != syncer.KindFull || res.Pages != ref.Pages-durable.Seq || res.Checkpoint.Seq != ref.Pages || res.CatchUpPages != 0:
+		t.Fatalf("resume: %s, %d pages (%d catching up), sequence %d; want the full traversal's last %d of %d pages, from sequence %d",
+			res.Kind, res.Pages, res.CatchUpPages, res.Checkpoint.Seq, ref.Pages-durable.Seq, ref.Pages, durable.Seq)
+	case durable.Seq > 0 && res.Resumed != syncer.ResumeCheckpoint || durable.Seq == 0 && res.Resumed != "":
+		t.Fatalf("resume from sequence %d says it resumed %q", durable.Seq, res.Resumed)
 	case res.Inserts != ref.Inserts-merged:
 		t.Fatalf("resume inserted %d rows; %d had landed of %d, so want %d", res.Inserts, merged, ref.Inserts, ref.Inserts-merged)
 	}
@@ -206,13 +296,39 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	}
 }
 
-// runCrashChild runs task in a child process that dies at p and returns what the child
-// said just before SIGKILL.
-func runCrashChild(t *testing.T, p crashtest.Point, task crashTask) crashReport {
+// runCrashChild runs task in a child process and returns what the child said just before
+// SIGKILL; it fails the test unless the child died by SIGKILL at the boundary asked for.
+func runCrashChild(t *testing.T, task crashTask) crashReport {
 	t.Helper()
+	spec, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashEnv+"="+string(spec))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) {
+		t.Fatalf("child: %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("child: %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
+	}
+	// A killed child never reaches the exit status the race detector would fail; its report
+	// is on stderr.
+	if strings.Contains(stderr.String(), "DATA RACE") {
+		t.Fatalf("child raced:\n%s", &stderr)
+	}
+	var line string
+	for sc := bufio.NewScanner(&stdout); sc.Scan(); {
+		line = sc.Text()
+	}
 	var rep crashReport
-	if err := json.Unmarshal(crashtest.Run(t, p, task), &rep); err != nil {
-		t.Fatalf("crash report at %s: %v", p, err)
+	text, ok := strings.CutPrefix(line, crashMarker)
+	if !ok || json.Unmarshal([]byte(text), &rep) != nil || rep.At != task.At || rep.N != task.N {
+		t.Fatalf("child's last line %q; want a %s report of %s #%d", line, crashMarker, task.At, task.N)
 	}
 	return rep
 }

@@ -97,4 +97,27 @@ type Result struct {
 	// Warnings are problems that did not fail the session (a journal acknowledgement the
 	// source refused).
 	Warnings []string `json:"warnings,omitempty"`
+	// Resumed says how the run continued an unfinished one it found at the destination;
+	// empty when there was none.
+	Resumed Resume `json:"resumed,omitempty"`
+	// CatchUpPages counts the pages, among Pages, that brought the tables before a resumed
+	// position up to the new view.
+	CatchUpPages int64 `json:"catchUpPages,omitempty"`
+	// Resumable is true when the source keeps a change journal, so that the next run
+	// continues a run that ended unfinished from Checkpoint. When false the next run begins
+	// again at the first table: what already landed is merged again, never duplicated, but
+	// it is read and sent again.
+	Resumable bool `json:"resumable"`
 }
+
+// Resume says how a run continued an unfinished run of its session.
+type Resume string
+
+const (
+	// ResumeCheckpoint: the run continued at the checkpoint's table and cursor, after
+	// catching up from the source's change journal what changed since the checkpoint's view.
+	ResumeCheckpoint Resume = "checkpoint"
+	// ResumeFirstTable: the run began again at the first table, because the source keeps no
+	// change journal or its journal no longer covers the checkpoint's view.
+	ResumeFirstTable Resume = "first-table"
+)

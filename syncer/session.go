@@ -14,9 +14,13 @@ import (
 //
 // It checks both chains before anything is written, asks dst for the session's durable
 // checkpoint and plans from it: nothing when dst already holds the source's journal
-// high-water mark, only the journal's changes when it can, else a full traversal. It then
-// reads one page at a time from a consistent view of src, outside every lock, and commits
-// it with the next checkpoint; only the commit takes a grant (Options.Grants).
+// high-water mark, only the journal's changes when it can, else a full traversal. A run
+// that finds an unfinished one continues it where its checkpoint stands, in a new view,
+// after catching up from the journal what changed since the old view (see resume); only a
+// source without a journal makes it begin again at the first table (Result.Resumed says
+// which). It then reads one page at a time from a consistent view of src, outside every
+// lock, and commits it with the next checkpoint; only the commit takes a grant
+// (Options.Grants). A view that ends under the session is replaced the same way.
 //
 // Cancelling ctx stops at the next safe point: a read in flight drains, an uncommitted page
 // is discarded, a commit already started is waited for, and nothing acknowledged is undone.
@@ -69,13 +73,30 @@ type session struct {
 	held  *scheduler.Grant // the whole-run grant of exclusive access, if any
 }
 
-// plan is what a traversal covers.
+// plan is what a run reads: a catch-up, when it resumes an unfinished run in a newer view,
+// then the traversal proper from (table, cursor) to the end of the last table.
 type plan struct {
 	mode      wallet.SyncMode
 	since     int64 // incremental: changes above this journal sequence
-	highWater int64 // the journal sequence the run reaches
+	highWater int64 // the journal sequence of the view
 	table     int   // where to start
 	cursor    wallet.Cursor
+	catchUp   []leg
+	// base is the checkpoint resumed; catch-up pages keep its position.
+	base wallet.Checkpoint
+}
+
+// leg is one stretch of a catch-up: the changes above since in tables first..last, from
+// cursor in the first.
+type leg struct {
+	first, last int
+	cursor      wallet.Cursor
+	since       int64
+	// advance: each page of this leg moves the checkpoint's catch-up mark to its end, since
+	// everything before it then holds the view. A leg that re-reads what lies before the
+	// mark moves it only with its last page, which brings the whole stretch before the mark
+	// to the view.
+	advance bool
 }
 
 func (s *session) run(ctx context.Context, identityKey string) error {
@@ -83,6 +104,7 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 	if err != nil {
 		return fmt.Errorf("describe source: %w", err)
 	}
+	s.res.Resumable = srcCaps.Journal
 	s.key = wallet.SessionKey{SourceStorage: srcSettings.StorageIdentityKey, IdentityKey: identityKey}
 	dst, err := s.dst.Begin(ctx, s.key)
 	s.res.Requests++
@@ -117,7 +139,10 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		if s.view, err = s.src.OpenView(ctx, s.opts.SnapshotLifetime); err != nil {
 			return fmt.Errorf("open source view: %w", err)
 		}
-		p := s.plan(srcCaps)
+		p, resumed := s.plan(srcCaps)
+		if restarts == 0 {
+			s.res.Resumed = resumed
+		}
 		if p.mode == "" {
 			s.res.Kind = KindUnchanged
 			s.ackJournal(ctx)
@@ -134,40 +159,145 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 			}
 			return err
 		}
-		// The view ended under the session: its cursors are worthless. A new view and a
-		// traversal from the first table; id maps and merge rules make the replay idempotent.
+		// The view ended under the session. A new view continues from the durable
+		// checkpoint exactly as a new process would (see resume).
 		s.view.Close()
 		s.view = nil
 	}
 }
 
-// plan decides what the traversal covers from the durable checkpoint and the new view. It
-// returns a plan with an empty mode when there is nothing to do.
-func (s *session) plan(caps wallet.Capabilities) plan {
+// plan decides what the run reads from the durable checkpoint and the new view, and how it
+// continues an unfinished run (empty when there is none). It returns a plan with an empty
+// mode when there is nothing to do.
+func (s *session) plan(caps wallet.Capabilities) (plan, Resume) {
 	cp := s.cp
 	highWater, covered := s.view.Journal(cp.HighWater)
 	full := plan{mode: wallet.ModeFull, highWater: highWater}
 	switch {
-	case cp.Seq == 0 || !caps.Journal:
-		return full
-	case cp.Done && covered && highWater == cp.HighWater:
-		return plan{} // unchanged since the last run
-	case cp.Done && covered:
-		return plan{mode: wallet.ModeIncremental, since: cp.HighWater, highWater: highWater}
-	case !cp.Done && cp.View == s.view.ID():
-		return plan{mode: cp.Mode, since: cp.Since, highWater: cp.HighWater, table: cp.Table, cursor: cp.Cursor}
-	case !cp.Done && cp.Mode == wallet.ModeIncremental:
-		if _, ok := s.view.Journal(cp.Since); ok {
-			return plan{mode: wallet.ModeIncremental, since: cp.Since, highWater: highWater}
+	case cp.Seq == 0:
+		return full, ""
+	case cp.Done && caps.Journal && covered && highWater == cp.HighWater:
+		return plan{}, "" // unchanged since the last run
+	case cp.Done && caps.Journal && covered:
+		return plan{mode: wallet.ModeIncremental, since: cp.HighWater, highWater: highWater}, ""
+	case cp.Done:
+		return full, ""
+	}
+	if caps.Journal {
+		if p, ok := s.resume(cp, highWater); ok {
+			return p, ResumeCheckpoint
 		}
 	}
-	return full
+	return full, ResumeFirstTable
 }
 
-// traverse reads and commits pages from p's position to the end of the last table.
+// resume plans the continuation of the unfinished run whose durable checkpoint is cp, in
+// the current view, whose journal high-water mark is highWater.
+//
+// The destination holds, for the tables before cp.Table and the rows of cp.Table up to
+// cp.Cursor, the source as of cp.HighWater, and before the catch-up mark (see
+// wallet.Checkpoint) as of the newer cp.CatchUpHighWater; after cp.Cursor it holds what
+// the run's mode promises (in ModeIncremental, the source as of cp.Since). The new view is
+// newer, so the run catches up first: it reads the changes above cp.CatchUpHighWater in
+// the tables up to the mark, then the changes above cp.HighWater from the mark up to
+// cp.Table inclusive, and only then continues the traversal at cp.Table after the cursor's
+// key. The order is what keeps references whole: SyncOrder puts every table after the
+// tables it refers to, a row read from the new view may refer to a row that appeared after
+// the old view (an output of a transaction created in between), and the catch-up has put
+// every such row of an earlier table at the destination before the traversal reads its
+// first row of a later one. The catch-up reads cp.Table's changed rows past the cursor too,
+// which the traversal then reads again: a few changed rows, never a table.
+//
+// A kill during the catch-up leaves it resumable in turn: each page read from the mark on
+// moves the mark to where the page ends, with this view's high-water mark, so the next run
+// re-reads before the mark only what changed since this view, and continues from the mark.
+// That re-read moves the mark's high-water mark only with its last page, so a source that
+// changes faster between kills than one attempt can read those changes never catches up;
+// no sync could.
+//
+// It reports false when the journal cannot prove what changed since the checkpoint (it
+// was pruned past it, or reinstalled after a toolbox rebuild) or the view cannot read a
+// cursor; the run then begins again at the first table.
+func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
+	needed := []int64{cp.HighWater}
+	if cp.Mode == wallet.ModeIncremental {
+		needed = append(needed, cp.Since)
+	}
+	if cp.CatchUpHighWater > 0 {
+		needed = append(needed, cp.CatchUpHighWater)
+	}
+	for _, since := range needed {
+		if _, ok := s.view.Journal(since); !ok {
+			return plan{}, false
+		}
+	}
+	if cp.Table < 0 || cp.Table >= len(wallet.SyncOrder) || cp.CatchUpTable < 0 || cp.CatchUpTable > cp.Table {
+		return plan{}, false
+	}
+	cursor, err := s.view.Resume(wallet.SyncOrder[cp.Table].Name, cp.Cursor)
+	if err != nil {
+		return plan{}, false
+	}
+	p := plan{mode: cp.Mode, since: cp.Since, highWater: highWater, table: cp.Table, cursor: cursor, base: cp}
+	if highWater == cp.HighWater {
+		return p, true // nothing changed since the checkpoint's view
+	}
+	mark := leg{last: cp.Table, since: cp.HighWater, advance: true}
+	if cp.CatchUpHighWater > 0 {
+		if mark.cursor, err = s.view.Resume(wallet.SyncOrder[cp.CatchUpTable].Name, cp.CatchUpCursor); err != nil {
+			return plan{}, false
+		}
+		mark.first = cp.CatchUpTable
+		if highWater > cp.CatchUpHighWater {
+			p.catchUp = append(p.catchUp, leg{last: cp.CatchUpTable, since: cp.CatchUpHighWater})
+		}
+	}
+	p.catchUp = append(p.catchUp, mark)
+	return p, true
+}
+
+// stretch is one walk over consecutive tables, in one mode, from a cursor.
+type stretch struct {
+	first, last int
+	cursor      wallet.Cursor
+	mode        wallet.SyncMode
+	since       int64
+	// final: the walk ends the run, so its last page carries the done checkpoint.
+	final bool
+	// checkpoint is what a page of table pos that ends at next commits with (Seq aside);
+	// end is true for the stretch's last page.
+	checkpoint func(pos int, next wallet.Cursor, end bool) wallet.Checkpoint
+}
+
+// traverse runs p: its catch-up legs, then the traversal to the end of the last table.
 func (s *session) traverse(ctx context.Context, p plan) error {
-	last := len(wallet.SyncOrder) - 1
-	for pos, cursor := p.table, p.cursor; pos <= last; {
+	for _, l := range p.catchUp {
+		err := s.walk(ctx, stretch{first: l.first, last: l.last, cursor: l.cursor, mode: wallet.ModeIncremental, since: l.since,
+			checkpoint: func(pos int, next wallet.Cursor, end bool) wallet.Checkpoint {
+				cp := p.base
+				cp.Done, cp.UpdatedAt = false, time.Time{}
+				switch {
+				case l.advance:
+					cp.CatchUpTable, cp.CatchUpCursor, cp.CatchUpHighWater = pos, next, p.highWater
+				case end:
+					cp.CatchUpHighWater = p.highWater
+				}
+				return cp
+			}})
+		if err != nil {
+			return err
+		}
+	}
+	return s.walk(ctx, stretch{first: p.table, last: len(wallet.SyncOrder) - 1, cursor: p.cursor, mode: p.mode, since: p.since, final: true,
+		checkpoint: func(pos int, next wallet.Cursor, end bool) wallet.Checkpoint {
+			return wallet.Checkpoint{Session: s.key, Mode: p.mode, Since: p.since, HighWater: p.highWater,
+				Table: pos, Cursor: next, View: s.view.ID(), Done: end}
+		}})
+}
+
+// walk reads and commits the pages of st's tables, from st.cursor in the first.
+func (s *session) walk(ctx context.Context, st stretch) error {
+	for pos, cursor := st.first, st.cursor; pos <= st.last; {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -177,7 +307,7 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 			return err
 		}
 		began := time.Now()
-		page, err := s.readPage(ctx, t, cursor, p)
+		page, err := s.readPage(ctx, t, cursor, st.mode, st.since)
 		tm.Read = time.Since(began)
 		if err != nil {
 			if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
@@ -187,7 +317,8 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 			}
 			return err
 		}
-		done := pos == last && page.Done
+		end := pos == st.last && page.Done
+		done := st.final && end
 		if len(page.Rows) == 0 && !done {
 			if !page.Done {
 				return fmt.Errorf("%s: empty page that is not the table's last: %w", t.Name, wallet.ErrNoProgress)
@@ -202,10 +333,9 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 		if err := s.emit(pr); err != nil {
 			return err
 		}
-		b := wallet.Batch{Chain: s.chain, Expect: s.cp.Seq, Active: s.opts.Active, Page: page, Checkpoint: wallet.Checkpoint{
-			Session: s.key, Seq: s.cp.Seq + 1, Mode: p.mode, Since: p.since, HighWater: p.highWater,
-			Table: pos, Cursor: page.Next, View: s.view.ID(), Done: done,
-		}}
+		cp := st.checkpoint(pos, page.Next, end)
+		cp.Session, cp.Seq = s.key, s.cp.Seq+1
+		b := wallet.Batch{Chain: s.chain, Expect: s.cp.Seq, Active: s.opts.Active, Page: page, Checkpoint: cp}
 		tm.Prepare = time.Since(began)
 
 		pr.State = StateCommitting
@@ -219,6 +349,9 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 		}
 		s.cp = ack.Checkpoint
 		s.res.Pages++
+		if !st.final {
+			s.res.CatchUpPages++
+		}
 		s.res.Rows += int64(len(page.Rows))
 		s.res.Bytes += page.Bytes
 		s.res.Inserts += ack.Inserts
@@ -242,16 +375,16 @@ func (s *session) traverse(ctx context.Context, p plan) error {
 
 // readPage reads the next page of t; a first row too large for the page's budget is read
 // alone, up to the frame ceiling, and a row above it fails the session without advancing.
-func (s *session) readPage(ctx context.Context, t *wallet.Table, cursor wallet.Cursor, p plan) (wallet.Page, error) {
+func (s *session) readPage(ctx context.Context, t *wallet.Table, cursor wallet.Cursor, mode wallet.SyncMode, since int64) (wallet.Page, error) {
 	limits := wallet.Limits{Rows: s.opts.MaxRows, Bytes: s.opts.MaxBytes}
-	if s.opts.Bulk && p.mode == wallet.ModeFull {
+	if s.opts.Bulk && mode == wallet.ModeFull {
 		limits.Bytes = max(limits.Bytes, BulkMaxBytes)
 	}
 	if s.opts.Budget != nil {
 		limits = s.opts.Budget.Next(t.Name, limits)
 	}
 	req := wallet.PageRequest{Table: t.Name, IdentityKey: s.key.IdentityKey, After: cursor, Limits: limits,
-		Incremental: p.mode == wallet.ModeIncremental, Since: p.since}
+		Incremental: mode == wallet.ModeIncremental, Since: since}
 	page, err := s.view.ReadPage(ctx, req)
 	var big *wallet.RowTooLargeError
 	if errors.As(err, &big) && big.Charge <= wallet.MaxFrameBytes {

@@ -8,7 +8,8 @@ import (
 
 // Row is one record of a Table, its values in the table's column order. A value is nil
 // (SQL NULL) or the Go type of its column's Kind: int64, string, bool, time.Time (UTC,
-// millisecond precision), []byte, or string for KindJSON. Binary values stay []byte from
+// millisecond precision), []byte (never nil: an empty binary value is an empty slice), or
+// string for KindJSON. Binary values stay []byte from
 // the database to every wire format; Normalize brings raw driver values into this form.
 type Row []any
 
@@ -109,6 +110,11 @@ func NormalizeValue(c Column, v any) (any, error) {
 	case KindBlob:
 		switch x := v.(type) {
 		case []byte:
+			if x == nil {
+				// The driver scans an empty BLOB as a nil slice, and binds a nil slice as
+				// NULL: an empty value (a zero-length locking script) must stay a value.
+				return []byte{}, nil
+			}
 			return x, nil
 		case string:
 			return []byte(x), nil
@@ -118,9 +124,14 @@ func NormalizeValue(c Column, v any) (any, error) {
 }
 
 // SQLValue returns v in the form walletsync binds it to SQLite: times as TimeLayout
-// strings (never the driver's own time format), booleans as 0/1.
+// strings (never the driver's own time format), booleans as 0/1, and a nil []byte as an
+// empty BLOB, never NULL.
 func SQLValue(v any) any {
 	switch x := v.(type) {
+	case []byte:
+		if x == nil {
+			return []byte{} // a Row's NULL is an untyped nil; a nil slice would bind as NULL
+		}
 	case time.Time:
 		return FormatTime(x)
 	case bool:

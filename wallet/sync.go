@@ -46,14 +46,26 @@ type Checkpoint struct {
 	Mode SyncMode `json:"mode"`
 	// Since is, in ModeIncremental, the journal sequence the run reads changes above.
 	Since int64 `json:"since"`
-	// HighWater is the source journal sequence the run reaches when Done: every change at
-	// or below it is at the destination then.
+	// HighWater is the source journal sequence of the view the run reads: every change at
+	// or below it is at the destination for the tables before Table and the rows of Table
+	// up to Cursor, and, once Done, for everything.
 	HighWater int64 `json:"highWater"`
-	// Table is the position in SyncOrder of the last committed page.
+	// Table is the position in SyncOrder of the traversal: the table of its last committed
+	// page, or, during a catch-up, the table where the traversal continues after it.
 	Table int `json:"table"`
-	// Cursor resumes after the last committed row of Table; it is valid only in View.
+	// Cursor resumes after the last committed row of Table. It was issued by View; another
+	// view of the same source continues from it through View.Resume.
 	Cursor Cursor `json:"cursor"`
 	View   string `json:"view"`
+	// CatchUpTable, CatchUpCursor and CatchUpHighWater record a catch-up in progress: a run
+	// that resumed an unfinished one in a newer view first brings the tables up to Table to
+	// that view (see syncer.Run). While CatchUpHighWater > 0, the tables before CatchUpTable
+	// and the rows of CatchUpTable up to CatchUpCursor (a cursor of a view whose high-water
+	// mark is CatchUpHighWater) hold every change up to CatchUpHighWater, which is above
+	// HighWater. All three are zero outside a catch-up.
+	CatchUpTable     int    `json:"catchUpTable,omitempty"`
+	CatchUpCursor    Cursor `json:"catchUpCursor,omitempty"`
+	CatchUpHighWater int64  `json:"catchUpHighWater,omitempty"`
 	// Done is true when the run finished: the destination holds everything up to HighWater.
 	Done      bool      `json:"done"`
 	UpdatedAt time.Time `json:"updatedAt"`
@@ -156,6 +168,12 @@ type View interface {
 	// Journal reports the view's journal high-water mark and whether changes above since
 	// are all recorded (false without a journal).
 	Journal(since int64) (highWater int64, covered bool)
+	// Resume returns this view's cursor for the position of c, a cursor that an earlier
+	// view of the same source issued for table: reading after it returns the rows of this
+	// view after the same key. ReadPage itself never accepts another view's cursor; a
+	// checkpoint crosses views only through Resume. A cursor it cannot read, or of another
+	// table, is refused with ErrCursorMismatch.
+	Resume(table TableName, c Cursor) (Cursor, error)
 	Close() error
 }
 

@@ -40,6 +40,9 @@ export function parseDetail(detail = '') {
 /** checkpointOf is the last acknowledged checkpoint in a sync task's result, if any. */
 const checkpointOf = (task) => task.result?.sessions?.at(-1)?.checkpoint ?? null;
 
+/** resumableOf says whether the next run continues a sync task's last session from its checkpoint. */
+const resumableOf = (task) => task.result?.sessions?.at(-1)?.resumable === true;
+
 /**
  * taskPanel makes the panel for a task, with extra buttons beside Cancel; update(task)
  * redraws it in place (the Cancel button keeps its focus).
@@ -93,9 +96,12 @@ export function taskPanel(title, ...extra) {
       line.textContent = 'Cancelling… waiting for the page in flight to be safely stored or dropped.';
     } else if (t.state === 'cancelled') {
       const cp = checkpointOf(t);
-      line.textContent = cp
-        ? `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; the next run continues from there.`
-        : 'Cancelled safely. Nothing had been stored yet.';
+      const kept = cp && `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; `;
+      line.textContent = !cp
+        ? 'Cancelled safely. Nothing had been stored yet.'
+        : resumableOf(t)
+          ? `${kept}the next run continues from there.`
+          : `${kept}the wallet keeps no change journal, so the next run starts again at the first table (nothing is stored twice).`;
     } else if (t.state === 'succeeded') {
       const pages = isSync ? ` in ${fmtNumber(t.counters.pages)} pages` : '';
       line.textContent = t.counters.rows || !isSync

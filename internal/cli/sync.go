@@ -112,6 +112,14 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		} else {
 			fmt.Fprintf(out, "durable checkpoint at %s: sequence %d, table %s, done %v, journal high-water %d\n",
 				*to, cp.Seq, wallet.SyncOrder[cp.Table].Name, cp.Done, cp.HighWater)
+			if !cp.Done && res.Resumable {
+				fmt.Fprintln(out, "the next run continues from there")
+			} else if !cp.Done {
+				fmt.Fprintln(out, "the source keeps no change journal: the next run starts again at the first table (nothing is stored twice)")
+			}
+		}
+		if res.Resumed == syncer.ResumeFirstTable {
+			fmt.Fprintln(out, "resumed at the first table: the source's change journal does not cover the last checkpoint")
 		}
 		for _, w := range res.Warnings {
 			fmt.Fprintln(out, "warning:", w)
