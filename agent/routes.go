@@ -39,7 +39,7 @@ const (
 	// The agent's own.
 	RouteOverview          Route = "GET /api/v1/overview"                          // Overview
 	RouteConfig            Route = "GET /api/v1/config"                            // Config
-	RouteSettings          Route = "PUT /api/v1/settings"                          // Settings -> Config
+	RouteSettings          Route = "PUT /api/v1/settings"                          // SettingsRequest -> Config
 	RouteWalletAdd         Route = "POST /api/v1/wallets"                          // WalletRef -> Config
 	RouteDestinationAdd    Route = "POST /api/v1/destinations"                     // Destination -> Config
 	RouteDestinationPut    Route = "PUT /api/v1/destinations/{id}"                 // Destination -> Config
@@ -155,7 +155,7 @@ func (a *Agent) routes() {
 	for route, h := range map[Route]HandlerFunc{
 		RouteOverview:       func(r *http.Request) (any, error) { return a.Overview(r.Context()) },
 		RouteConfig:         func(*http.Request) (any, error) { return a.config(), nil },
-		RouteSettings:       withBody(func(_ *http.Request, s Settings) (any, error) { return a.saveSettings(s) }),
+		RouteSettings:       withBody(func(_ *http.Request, s SettingsRequest) (any, error) { return a.saveSettings(s) }),
 		RouteWalletAdd:      withBody(func(r *http.Request, ref WalletRef) (any, error) { return a.addWallet(r.Context(), ref) }),
 		RouteDestinationAdd: withBody(func(_ *http.Request, d Destination) (any, error) { return a.addDestination(d) }),
 		RouteDestinationPut: withBody(func(r *http.Request, d Destination) (any, error) {
@@ -202,9 +202,9 @@ func (a *Agent) routes() {
 	}
 }
 
-// Settings is the body of PUT /api/v1/settings: what the Settings page edits besides the
+// SettingsRequest is the body of PUT /api/v1/settings: what the Settings page edits besides the
 // backup password (which goes to the secrets API) and the service.
-type Settings struct {
+type SettingsRequest struct {
 	Retention Retention `json:"retention"`
 	Drill     Schedule  `json:"drill"`
 	LogLevel  LogLevel  `json:"logLevel"`
@@ -227,7 +227,7 @@ func decodePause(r *http.Request) (time.Duration, error) {
 }
 
 // saveSettings applies the Settings page's edits to the config.
-func (a *Agent) saveSettings(s Settings) (Config, error) {
+func (a *Agent) saveSettings(s SettingsRequest) (Config, error) {
 	return a.updateConfig(func(c *Config) error {
 		c.Retention, c.Drill, c.LogLevel = s.Retention, s.Drill, s.LogLevel
 		return nil
