@@ -1,21 +1,17 @@
 package syncer_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
@@ -27,10 +23,6 @@ import (
 // survived, resumes with a fresh Run and checks that nothing was lost or applied twice.
 
 const (
-	// crashEnv turns the test binary into a crash child; its value is the child's crashTask.
-	crashEnv = "WALLETSYNC_TEST_CRASH"
-	// crashMarker starts the line a child prints just before it kills itself.
-	crashMarker = "crashing:"
 	// crashMaxRows makes two-row pages: the small fixture then takes 36 pages, three of them
 	// in proven_tx_reqs, the last table, so every boundary has pages to land on. (The toolbox
 	// fixture's 20,000 label rows would take thousands of pages per child under -race.)
@@ -39,8 +31,8 @@ const (
 
 // TestMain doubles as the crash child and sets the number of fault schedules.
 func TestMain(m *testing.M) {
-	if task := os.Getenv(crashEnv); task != "" {
-		crashChild(task)
+	if k, task, ok := crashtest.Child(); ok {
+		crashChild(k, task)
 	}
 	requireSchedules()
 	os.Exit(m.Run())
@@ -64,13 +56,11 @@ const (
 	completion boundary = "completion"
 )
 
-// crashTask is what the parent asks of a child: push Src to Dst, die at the Nth At. With
-// no At the child runs to the end (or until the parent kills it); with Cancel it cancels
-// the run once Cancel pages are acknowledged.
+// crashTask is what the parent asks of a child: push Src to Dst (and die at the boundary
+// crashtest names; with none the child runs to the end, or until the parent kills it); with
+// Cancel it cancels the run once Cancel pages are acknowledged.
 type crashTask struct {
 	Src, Dst, Identity string
-	At                 boundary
-	N                  int
 	Cancel             int
 }
 
@@ -92,41 +82,28 @@ type childResult struct {
 // crashReport is what a child says just before it dies: the sequence and the inserts of the
 // pages acknowledged to it so far.
 type crashReport struct {
-	At      boundary
-	N       int
 	Seq     int64
 	Inserts int64
 }
 
-// crashChild runs task and never returns: it dies by SIGKILL at the boundary, or exits
-// with a message the parent reports when it failed or never reached the boundary.
-func crashChild(task string) {
+// crashChild runs task and never returns: it dies by SIGKILL at k's boundary, or exits
+// with a message the parent reports when it failed or never reached the boundary; a child
+// given no boundary exits 0 once its run returned.
+func crashChild(k *crashtest.Killer, task []byte) {
 	var c crashTask
-	if err := json.Unmarshal([]byte(task), &c); err != nil {
-		fmt.Println("bad task:", err)
-		os.Exit(2)
+	if err := json.Unmarshal(task, &c); err != nil {
+		crashtest.Fail("bad task: %v", err)
 	}
 	// The last progress report: its counters and checkpoint are what was acknowledged.
 	var acked syncer.Progress
-	hits := 0
 	reach := func(b boundary) {
-		if b != c.At {
-			return
-		}
-		if hits++; hits < c.N {
-			return
-		}
-		line, _ := json.Marshal(crashReport{At: c.At, N: c.N, Seq: acked.Checkpoint.Seq, Inserts: acked.Inserts})
-		fmt.Println(crashMarker, string(line)) // os.Stdout is unbuffered: the line is out before the kill
-		syscall.Kill(os.Getpid(), syscall.SIGKILL)
-		panic("still running after SIGKILL") // SIGKILL cannot be caught: the kernel stops the process first
+		k.Reach(string(b), crashReport{Seq: acked.Checkpoint.Seq, Inserts: acked.Inserts})
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	src, err := localstore.Open(ctx, c.Src, localstore.Options{})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%v", err)
 	}
 	dst, err := localstore.Open(ctx, c.Dst, localstore.Options{CommitHook: func(point string) {
 		switch point {
@@ -137,8 +114,7 @@ func crashChild(task string) {
 		}
 	}})
 	if err != nil {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%v", err)
 	}
 	last := wallet.SyncOrder[len(wallet.SyncOrder)-1].Name
 	rec := &recordingSource{Source: src}
@@ -170,13 +146,12 @@ func crashChild(task string) {
 	line, _ := json.Marshal(out)
 	fmt.Println(resultMarker, string(line))
 	if err != nil && !(c.Cancel > 0 && errors.Is(err, context.Canceled)) {
-		fmt.Println("error:", err)
-		os.Exit(1)
+		crashtest.Fail("%v", err)
 	}
 	acked = syncer.Progress{Counters: res.Counters, Checkpoint: res.Checkpoint}
 	reach(completion)
-	if c.At != "" {
-		fmt.Printf("finished without reaching %s #%d\n", c.At, c.N)
+	if k.At != "" {
+		crashtest.Fail("finished without reaching %s", k.Point)
 	}
 	os.Exit(0)
 }
@@ -252,7 +227,7 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	ctx := context.Background()
 	dir := t.TempDir()
 	srcPath, dstPath := tp.copyTo(t, dir)
-	rep := runCrashChild(t, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity, At: at, N: n})
+	rep := runCrashChild(t, crashtest.Point{At: string(at), N: n}, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity})
 
 	src, dst := openStore(t, srcPath), openStore(t, dstPath)
 	durable, err := dst.Checkpoint(ctx, wallet.SessionKey{SourceStorage: tp.storage, IdentityKey: tp.identity})
@@ -296,39 +271,13 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	}
 }
 
-// runCrashChild runs task in a child process and returns what the child said just before
-// SIGKILL; it fails the test unless the child died by SIGKILL at the boundary asked for.
-func runCrashChild(t *testing.T, task crashTask) crashReport {
+// runCrashChild runs task in a child process that dies at p, and returns what the child
+// said just before SIGKILL (crashtest.Run fails the test unless it died there).
+func runCrashChild(t *testing.T, p crashtest.Point, task crashTask) crashReport {
 	t.Helper()
-	spec, err := json.Marshal(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+string(spec))
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if !errors.As(err, &exit) {
-		t.Fatalf("child: %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	if ws, ok := exit.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
-		t.Fatalf("child: %v, want death by SIGKILL\nstdout:\n%s\nstderr:\n%s", err, &stdout, &stderr)
-	}
-	// A killed child never reaches the exit status the race detector would fail; its report
-	// is on stderr.
-	if strings.Contains(stderr.String(), "DATA RACE") {
-		t.Fatalf("child raced:\n%s", &stderr)
-	}
-	var line string
-	for sc := bufio.NewScanner(&stdout); sc.Scan(); {
-		line = sc.Text()
-	}
 	var rep crashReport
-	text, ok := strings.CutPrefix(line, crashMarker)
-	if !ok || json.Unmarshal([]byte(text), &rep) != nil || rep.At != task.At || rep.N != task.N {
-		t.Fatalf("child's last line %q; want a %s report of %s #%d", line, crashMarker, task.At, task.N)
+	if err := json.Unmarshal(crashtest.Run(t, p, task), &rep); err != nil {
+		t.Fatalf("child's report at %s: %v", p, err)
 	}
 	return rep
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/internal/crashtest"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -334,12 +335,7 @@ func runSyncChild(t *testing.T, task crashTask) childResult {
 // killed; a child that fails otherwise fails the test.
 func runKilledChild(t *testing.T, task crashTask, delay time.Duration) (res childResultTimed, killed bool) {
 	t.Helper()
-	spec, err := json.Marshal(task)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), crashEnv+"="+string(spec))
+	cmd := crashtest.Command(t, crashtest.Point{}, task)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
