@@ -121,21 +121,7 @@ func runService(ctx context.Context, args []string, out io.Writer) error {
 
 // runStatus prints the agent's overview.
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("status", "[--data-dir D] [--json]", out)
-	af := addAgentFlags(fs)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := command.Parse(fs, args); err != nil {
-		return err
-	}
-	c, err := af.client()
-	if err != nil {
-		return err
-	}
-	ov, err := c.Overview(ctx)
-	if err != nil {
-		return err
-	}
-	return command.Report(out, *asJSON, ov, func(w io.Writer) {
+	return askAgent(ctx, args, out, "status", (*agent.Client).Overview, func(w io.Writer, ov agent.Overview) {
 		fmt.Fprintln(w, ov.Health)
 		for _, d := range ov.Destinations {
 			state := "never backed up"
@@ -155,7 +141,18 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 
 // runTasks lists the agent's tasks, newest first.
 func runTasks(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("tasks", "[--data-dir D] [--json]", out)
+	return askAgent(ctx, args, out, "tasks", (*agent.Client).Tasks, func(w io.Writer, tasks []agent.Task) {
+		for _, t := range tasks {
+			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
+		}
+	})
+}
+
+// askAgent is a command that reads one answer from the running agent (status, tasks): it
+// takes the agent flags and --json, makes the one call, and prints the answer as JSON or
+// with text.
+func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*agent.Client, context.Context) (T, error), text func(io.Writer, T)) error {
+	fs := command.NewFlags(name, "[--data-dir D] [--json]", out)
 	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := command.Parse(fs, args); err != nil {
@@ -165,15 +162,11 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	tasks, err := c.Tasks(ctx)
+	v, err := call(c, ctx)
 	if err != nil {
 		return err
 	}
-	return command.Report(out, *asJSON, tasks, func(w io.Writer) {
-		for _, t := range tasks {
-			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
-		}
-	})
+	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, v) })
 }
 
 // runRun asks the agent to bring a destination up to date now.

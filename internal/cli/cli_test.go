@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/agent"
 	"walletsync/internal/walletsynctest"
 	"walletsync/localstore"
 )
@@ -140,5 +141,39 @@ func TestCLI_BenchPortableUsage(t *testing.T) {
 		if code, _, stderr := walletsync(t, args...); code != 2 || !strings.Contains(stderr, "walletsync bench portable") {
 			t.Errorf("walletsync %v: exit %d: %s", args, code, stderr)
 		}
+	}
+}
+
+// TestCLI_StatusAndTasks asks a running agent through the two read-only commands: status
+// names the destination, and tasks lists the run it was asked for, as text and as JSON.
+func TestCLI_StatusAndTasks(t *testing.T) {
+	f := walletsynctest.NewFolder(t, walletsynctest.WalletConfig(t, []string{"Backup wallet"}, nil))
+	f.StartAgent(t)
+	dir := "--data-dir=" + string(f.Dir)
+	c := f.Client(t)
+	cfg, err := c.Config(walletsynctest.Wait(t))
+	if err != nil || len(cfg.Destinations) != 1 {
+		t.Fatalf("config %+v, %v", cfg, err)
+	}
+	dest := cfg.Destinations[0].ID
+	task, err := c.Run(walletsynctest.Wait(t), dest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	walletsynctest.WaitTask(t, c, task.ID)
+
+	if code, out, stderr := walletsync(t, "status", dir); code != 0 || !strings.Contains(out, dest) || !strings.Contains(out, "last good") {
+		t.Fatalf("status: exit %d, %q (%s)", code, out, stderr)
+	}
+	code, out, stderr := walletsync(t, "tasks", dir, "--json")
+	var tasks []agent.Task
+	if err := json.Unmarshal([]byte(out), &tasks); code != 0 || err != nil || len(tasks) == 0 || tasks[0].ID != task.ID {
+		t.Fatalf("tasks --json: exit %d, %v, %q (%s); want task %s first", code, err, out, stderr, task.ID)
+	}
+	if code, out, _ := walletsync(t, "tasks", dir); code != 0 || !strings.Contains(out, task.ID) || !strings.Contains(out, dest) {
+		t.Fatalf("tasks: exit %d, %q", code, out)
+	}
+	if code, _, stderr := walletsync(t, "status", "--data-dir="+t.TempDir()); code != 1 || stderr == "" {
+		t.Fatalf("status without an agent: exit %d, %q", code, stderr)
 	}
 }
