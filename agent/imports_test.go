@@ -57,7 +57,7 @@ func TestAgent_ImportRefusalsAndAbandon(t *testing.T) {
 	if ov.Healthy || !strings.HasPrefix(ov.Health, "Import in progress into") || ov.Wallets[0].ImportInProgress == nil {
 		t.Fatalf("overview mid-merge: %q %+v", ov.Health, ov.Wallets)
 	}
-	if task := runAndWait(t, c, a, "/api/v1/destinations/file/run"); task.State != TaskFailed || !strings.Contains(task.Error, "import in progress: finish or abandon") {
+	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskFailed || !strings.Contains(task.Error, "import in progress: finish or abandon") {
 		t.Fatalf("sync mid-merge: %+v", task)
 	}
 	var task Task

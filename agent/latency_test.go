@@ -67,6 +67,9 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 	if _, err := a.wallet(waitCtx(t), e.wallet); err != nil { // a task opens its wallet
 		t.Fatal(err)
 	}
+	// The restore drill has never run, so the agent's timetable starts one at once; it must
+	// be over before the test's own task, or the probe would see it running.
+	waitForDrill(t, a)
 	tick := func() {
 		t.Helper()
 		select {
@@ -106,7 +109,7 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	if a.tasks.Busy() {
-		t.Fatal("busy after the only task ended")
+		t.Fatalf("busy after the only task ended: %+v", a.tasks.List())
 	}
 	idle := a.bus.Last()
 	// The probe takes a tick only once it handled the one before: after the third send,
@@ -117,6 +120,27 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 	for _, ev := range a.bus.Since(idle) {
 		if ev.Type == EventMetrics {
 			t.Fatalf("a metrics event while nothing ran: %+v", ev)
+		}
+	}
+}
+
+// waitForDrill waits until the restore drill that a new agent's timetable starts has ended.
+func waitForDrill(t *testing.T, a *Agent) {
+	t.Helper()
+	ctx := waitCtx(t)
+	for {
+		for _, task := range a.tasks.List() {
+			if task.Kind == KindDrill {
+				if _, err := a.tasks.Wait(ctx, task.ID); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("the timetable started no restore drill")
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }
