@@ -38,8 +38,10 @@ func nonceFrom(ctx context.Context, s Signer, r []byte) (string, error) {
 // else, malformed or not, is an error wrapping ErrBadNonce; a failing signer's error is
 // returned as it is.
 func VerifyNonce(ctx context.Context, s Signer, nonce string) error {
+	// Go's decoder skips \r and \n even when strict, so the nonce must also be the canonical
+	// encoding of its bytes: one nonce, one spelling.
 	b, err := base64.StdEncoding.Strict().DecodeString(nonce)
-	if err != nil || len(b) != nonceLen {
+	if err != nil || len(b) != nonceLen || base64.StdEncoding.EncodeToString(b) != nonce {
 		return fmt.Errorf("verify nonce: %w: not 48 bytes of base64", ErrBadNonce)
 	}
 	r := b[:nonceRandLen]
