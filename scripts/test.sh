@@ -46,6 +46,8 @@ fuzz ./remote/auth FuzzVerifyNonce
 fuzz ./remote/auth FuzzParseKeyFile
 fuzz ./remote/auth FuzzDecodeUTF8
 fuzz ./bundle FuzzDecodeManifest
+fuzz ./remote/toolbox FuzzParseRequest
+fuzz ./remote/toolbox FuzzParseResponse
 
 echo "== desktop build and smoke test"
 ./scripts/desktop.sh

@@ -51,6 +51,17 @@ var (
 	// a file held by walletsync, anything in walletsync's data folder, anything that is not
 	// a backup file (see ReplaceError). Nothing was written.
 	ErrProtectedFile = errors.New("file is protected")
+	// ErrUnauthorized: a storage server refused the request because the authenticated
+	// identity may not touch the data asked for (toolbox WERR_UNAUTHORIZED): a key that is
+	// not the wallet's identity, or another identity's rows. Nothing was written.
+	ErrUnauthorized = errors.New("not authorized for this identity")
+	// ErrNotImplemented: the peer does not implement the method or feature asked for
+	// (toolbox WERR_NOT_IMPLEMENTED, JSON-RPC -32601).
+	ErrNotImplemented = errors.New("not implemented by the peer")
+	// ErrRemote: a storage server answered the request with an error of its own (see
+	// toolbox.WalletError for the name and message it sent). Errors that carry it may also
+	// match a more precise sentinel above.
+	ErrRemote = errors.New("storage server refused the request")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")
