@@ -89,8 +89,15 @@ type SeedResult struct {
 // FixtureIdentity returns the identity key that Seed uses for seed when none is given: a
 // valid compressed public key, the same for the same seed.
 func FixtureIdentity(seed uint64) string {
+	return hex.EncodeToString(secp256k1.PrivKeyFromBytes(FixtureRootKey(seed)).PubKey().SerializeCompressed())
+}
+
+// FixtureRootKey returns the 32-byte private key behind FixtureIdentity(seed), so that tests
+// and benchmarks can authenticate to a storage server as a fixture's user (BRC-104 signs as
+// the wallet's identity). It is derived from public data: never a key for real funds.
+func FixtureRootKey(seed uint64) []byte {
 	h := sha256.Sum256(binary.BigEndian.AppendUint64([]byte("walletsync fixture identity "), seed))
-	return hex.EncodeToString(secp256k1.PrivKeyFromBytes(h[:]).PubKey().SerializeCompressed())
+	return h[:]
 }
 
 // Seed fills the store with the named fixture for one user, created if missing. Rows are
