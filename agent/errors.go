@@ -103,6 +103,7 @@ var errorClasses = []errorClass{
 	{wallet.ErrSchemaTooNew, http.StatusUnprocessableEntity, "schema_too_new", "The file was written by a newer walletsync; upgrade walletsync."},
 	{wallet.ErrUnknownSchema, http.StatusUnprocessableEntity, "unknown_schema", "The file is not a wallet-toolbox wallet, or holds objects this walletsync does not know."},
 	{wallet.ErrWrongChain, http.StatusUnprocessableEntity, "wrong_chain", "The two sides are on different networks (main or test); choose one on the same network."},
+	{wallet.ErrWalletChangedSinceImport, http.StatusConflict, "wallet_changed", "The wallet app wrote to the wallet after this import began, so abandoning it could undo those writes: finish the import instead by importing the same file again."},
 	{wallet.ErrImportInProgress, http.StatusConflict, "import_in_progress", "An import into this wallet stopped half-way: import the same file again to finish it, or abandon it on the Restore page."},
 	{wallet.ErrOtherIdentity, http.StatusConflict, "other_identity", "The file belongs to another identity; tick the box in the preview if the wallet should hold both."},
 	{wallet.ErrMergeConflict, http.StatusConflict, "merge_conflict", "The wallet already holds rows with the same unique keys; nothing was written. The preview lists them."},

@@ -187,13 +187,14 @@ func (p *chunkProducer) entityRows(t *wallet.Table, userID, offset int64) ([]wal
 //
 // It refuses, before writing anything, a request that fails Validate, names another
 // consumer than this store, or does not match the chunk (producer, consumer, user), and a
-// row that Table.Normalize refuses; rows are normalized in place.
+// row that Table.Normalize refuses; rows are normalized in place. While an import's merge
+// is unfinished it writes nothing (*wallet.ImportInProgressError).
 func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
 	if err := checkChunk(args, chunk); err != nil {
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
 	var res wallet.ProcessSyncChunkResult
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		if err := checkStorage(ctx, tx, "consumer", args.ToStorageIdentityKey); err != nil {
 			return err
 		}
@@ -353,7 +354,7 @@ func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producer
 		return wallet.SyncState{}, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
 	}
 	var st wallet.SyncState
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, _, err := ensureUser(ctx, tx, identityKey)
 		if err != nil {
 			return err

@@ -141,6 +141,9 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		if err := ids.flush(ctx, m.stmt); err != nil {
 			return err
 		}
+		if err := undo.journalled(ctx, tx); err != nil {
+			return err
+		}
 		s.hook(HookRowsWritten)
 		cp := b.Checkpoint
 		cp.UpdatedAt = wallet.Now()

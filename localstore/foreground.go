@@ -187,7 +187,7 @@ func (s *Store) RecordTransaction(ctx context.Context, identityKey string, nt wa
 		nt.Status = "unproven"
 	}
 	var txID int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, err := lookupUser(ctx, tx, identityKey)
 		if err != nil {
 			return err
@@ -254,7 +254,7 @@ func (s *Store) RemoveLabel(ctx context.Context, identityKey string, transaction
 }
 
 func (s *Store) labelOp(ctx context.Context, identityKey string, transactionID int64, label string, remove bool) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, err := lookupUser(ctx, tx, identityKey)
 		if err != nil {
 			return err
@@ -275,7 +275,7 @@ func (s *Store) labelOp(ctx context.Context, identityKey string, transactionID i
 
 // MarkSpent marks the user's outputs as spent by the spending transaction.
 func (s *Store) MarkSpent(ctx context.Context, identityKey string, outputIDs []int64, spendingTxID int64) error {
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, err := lookupUser(ctx, tx, identityKey)
 		if err != nil {
 			return err
@@ -314,7 +314,7 @@ func (s *Store) SoftDelete(ctx context.Context, identityKey string, kind wallet.
 	default:
 		return fmt.Errorf("soft delete %q: %w", kind, wallet.ErrInvalidArgument)
 	}
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, err := lookupUser(ctx, tx, identityKey)
 		if err != nil {
 			return err

@@ -151,7 +151,10 @@ func mergingImport(ctx context.Context, tx *sql.Tx, session string) (*undoLog, e
 // tables and walletsync's import state are exactly as before the import started. (The
 // change journal keeps the changes and their undoing, which a sync destination needs.) An
 // import that is done cannot be abandoned (wallet.ErrInvalidArgument); one the journal does
-// not hold fails with wallet.ErrNotFound.
+// not hold fails with wallet.ErrNotFound. Once another program (the wallet app) has
+// written the wallet after the merge's first write, or the change journal cannot tell, it
+// undoes nothing and fails with a *wallet.WalletChangedError: the undo would overwrite or
+// orphan those writes, while finishing the import keeps them.
 func (s *Store) AbandonImport(ctx context.Context, digest string) (wallet.ImportRecord, error) {
 	var rec wallet.ImportRecord
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
@@ -161,6 +164,15 @@ func (s *Store) AbandonImport(ctx context.Context, digest string) (wallet.Import
 		}
 		if rec.State == wallet.ImportDone {
 			return fmt.Errorf("the import of %s is done; only an unfinished one can be abandoned: %w", wallet.ShortKey(digest, 16), wallet.ErrInvalidArgument)
+		}
+		// Undoing the merge puts back the rows as they were before it; a write the wallet
+		// app made since would be lost with them, so the person finishes the import instead.
+		changes, err := foreignWrites(ctx, tx, digest)
+		if err != nil {
+			return err
+		}
+		if changes != 0 {
+			return &wallet.WalletChangedError{Path: s.path, Changes: changes}
 		}
 		if err := replayUndo(ctx, tx, digest); err != nil {
 			return err

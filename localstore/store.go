@@ -373,6 +373,19 @@ func (s *Store) writeTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
 	return inTx(ctx, s.writeDB, fn)
 }
 
+// walletWriteTx is writeTx for a write to the toolbox's tables outside a merge (foreground
+// edits, a BRC-40 consumer): while an import's merge is unfinished it is refused with a
+// *wallet.ImportInProgressError, because abandoning the merge replays an undo log that
+// would overwrite or orphan what such a write did.
+func (s *Store) walletWriteTx(ctx context.Context, fn func(tx *sql.Tx) error) error {
+	return s.writeTx(ctx, func(tx *sql.Tx) error {
+		if err := importInProgress(ctx, tx, s.path, ""); err != nil {
+			return err
+		}
+		return fn(tx)
+	})
+}
+
 // writeConn runs fn with the writer connection to itself, for the rare write that must set
 // a connection's pragma around its transaction.
 func (s *Store) writeConn(ctx context.Context, fn func(conn *sql.Conn) error) error {

@@ -35,6 +35,7 @@ const (
 	undoUpdate   = "u" // a row the merge updated: k1, k2 its key, v1... its previous columns
 	undoSequence = "s" // tbl's sqlite_sequence value before the merge: k1
 	undoBegin    = "b" // the counters are recorded
+	undoJournal  = "j" // the change journal entries of one merge page: k1 to k2
 )
 
 func undoDDL() string {
@@ -58,6 +59,8 @@ CREATE INDEX ` + undoIndex + ` ON ` + undoTable + ` (digest, tbl, op, k1, k2);
 type undoLog struct {
 	digest string
 	begun  bool
+	// pageStart is the journal's sequence when the page's transaction began.
+	pageStart int64
 }
 
 // valueColumns returns t's columns but its key, and the undo log's columns that hold them.
@@ -97,7 +100,14 @@ func keyMatch(t *wallet.Table) string {
 // begin records the AUTOINCREMENT counters of the toolbox's tables, once per import, before
 // the first write.
 func (u *undoLog) begin(ctx context.Context, tx *sql.Tx) error {
-	if u == nil || u.begun {
+	if u == nil {
+		return nil
+	}
+	var err error
+	if u.pageStart, err = journalSeq(ctx, tx); err != nil {
+		return err
+	}
+	if u.begun {
 		return nil
 	}
 	var begun bool
@@ -119,6 +129,55 @@ func (u *undoLog) begin(ctx context.Context, tx *sql.Tx) error {
 	}
 	u.begun = true
 	return nil
+}
+
+// journalSeq returns the change journal's last sequence number (AUTOINCREMENT keeps it
+// through pruning).
+func journalSeq(ctx context.Context, tx *sql.Tx) (int64, error) {
+	var seq int64
+	err := tx.QueryRowContext(ctx, "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = '"+journalTable+"'), 0)").Scan(&seq)
+	return seq, classify(err)
+}
+
+// journalled records that the journal entries since begin, up to the current sequence,
+// are the page's own. SQLite has one writer, so a page's entries are one unbroken range;
+// any other entry after the merge began was written by someone else (see foreignWrites).
+func (u *undoLog) journalled(ctx context.Context, tx *sql.Tx) error {
+	if u == nil {
+		return nil
+	}
+	after, err := journalSeq(ctx, tx)
+	if err != nil || after == u.pageStart {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO "+undoTable+" (digest, tbl, op, k1, k2) VALUES (?, '', ?, ?, ?)", u.digest, undoJournal, u.pageStart+1, after)
+	return classify(err)
+}
+
+// foreignWrites counts the journal entries written by others than the merge of digest
+// since its first page, which replaying its undo log could overwrite or orphan (the wallet
+// app writes the file from its own process; walletsync's own writers are refused while a
+// merge is unfinished). It returns -1 when the journal cannot tell: it was pruned or
+// rebuilt after the merge began.
+func foreignWrites(ctx context.Context, tx *sql.Tx, digest string) (int64, error) {
+	var first sql.NullInt64
+	if err := tx.QueryRowContext(ctx, "SELECT min(k1) FROM "+undoTable+" WHERE digest = ? AND tbl = '' AND op = ?", digest, undoJournal).Scan(&first); err != nil {
+		return 0, classify(err)
+	}
+	if !first.Valid {
+		return 0, nil // no page wrote anything
+	}
+	j, err := readJournalState(ctx, tx)
+	if err != nil {
+		return 0, err
+	}
+	if j.CompleteAfter >= first.Int64 || j.PrunedThrough >= first.Int64 {
+		return -1, nil
+	}
+	var n int64
+	err = tx.QueryRowContext(ctx, "SELECT count(*) FROM "+journalTable+" AS j WHERE j.seq >= ? AND j.tbl <> '' AND NOT EXISTS (SELECT 1 FROM "+undoTable+
+		" AS u WHERE u.digest = ? AND u.tbl = '' AND u.op = ? AND j.seq BETWEEN u.k1 AND u.k2)", first.Int64, digest, undoJournal).Scan(&n)
+	return n, classify(err)
 }
 
 // inserted records a row of t the merge inserted: local as written, id its new id (0 for

@@ -192,6 +192,26 @@ func requireImportInProgress(tb testing.TB, path, otherFile string) {
 	if _, err := Preview(ctx, otherFile, importPassword, Target{Store: s}, importOptions(tb), nil); !errors.As(err, &busy) {
 		tb.Fatalf("preview of another backup into a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
 	}
+	// walletsync's other writers: the agent's foreground edits and a BRC-40 pull.
+	w, err := localstore.Open(ctx, path, localstore.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer w.Close()
+	ids, err := w.Identities(ctx)
+	if err != nil || len(ids) == 0 {
+		tb.Fatalf("identities: %v, %v", ids, err)
+	}
+	if _, err := w.RecordTransaction(ctx, ids[0], wallet.NewTransaction{Satoshis: 1, Description: "during a merge"}); !errors.As(err, &busy) {
+		tb.Fatalf("foreground write into a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
+	}
+	if err := w.AddLabel(ctx, ids[0], 1, "during a merge"); !errors.As(err, &busy) {
+		tb.Fatalf("label edit in a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
+	}
+	st := mustSettings(tb, w)
+	if _, err := w.FindOrInsertSyncState(ctx, ids[0], st.StorageIdentityKey, "a producer"); !errors.As(err, &busy) {
+		tb.Fatalf("BRC-40 sync state in a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
+	}
 }
 
 // TestImport_AbandonLeavesTheWalletAsItWas stops a merge after each of its page commits in
@@ -245,6 +265,57 @@ func TestImport_AbandonLeavesTheWalletAsItWas(t *testing.T) {
 				if _, err := Abandon(context.Background(), Target{Path: dst}, opts); !errors.Is(err, wallet.ErrNotFound) {
 					t.Fatalf("abandon again: %v, want ErrNotFound", err)
 				}
+			}
+		})
+	}
+}
+
+// TestImport_AbandonRefusedAfterTheWalletAppWrote stops a merge half-way, lets another
+// program (the wallet app, here plain SQL on its own connection) write the wallet, and
+// abandons: the abandon is refused with a *wallet.WalletChangedError and undoes nothing,
+// because replaying the undo log would overwrite or orphan the app's rows; importing the
+// same file again still finishes the merge, keeping the app's write.
+func TestImport_AbandonRefusedAfterTheWalletAppWrote(t *testing.T) {
+	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	file, _ := backupFile(t, src, identity)
+	opts := importOptions(t)
+	// Stopped before its last page, the merge has written rows an abandon would undo (its
+	// first pages find the same proofs and baskets, and write nothing).
+	stop := mergePages(t, file, partialWallet, opts) - 1
+	for _, tc := range []struct {
+		name string
+		app  string // what the app writes while the merge is unfinished
+		want int64
+	}{
+		{"a new basket", "INSERT INTO output_baskets (created_at, updated_at, userId, name, numberOfDesiredUTXOs, minimumDesiredUTXOValue, isDeleted) " +
+			"SELECT created_at, updated_at, userId, 'app basket', 6, 10000, 0 FROM users LIMIT 1", 1},
+		{"an edit of a merged row", "UPDATE transactions SET description = 'edited by the app' WHERE transactionId = (SELECT max(transactionId) FROM transactions)", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dst := partialWallet(t)
+			ctx, cancel := context.WithCancel(context.Background())
+			_, err := Import(ctx, file, importPassword, Target{Path: dst}, opts, stopAfter(stop, cancel))
+			cancel()
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("merge stopped after %d pages: %v", stop, err)
+			}
+			mutate(t, dst, tc.app)
+			before := walletDigest(t, dst)
+			_, err = Abandon(context.Background(), Target{Path: dst}, opts)
+			var changed *wallet.WalletChangedError
+			if !errors.As(err, &changed) || !errors.Is(err, wallet.ErrWalletChangedSinceImport) || changed.Changes != tc.want {
+				t.Fatalf("abandon after the app wrote: %v, want *wallet.WalletChangedError with %d changes", err, tc.want)
+			}
+			if walletDigest(t, dst) != before {
+				t.Fatal("the refused abandon changed the wallet")
+			}
+			if _, err := Import(context.Background(), file, importPassword, Target{Path: dst}, opts, nil); err != nil {
+				t.Fatalf("finish the import: %v", err)
+			}
+			s := mustOpen(t, dst)
+			defer s.Close()
+			if err := s.ImportInProgress(context.Background()); err != nil {
+				t.Fatalf("after finishing: %v", err)
 			}
 		})
 	}

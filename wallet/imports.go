@@ -112,6 +112,10 @@ var (
 	// holds part of it until the person finishes it (imports the same file again) or abandons
 	// it (see ImportInProgressError).
 	ErrImportInProgress = errors.New("import in progress: finish or abandon")
+	// ErrWalletChangedSinceImport: the wallet was written by another program (the wallet
+	// app) after an unfinished merge began, so abandoning the merge could undo those writes
+	// (see WalletChangedError). Nothing was undone; finishing the import is still safe.
+	ErrWalletChangedSinceImport = errors.New("the wallet changed after the import began")
 )
 
 // OtherIdentityError reports a backup whose user is not among the wallet's users.
@@ -205,6 +209,27 @@ func (e *ImportInProgressError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrImportInProgress) true.
 func (e *ImportInProgressError) Unwrap() error { return ErrImportInProgress }
+
+// WalletChangedError reports the writes another program made to a wallet while a merge
+// into it was unfinished, which an abandon would have undone.
+type WalletChangedError struct {
+	Path string // the wallet file
+	// Changes counts the rows written by others since the merge began; -1 when the change
+	// journal cannot tell (it was pruned or rebuilt since), which counts as changed.
+	Changes int64
+}
+
+func (e *WalletChangedError) Error() string {
+	what := fmt.Sprintf("%d rows were written by another program", e.Changes)
+	if e.Changes < 0 {
+		what = "walletsync cannot tell what another program wrote"
+	}
+	return fmt.Sprintf("%s: %v: %s since the merge began, and abandoning it could undo them; "+
+		"finish the import instead (import the same file again)", e.Path, ErrWalletChangedSinceImport, what)
+}
+
+// Unwrap makes errors.Is(err, ErrWalletChangedSinceImport) true.
+func (e *WalletChangedError) Unwrap() error { return ErrWalletChangedSinceImport }
 
 // MergePreview is what merging one backup into one wallet would do: the plan, and the rows
 // that would make the merge fail (the first MaxListedConflicts of them; ConflictTotal counts
