@@ -51,7 +51,7 @@ func TestBench_Scheduler(t *testing.T) {
 		t.Fatalf("idle run: %+v", rep)
 	}
 	for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
-		for _, p := range []schedulerPhase{sc.Exclusive, sc.Paged} {
+		for _, p := range []schedulerPhase{sc.Exclusive, sc.Paged, sc.Apart} {
 			if p.Ops < 200 || p.BackgroundPages == 0 || p.MeanPageRows <= 0 || p.CommitSeconds <= 0 {
 				t.Errorf("%s %s: %+v", sc.Direction, p.Mode, p)
 			}
@@ -59,6 +59,10 @@ func TestBench_Scheduler(t *testing.T) {
 		// The old way holds the wallet for the whole copy: its reads and its commits.
 		if ex := sc.Exclusive; ex.BackgroundHoldSeconds < ex.CommitSeconds+ex.ReadSeconds {
 			t.Errorf("%s exclusive: held the wallet %.6f s, but read and committed under it for %.6f s", sc.Direction, ex.BackgroundHoldSeconds, ex.CommitSeconds+ex.ReadSeconds)
+		}
+		// Apart, the copy takes no grant on the foreground's queue at all.
+		if a := sc.Apart; a.BackgroundHoldSeconds != 0 || sc.ApartOverIdleP95 <= 0 {
+			t.Errorf("%s apart shared the wallet's queue: %+v", sc.Direction, a)
 		}
 		if sc.PagedOverIdleP95 <= 0 || sc.ExclusiveOverPagedP95 <= 0 || sc.PagedOverExclusiveBackground <= 0 {
 			t.Errorf("%s ratios: %+v", sc.Direction, sc)

@@ -31,7 +31,11 @@ import (
 //   - idle: no background job;
 //   - exclusive: the background job holds one grant on the wallet for the whole copy (the old
 //     way: one application-wide lock);
-//   - paged: this scheduler's way.
+//   - paged: this scheduler's way;
+//   - apart: the same paged copy, on a second copy of the wallet with a queue of its own, so
+//     that it shares nothing with the foreground but the machine (its cores and its disk).
+//     Its foreground p95 over idle is the floor of the p95 goal: what no scheduling of the
+//     wallet's own access can go below on this machine.
 //
 // and in both directions a copy can take:
 //
@@ -89,10 +93,15 @@ type schedulerScenario struct {
 	Direction string         `json:"direction"`
 	Exclusive schedulerPhase `json:"exclusive"`
 	Paged     schedulerPhase `json:"paged"`
+	Apart     schedulerPhase `json:"apart"`
 	// PagedOverIdleP95 is the foreground p95 with the paged copy over idle (goal P95Goal).
 	PagedOverIdleP95 float64 `json:"pagedOverIdleP95"`
 	P95Goal          float64 `json:"p95Goal"`
 	P95Met           bool    `json:"p95Met"`
+	// ApartOverIdleP95 is the foreground p95 with the copy apart over idle: the cost of
+	// sharing the machine alone, the floor of PagedOverIdleP95. Above P95Goal the p95 goal
+	// cannot be met on this machine by any access scheduling.
+	ApartOverIdleP95 float64 `json:"apartOverIdleP95"`
 	// ExclusiveOverPagedP95 is how much worse the old way is for the foreground.
 	ExclusiveOverPagedP95 float64 `json:"exclusiveOverPagedP95"`
 	// PagedOverExclusiveBackground is the copy's time paged over exclusive (goal CopyGoal).
@@ -181,8 +190,10 @@ func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
 	}{
 		{mode: "paged", direction: directionRestore, dst: &rep.Restore.Paged},
 		{mode: "exclusive", direction: directionRestore, dst: &rep.Restore.Exclusive},
+		{mode: "apart", direction: directionRestore, dst: &rep.Restore.Apart},
 		{mode: "paged", direction: directionBackup, dst: &rep.Backup.Paged},
 		{mode: "exclusive", direction: directionBackup, dst: &rep.Backup.Exclusive},
+		{mode: "apart", direction: directionBackup, dst: &rep.Backup.Apart},
 		{mode: "idle", dst: &rep.Idle},
 	}
 	// Rounds, not one mode N times in a row, so that a slow spell of the machine spreads over
@@ -213,6 +224,7 @@ func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
 	for _, sc := range []*schedulerScenario{&rep.Backup, &rep.Restore} {
 		goal := schedulerGoals[sc.Direction]
 		sc.PagedOverIdleP95 = sc.Paged.P95ms / rep.Idle.P95ms
+		sc.ApartOverIdleP95 = sc.Apart.P95ms / rep.Idle.P95ms
 		sc.ExclusiveOverPagedP95 = sc.Exclusive.P95ms / sc.Paged.P95ms
 		sc.PagedOverExclusiveBackground = sc.Paged.BackgroundSeconds / sc.Exclusive.BackgroundSeconds
 		sc.PagedCopyFloorOverExclusive = sc.Paged.BackgroundHoldSeconds / (1 - fgBlocks) / sc.Exclusive.BackgroundSeconds
@@ -232,6 +244,7 @@ func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
 		for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
 			line(sc.Direction+" exclusive", sc.Exclusive)
 			line(sc.Direction+" paged", sc.Paged)
+			line(sc.Direction+" apart", sc.Apart)
 		}
 		for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
 			fmt.Fprintf(w, "  %s (%s):\n", sc.Direction, map[string]string{directionBackup: "the wallet copied out", directionRestore: "another wallet copied in"}[sc.Direction])
@@ -241,6 +254,7 @@ func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(w, "    foreground p95 of reads / writes: idle %.2f / %.2f ms, paged %.2f / %.2f ms\n",
 				rep.Idle.ReadP95ms, rep.Idle.WriteP95ms, sc.Paged.ReadP95ms, sc.Paged.WriteP95ms)
 			fmt.Fprintf(w, "    foreground p95 paged / idle: %.2fx (goal <= %gx: %s)\n", sc.PagedOverIdleP95, sc.P95Goal, met(sc.P95Met))
+			fmt.Fprintf(w, "    floor of that: the same copy apart, sharing only the machine: %.2fx\n", sc.ApartOverIdleP95)
 			fmt.Fprintf(w, "    foreground p95 exclusive / paged: %.2fx\n", sc.ExclusiveOverPagedP95)
 			fmt.Fprintf(w, "    background completion paged / exclusive: %.2fx (goal <= %gx: %s)\n", sc.PagedOverExclusiveBackground, sc.CopyGoal, met(sc.CopyMet))
 			if sc.Direction == directionRestore {
@@ -303,6 +317,21 @@ func (r *schedulerRun) measure(ctx context.Context, mode, direction string) (sch
 	if err != nil {
 		return ph, err
 	}
+	// The wallet the copy reads or writes, and its queue: the foreground's own, except apart.
+	copyWallet, copyQueue := local, q
+	if mode == "apart" {
+		apartPath := filepath.Join(dir, "apart.sqlite")
+		if err := safefile.CopyNew(r.walletPath, apartPath); err != nil {
+			return ph, err
+		}
+		if copyWallet, err = localstore.Open(ctx, apartPath, localstore.Options{}); err != nil {
+			return ph, err
+		}
+		defer copyWallet.Close()
+		if copyQueue, err = scheduler.New(caps, scheduler.Options{}); err != nil {
+			return ph, err
+		}
+	}
 	identity := r.identity
 	actions, err := local.ListActions(ctx, identity, wallet.ActionQuery{Limit: 1000})
 	if err != nil {
@@ -323,16 +352,16 @@ func (r *schedulerRun) measure(ctx context.Context, mode, direction string) (sch
 		// wallet's queue. A backup copies this wallet into a new store: paged, it needs no
 		// grant here (snapshot reads, commits elsewhere); exclusive, its one grant is here.
 		var src wallet.Source = r.other
-		var dst wallet.Destination = local
+		var dst wallet.Destination = copyWallet
 		copied := r.otherIdentity
-		opts := syncer.Options{Active: wallet.KeepDestinationActive, Grants: q.NewSession(copied, "local")}
+		opts := syncer.Options{Active: wallet.KeepDestinationActive, Grants: copyQueue.NewSession(copied, "local")}
 		var backup *localstore.Store // a backup's destination; the copy's goroutine closes it
 		if direction == directionBackup {
 			backup, err = localstore.Create(ctx, filepath.Join(dir, "backup.sqlite"), localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
 			if err != nil {
 				return ph, err
 			}
-			src, dst, copied = local, backup, identity
+			src, dst, copied = copyWallet, backup, identity
 			opts = syncer.Options{Active: wallet.KeepSourceActive}
 			if mode == "exclusive" {
 				opts.Grants = q.NewSession(copied, "backup")
