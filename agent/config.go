@@ -47,6 +47,9 @@ type DestinationKind string
 const (
 	DestinationSQLite DestinationKind = "sqlite" // a backup wallet file, kept in sync page by page
 	DestinationFolder DestinationKind = "folder" // a folder of encrypted BRC-39 backup files
+	// DestinationBundles is a folder of whole-store bundles (package bundle): every identity,
+	// the settings and sync states, as one verifiable snapshot of the wallet file.
+	DestinationBundles DestinationKind = "bundles"
 )
 
 // Destination is one place a wallet is kept safe.
@@ -282,8 +285,8 @@ func (c Config) Validate() error {
 			return bad("destinations[%d]: id %q is repeated or not 1-64 of a-z, 0-9, '-', '_'", i, d.ID)
 		case d.Name == "":
 			return bad("destination %s: no name", d.ID)
-		case d.Kind != DestinationSQLite && d.Kind != DestinationFolder:
-			return bad("destination %s: kind %q, want %q or %q", d.ID, d.Kind, DestinationSQLite, DestinationFolder)
+		case d.Kind != DestinationSQLite && d.Kind != DestinationFolder && d.Kind != DestinationBundles:
+			return bad("destination %s: kind %q, want %q, %q or %q", d.ID, d.Kind, DestinationSQLite, DestinationFolder, DestinationBundles)
 		case d.Path == "":
 			return bad("destination %s: no path", d.ID)
 		case d.Wallet != "" && !wallets[d.Wallet]:

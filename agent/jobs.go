@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/syncer"
@@ -36,6 +37,8 @@ func (a *Agent) RunDestination(id, reason string) (Task, error) {
 		return a.tasks.Start(KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) })
 	case DestinationFolder:
 		return a.tasks.Start(KindBackup, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })
+	case DestinationBundles:
+		return a.tasks.Start(KindBundle, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) })
 	}
 	return Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 }
@@ -154,6 +157,64 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 		h.Logf("wrote %s (%d bytes, sha256 %s)", filepath.Base(file.Path), file.Size, file.SHA256[:16])
 	}
 	return a.applyRetention(ctx, h, d)
+}
+
+// bundleJob writes a whole-store bundle of the wallet into the destination folder, records
+// it, and applies the folder's retention. The online copy reads the wallet in steps, each
+// under a background read grant of its queue, so foreground work goes between steps; the
+// bundle is renamed into place whole, or not at all (bundle.Create).
+func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+	w, err := a.wallet(ctx, ref.Path)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+		return WithHint(fmt.Errorf("bundle folder %s: %w", d.Path, err), "check that the disk is connected and writable")
+	}
+	removeStaleBundleTemps(d.Path, h)
+	h.Logf("bundle to %s started (%s)", d.Name, reason)
+	h.SetDetail("copying the wallet file")
+	now := a.now()
+	out := filepath.Join(d.Path, BundleName(now))
+	m, err := bundle.Create(ctx, w.store, out, bundle.CreateOptions{Grants: w.queue.NewSession("", "bundle "+d.ID)})
+	if err != nil {
+		return err
+	}
+	rec := Backup{Path: out, Destination: d.ID, Rows: map[wallet.TableName]int64{}, CreatedAt: now}
+	for _, id := range m.Identities {
+		for t, n := range id.Rows {
+			rec.Rows[t] += n
+		}
+	}
+	for _, f := range m.Files {
+		rec.Size += f.SizeBytes
+		rec.SHA256 = f.SHA256 // one data file; its digest names the bundle
+	}
+	if err := a.state.RecordBackup(ctx, rec); err != nil {
+		return err
+	}
+	h.SetResult([]Backup{rec})
+	var done syncer.Counters
+	for _, n := range rec.Rows {
+		done.Rows += n
+	}
+	done.Bytes = rec.Size
+	h.SetCounters(done)
+	a.bus.Publish(EventBackupWritten, rec)
+	h.Logf("wrote %s (%d identities, %d bytes compressed from %d)", filepath.Base(out), len(m.Identities), rec.Size, m.SourceSizeBytes)
+	return a.applyRetention(ctx, h, d)
+}
+
+// removeStaleBundleTemps deletes the temporary folders of bundles that a crash interrupted
+// (".walletsync-bundle-….tmp-…", see bundle.Create): they were never renamed into place.
+// Only one bundle job runs per folder at a time, so none of them belongs to a running one.
+func removeStaleBundleTemps(dir string, h *TaskHandle) {
+	stale, _ := filepath.Glob(filepath.Join(dir, "."+backupNamePrefix+bundlePrefix+"-*.tmp-*"))
+	for _, f := range stale {
+		if os.RemoveAll(f) == nil {
+			h.Logf("removed %s, left by an interrupted bundle", filepath.Base(f))
+		}
+	}
 }
 
 // exportFile writes identity's wallet to path as a BRC-39 file under password, replacing a

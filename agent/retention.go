@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"walletsync/bundle"
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
@@ -54,14 +55,47 @@ func ParseBackupFileName(name string) (prefix string, t time.Time, ok bool) {
 	return prefix, t, true
 }
 
-// BackupFile is a file in a backup folder, a backup or not: PlanRetention tells them
-// apart.
-type BackupFile struct {
-	Name string `json:"name"` // the file name, without the folder
+// The name of a whole-store bundle (a folder, see package bundle) in a bundle folder:
+// walletsync-bundle-<UTC time>. Retention treats "bundle" as one more identity prefix.
+const bundlePrefix = "bundle"
+
+// BundleName returns the name of the bundle taken at t, for example
+// walletsync-bundle-20261129T201500Z. Names sort by time; two bundles within one second
+// share a name, and bundle.Create refuses a name that exists.
+func BundleName(t time.Time) string {
+	return backupNamePrefix + bundlePrefix + "-" + t.UTC().Format(backupTimeLayout)
 }
 
-// ReadBackupDir returns the regular files in dir, in name order. Folders, links and other
-// special files are left out: retention never touches them.
+// parseBundleName returns the UTC time in a name written by BundleName.
+func parseBundleName(name string) (time.Time, bool) {
+	stamp, ok := strings.CutPrefix(name, backupNamePrefix+bundlePrefix+"-")
+	t, err := time.Parse(backupTimeLayout, stamp)
+	if !ok || err != nil || t.Format(backupTimeLayout) != stamp {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// BackupFile is an entry of a backup folder, a backup or not: PlanRetention tells them
+// apart.
+type BackupFile struct {
+	Name string `json:"name"` // the file or bundle name, without the folder
+	// Bundle is true for a folder: a whole-store bundle when its name is a bundle's.
+	Bundle bool `json:"bundle,omitempty"`
+}
+
+// parseBackup returns the retention group (an identity prefix, or "bundle") and the time of
+// a backup file or bundle; ok is false for anything else.
+func parseBackup(f BackupFile) (prefix string, t time.Time, ok bool) {
+	if f.Bundle {
+		t, ok = parseBundleName(f.Name)
+		return bundlePrefix, t, ok
+	}
+	return ParseBackupFileName(f.Name)
+}
+
+// ReadBackupDir returns the regular files and the folders in dir, in name order. Links and
+// other special files are left out: retention never touches them.
 func ReadBackupDir(dir string) ([]BackupFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -69,8 +103,8 @@ func ReadBackupDir(dir string) ([]BackupFile, error) {
 	}
 	var files []BackupFile
 	for _, e := range entries {
-		if e.Type().IsRegular() {
-			files = append(files, BackupFile{Name: e.Name()})
+		if e.Type().IsRegular() || e.IsDir() {
+			files = append(files, BackupFile{Name: e.Name(), Bundle: e.IsDir()})
 		}
 	}
 	return files, nil
@@ -117,7 +151,7 @@ func PlanRetention(files []BackupFile, policy Retention, newestVerified string, 
 	seen := map[string]bool{}
 	byPrefix := map[string][]backup{}
 	for _, f := range files {
-		prefix, t, ok := ParseBackupFileName(f.Name)
+		prefix, t, ok := parseBackup(f)
 		if !ok || seen[f.Name] {
 			continue
 		}
@@ -164,16 +198,20 @@ func PlanRetention(files []BackupFile, policy Retention, newestVerified string, 
 	return out
 }
 
-// ApplyRetention deletes from dir the files that decisions do not keep, and nothing else, then
-// fsyncs dir so that the deletions survive a power cut. It checks every name first and
-// refuses the whole list, deleting nothing, if a file to delete is not a backup file
-// (wallet.ErrInvalidArgument): decisions that did not come from PlanRetention must not
-// reach another program's files. A file already gone counts as deleted. It stops at the first
-// failed deletion, and between deletions when ctx ends.
+// ApplyRetention deletes from dir the files and bundles that decisions do not keep, and
+// nothing else, then fsyncs dir so that the deletions survive a power cut. It checks every
+// name first and refuses the whole list, deleting nothing, if an entry to delete is not a
+// backup file or a bundle folder with its manifest (wallet.ErrInvalidArgument): decisions
+// that did not come from PlanRetention must not reach another program's files. An entry
+// already gone counts as deleted. It stops at the first failed deletion, and between
+// deletions when ctx ends.
 func ApplyRetention(ctx context.Context, dir string, decisions []RetentionDecision) error {
 	for _, d := range decisions {
-		if _, _, ok := ParseBackupFileName(d.File.Name); !d.Keep && !ok {
+		if _, _, ok := parseBackup(d.File); !d.Keep && !ok {
 			return fmt.Errorf("apply retention in %s: delete %q: not a backup file: %w", dir, d.File.Name, wallet.ErrInvalidArgument)
+		}
+		if !d.Keep && d.File.Bundle && !bundleOrGone(filepath.Join(dir, d.File.Name)) {
+			return fmt.Errorf("apply retention in %s: delete %q: a folder without a bundle manifest: %w", dir, d.File.Name, wallet.ErrInvalidArgument)
 		}
 	}
 	deleted := false
@@ -185,7 +223,11 @@ func ApplyRetention(ctx context.Context, dir string, decisions []RetentionDecisi
 		if err = ctx.Err(); err != nil {
 			break
 		}
-		if rerr := os.Remove(filepath.Join(dir, d.File.Name)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+		remove := os.Remove
+		if d.File.Bundle {
+			remove = removeBundle
+		}
+		if rerr := remove(filepath.Join(dir, d.File.Name)); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			err = fmt.Errorf("delete %s: %w", d.File.Name, rerr)
 			break
 		}
@@ -200,4 +242,34 @@ func ApplyRetention(ctx context.Context, dir string, decisions []RetentionDecisi
 		return fmt.Errorf("apply retention in %s: %w", dir, err)
 	}
 	return nil
+}
+
+// bundleOrGone reports whether path is a bundle folder (it holds a manifest) or is gone.
+func bundleOrGone(path string) bool {
+	if _, err := os.Lstat(path); errors.Is(err, fs.ErrNotExist) {
+		return true
+	}
+	fi, err := os.Lstat(filepath.Join(path, bundle.ManifestName))
+	return err == nil && fi.Mode().IsRegular()
+}
+
+// removeBundle deletes a bundle folder with its manifest last, so that a deletion a crash
+// interrupted leaves a folder that still reads as a bundle, which the next retention run
+// finishes deleting (one without its manifest would be left alone for good).
+func removeBundle(path string) error {
+	entries, err := os.ReadDir(path)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if e.Name() != bundle.ManifestName {
+			if err := os.RemoveAll(filepath.Join(path, e.Name())); err != nil {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(filepath.Join(path, bundle.ManifestName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return os.Remove(path)
 }

@@ -376,6 +376,9 @@ func TestApplyRetention_Refuses(t *testing.T) {
 		{"a path, not a name", context.Background(), []RetentionDecision{{File: BackupFile{Name: "../" + backup}}}, wallet.ErrInvalidArgument, true},
 		{"a cancelled context", cancelled, []RetentionDecision{{File: BackupFile{Name: backup}}}, context.Canceled, true},
 		{"a file already gone", context.Background(), []RetentionDecision{{File: BackupFile{Name: gone}}, {File: BackupFile{Name: backup}}}, nil, false},
+		{"a folder named as a bundle, without a manifest", context.Background(),
+			[]RetentionDecision{{File: BackupFile{Name: backup}}, {File: BackupFile{Name: BundleName(at), Bundle: true}}}, wallet.ErrInvalidArgument, true},
+		{"a file named as a bundle", context.Background(), []RetentionDecision{{File: BackupFile{Name: BundleName(at)}}}, wallet.ErrInvalidArgument, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -385,6 +388,9 @@ func TestApplyRetention_Refuses(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if err := os.Mkdir(filepath.Join(dir, BundleName(at)), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			err := ApplyRetention(tt.ctx, dir, tt.decisions)
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("ApplyRetention: %v, want %v", err, tt.want)
@@ -392,8 +398,10 @@ func TestApplyRetention_Refuses(t *testing.T) {
 			if _, err := os.Stat(filepath.Join(dir, backup)); (err == nil) != tt.remains {
 				t.Fatalf("backup remains: %v, want %v", err == nil, tt.remains)
 			}
-			if _, err := os.Stat(filepath.Join(dir, "notes.txt")); err != nil {
-				t.Fatalf("a foreign file was touched: %v", err)
+			for _, name := range []string{"notes.txt", BundleName(at)} {
+				if _, err := os.Stat(filepath.Join(dir, name)); err != nil {
+					t.Fatalf("a foreign file was touched: %v", err)
+				}
 			}
 		})
 	}

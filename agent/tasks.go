@@ -55,6 +55,7 @@ type TaskKind string
 const (
 	KindSync          TaskKind = "sync"           // bring a SQLite backup wallet up to date
 	KindBackup        TaskKind = "backup"         // write an encrypted BRC-39 file into a backup folder
+	KindBundle        TaskKind = "bundle"         // write a whole-store bundle into a bundle folder
 	KindExport        TaskKind = "export"         // write one BRC-39 file where the person asked
 	KindDrill         TaskKind = "drill"          // restore the newest backups into scratch wallets
 	KindImportPreview TaskKind = "import-preview" // decrypt a backup file and show what an import would do
