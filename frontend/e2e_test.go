@@ -172,6 +172,10 @@ func TestDashboard_CancelShowsCheckpoint(t *testing.T) {
 	if got := d.text("[data-destination=backup-file] .phases li.current"); got != "Cancelled" {
 		t.Errorf("the last page state reads %q, want Cancelled", got)
 	}
+	// The promise kept: the next run continues at that checkpoint.
+	if next := d.runTask(agent.RouteRun, fileID); next.State != agent.TaskSucceeded || !resumedFromCheckpoint(t, next) {
+		t.Errorf("the next run %s, result %s: it did not continue from the checkpoint", next.State, next.Result)
+	}
 }
 
 func TestDashboard_DestinationEditor(t *testing.T) {

@@ -111,8 +111,15 @@ const taskStates = {
   succeeded: 'Done',
   failed: 'Failed',
   interrupted: 'Interrupted',
+  skipped: 'Skipped',
 };
 export const taskState = (s) => taskStates[s] ?? s;
+
+/**
+ * outcome is a task's state as a person reads it: "skipped" for a success that checked
+ * nothing (a restore drill before any backup existed), else the task's own state.
+ */
+export const outcome = (t) => (t.state === 'succeeded' && t.result?.skipped ? 'skipped' : t.state);
 export const terminal = (s) => ['cancelled', 'succeeded', 'failed', 'interrupted'].includes(s);
 
 /** parseDuration reads a Go duration ("1h0m0s", "30s", "168h0m0s") as seconds. */

@@ -44,6 +44,34 @@ const checkpointOf = (task) => task.result?.sessions?.at(-1)?.checkpoint ?? null
 const resumableOf = (task) => task.result?.sessions?.at(-1)?.resumable === true;
 
 /**
+ * cancelledWords says what a cancel left behind and what the next run does, for each kind
+ * of task: only a sync keeps a durable checkpoint at its destination, and only a sync from
+ * a wallet with a change journal continues from it (the agent's result says resumable).
+ */
+function cancelledWords(t) {
+  switch (t.kind) {
+    case 'sync': {
+      const cp = checkpointOf(t);
+      if (!cp || !cp.seq) return 'Cancelled safely. Nothing had been stored yet; the next run starts at the beginning.';
+      const kept = `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; `;
+      return resumableOf(t)
+        ? `${kept}the next run continues from there.`
+        : `${kept}the wallet keeps no change journal, so the next run starts again at the first table (nothing is stored twice).`;
+    }
+    case 'backup': {
+      const n = [t.result ?? []].flat().length;
+      return `Cancelled. The backup file being written was discarded: no partial file is left in the folder${n ? `, and the ${n} file${n === 1 ? '' : 's'} already written stay` : ''}. The next run writes a new backup file from the start.`;
+    }
+    case 'export':
+      return 'Cancelled. No file was written; export again to make one.';
+    case 'import':
+      return 'Cancelled. If part of the file was already merged, the Restore page offers to finish that import (the same file again) or to abandon it.';
+    default:
+      return 'Cancelled. Nothing was changed.';
+  }
+}
+
+/**
  * taskPanel makes the panel for a task, with extra buttons beside Cancel; update(task)
  * redraws it in place (the Cancel button keeps its focus).
  */
@@ -95,13 +123,7 @@ export function taskPanel(title, ...extra) {
     if (t.state === 'cancelling' || (cancelling && !ended)) {
       line.textContent = 'Cancelling… waiting for the page in flight to be safely stored or dropped.';
     } else if (t.state === 'cancelled') {
-      const cp = checkpointOf(t);
-      const kept = cp && `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; `;
-      line.textContent = !cp
-        ? 'Cancelled safely. Nothing had been stored yet.'
-        : resumableOf(t)
-          ? `${kept}the next run continues from there.`
-          : `${kept}the wallet keeps no change journal, so the next run starts again at the first table (nothing is stored twice).`;
+      line.textContent = cancelledWords(t);
     } else if (t.state === 'succeeded') {
       const pages = isSync ? ` in ${fmtNumber(t.counters.pages)} pages` : '';
       line.textContent = t.counters.rows || !isSync

@@ -5,7 +5,7 @@ import { api } from '../api.js';
 import { store, on, tasks, putTask } from '../store.js';
 import { h, pageHeader, errorBox, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
 import {
-  fmtNumber, fmtBytes, fmtDuration, fmtWhen, fmtClock, taskKind, taskState, terminal,
+  fmtNumber, fmtBytes, fmtDuration, fmtWhen, fmtClock, taskKind, taskState, terminal, outcome,
 } from '../format.js';
 
 const pageSize = 50;
@@ -75,7 +75,7 @@ function row(task) {
     const c = t.counters;
     summary.replaceChildren(
       h('span', { class: 'task-title' }, taskTitle(t)),
-      badge(taskState(t.state), t.state),
+      badge(taskState(outcome(t)), outcome(t)),
       h('span', { class: 'muted' }, t.startedAt ? fmtWhen(t.startedAt) : `queued ${fmtWhen(t.queuedAt)}`),
       h('span', { class: 'muted' }, duration(t)),
       h('span', { class: 'muted' }, c.rows ? `${fmtNumber(c.rows)} rows` : ''));

@@ -64,8 +64,9 @@ function destinationStatus(d) {
 // drill checks backup folders only.
 function drillCell(d) {
   if (d.kind !== 'folder') return h('span', { class: 'muted', title: 'Restore drills check backup folders' }, '—');
+  if (d.lastVerifyError) return h('span', { title: d.lastVerifyError }, badge('Failed', 'failed'), h('span', { class: 'small-text' }, ' the newest backup did not restore'));
   if (!d.lastVerified) return h('span', { class: 'muted' }, 'Not yet');
-  return h('span', { title: fmtWhen(d.lastVerified) }, `Passed ${fmtAgo(d.lastVerified)}`);
+  return h('span', { title: fmtWhen(d.lastVerified), 'data-testid': 'drill-passed' }, `Passed ${fmtAgo(d.lastVerified)}`);
 }
 
 function destinationsCard(ov) {

@@ -7,7 +7,7 @@ import {
   h, pageHeader, field, errorBox, notice, busy, passwordPair, scheduleEditor, confirmDialog, unavailable, uid, fill,
 } from '../ui.js';
 import { theme, setTheme } from '../theme.js';
-import { fmtAgo, plainError, taskState, terminal } from '../format.js';
+import { fmtAgo, plainError, taskState, terminal, outcome } from '../format.js';
 
 const passwordKey = 'backup-password';
 
@@ -127,6 +127,10 @@ function drillStatus() {
         : `Ran ${fmtAgo(t.finishedAt)}: no backup file to check yet.`,
       failed: `Failed ${fmtAgo(t.finishedAt)}: ${plainError(t.error)}`,
     };
+    if (outcome(t) === 'skipped') {
+      line.textContent = `Skipped ${fmtAgo(t.finishedAt)}: ${t.result.skipped}. Nothing was checked; the drill runs again once a backup exists.`;
+      return;
+    }
     line.textContent = words[t.state] ?? taskState(t.state);
   };
   run.addEventListener('click', () => busy(run, async () => {
