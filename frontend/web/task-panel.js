@@ -44,6 +44,31 @@ const checkpointOf = (task) => task.result?.sessions?.at(-1)?.checkpoint ?? null
 const resumableOf = (task) => task.result?.sessions?.at(-1)?.resumable === true;
 
 /**
+ * progressWords puts a task's progress in words: rows done of the total, the percentage
+ * (never 100% before the end: the total is an estimate), the rate, which reads
+ * "measuring…" until the agent has two seconds of samples rather than "0 rows/s", and the
+ * time left.
+ */
+export function progressWords(t) {
+  const c = t.counters;
+  const ended = terminal(t.state);
+  const known = t.total > 0;
+  const ratio = known ? Math.min(c.rows / t.total, 1) : 0;
+  const percent = !known ? '' : ended ? (t.state === 'succeeded' ? '100%' : `${Math.floor(ratio * 100)}%`) : `${Math.min(Math.floor(ratio * 100), 99)}%`;
+  const measuring = !ended && !t.rowsPerSec;
+  let left = 'estimating…';
+  if (t.etaSeconds) left = `about ${fmtDuration(t.etaSeconds)}`;
+  else if (known && c.rows >= t.total) left = 'almost done';
+  else if (!known && !measuring) left = 'unknown (no total)';
+  return {
+    rows: known ? `${fmtNumber(c.rows)} of ${fmtNumber(t.total)}` : fmtNumber(c.rows),
+    percent,
+    rate: measuring ? 'measuring…' : `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s · ${fmtBytes(t.bytesPerSec ?? 0)}/s`,
+    left,
+  };
+}
+
+/**
  * cancelledWords says what a cancel left behind and what the next run does, for each kind
  * of task: only a sync keeps a durable checkpoint at its destination, and only a sync from
  * a wallet with a change journal continues from it (the agent's result says resumable).
@@ -140,19 +165,21 @@ export function taskPanel(title, ...extra) {
     bar.hidden = ended;
     if (t.total > 0) {
       bar.max = t.total;
-      bar.value = t.counters.rows;
+      bar.value = Math.min(t.counters.rows, t.total);
     } else {
       bar.removeAttribute('value'); // the total is unknown: an indeterminate bar
     }
 
     const c = t.counters;
     const elapsed = t.startedAt ? ((ended ? Date.parse(t.finishedAt) : Date.now()) - Date.parse(t.startedAt)) / 1000 : null;
+    const p = progressWords(t);
     figures.replaceChildren(stats([
       ...(isSync ? [['Pages', fmtNumber(c.pages)]] : []),
-      ['Rows', fmtNumber(c.rows)],
+      ['Rows', p.rows],
+      ...(p.percent ? [['Done', p.percent]] : []),
       ['Data', fmtBytes(c.bytes)],
-      ['Rate', `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s · ${fmtBytes(t.bytesPerSec ?? 0)}/s`],
-      ended ? ['Took', fmtDuration(elapsed)] : ['Time left', t.etaSeconds ? fmtDuration(t.etaSeconds) : 'estimating…'],
+      ['Rate', p.rate],
+      ended ? ['Took', fmtDuration(elapsed)] : ['Time left', p.left],
       ...(isSync && !ended ? [['Table', table ? tableLabel(table) : '—']] : []),
     ]));
 

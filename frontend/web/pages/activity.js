@@ -3,6 +3,7 @@
 
 import { api } from '../api.js';
 import { store, on, tasks, putTask } from '../store.js';
+import { progressWords } from '../task-panel.js';
 import { h, pageHeader, errorBox, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
 import {
   fmtNumber, fmtBytes, fmtDuration, fmtWhen, fmtClock, taskKind, taskState, terminal, outcome,
@@ -82,10 +83,11 @@ function row(task) {
     fill(problem, t.state === 'failed' || t.state === 'interrupted' ? errorBox({ message: t.error, hint: t.hint }) : null);
     detail.textContent = terminal(t.state) ? '' : t.detail ?? '';
     detail.hidden = !detail.textContent;
+    const p = progressWords(t);
     figures.replaceChildren(stats([
-      ['Pages', fmtNumber(c.pages)], ['Rows', fmtNumber(c.rows)], ['Inserted', fmtNumber(c.inserts)],
+      ['Pages', fmtNumber(c.pages)], ['Rows', p.rows], ...(p.percent ? [['Done', p.percent]] : []), ['Inserted', fmtNumber(c.inserts)],
       ['Updated', fmtNumber(c.updates)], ['Data', fmtBytes(c.bytes)],
-      ['Rate', `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s`],
+      ['Rate', p.rate], ...(terminal(t.state) ? [] : [['Time left', p.left]]),
     ]));
     files.replaceChildren(...resultFiles(t));
     cancel.hidden = terminal(t.state);

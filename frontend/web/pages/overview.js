@@ -4,7 +4,7 @@
 import { store, on, chartWindow } from '../store.js';
 import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen } from '../ui.js';
 import { lineChart } from '../charts.js';
-import { parseDetail } from '../task-panel.js';
+import { parseDetail, progressWords } from '../task-panel.js';
 import {
   fmtAgo, fmtWhen, fmtSats, fmtNumber, fmtBytes, shortKey, chainLabel, tableLabel, tables,
   destinationKind, scheduleText, terminal,
@@ -52,8 +52,9 @@ function destinationStatus(d) {
   const t = store.tasks.get(d.running?.id) ?? d.running;
   if (t && !terminal(t.state)) {
     const { phase } = parseDetail(t.detail);
+    const p = progressWords(t);
     return h('a', { href: '#/destinations', class: 'badge running' },
-      t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${fmtNumber(t.counters.rows)} rows`);
+      t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${p.percent ? `${p.percent}, ` : ''}${p.rows} rows`);
   }
   if (d.lastFailure) return h('span', {}, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastError}`));
   if (d.paused) return badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused', 'paused');
