@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -142,10 +143,11 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 		if kind == KindImportPreview {
 			res, err := portable.Preview(ctx, file, req.Password.Reveal(), t, opts, progress)
 			h.SetResult(res)
-			return err
+			return importError(err, req)
 		}
 		res, err := portable.Import(ctx, file, req.Password.Reveal(), t, opts, progress)
 		h.SetResult(res)
+		err = importError(err, req)
 		if err == nil {
 			h.Logf("imported %s (%s): %d inserted, %d updated", filepath.Base(file), res.Mode, res.Inserts, res.Updates)
 			if req.Upload != "" {
@@ -154,6 +156,21 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 		}
 		return err
 	})
+}
+
+// importError marks what an import's failure concerns: the wallet it goes into (not
+// empty, not a wallet, read-only, a full disk), else the backup file when the person named
+// it by its path (an upload's path is the agent's own and is never shown).
+func importError(err error, req ImportRequest) error {
+	for _, target := range []error{wallet.ErrNotEmpty, wallet.ErrUnknownSchema, wallet.ErrSchemaTooNew, wallet.ErrReadOnly, wallet.ErrDiskFull} {
+		if errors.Is(err, target) && req.Wallet != "" {
+			return atPath(req.Wallet, err)
+		}
+	}
+	if req.Path != "" {
+		return atPath(req.Path, err)
+	}
+	return err
 }
 
 // AbandonImport starts a task that takes back the unfinished import of a configured wallet

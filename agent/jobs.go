@@ -64,7 +64,7 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 	dst, err := localstore.OpenOrCreate(ctx, d.Path, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup " + d.Name},
 		localstore.Options{Logger: a.log})
 	if err != nil {
-		return WithHint(fmt.Errorf("open backup wallet %s: %w", d.Path, err), "check that the folder exists and is writable")
+		return atPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
 	}
 	defer dst.Close()
 	h.Logf("sync to %s started (%s)", d.Name, reason)
@@ -176,7 +176,7 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 		return err
 	}
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return WithHint(fmt.Errorf("backup folder %s: %w", d.Path, err), "check that the disk is connected and writable")
+		return atPath(d.Path, fmt.Errorf("backup folder %s: %w", d.Path, err))
 	}
 	removeStaleTemps(d.Path, h)
 	h.SetTotal(identityRows(ctx, w.store, ids))

@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,7 +33,11 @@ type WalletView struct {
 	Path       string           `json:"path"`
 	Chain      wallet.Chain     `json:"chain,omitempty"`
 	Identities []wallet.Summary `json:"identities"`
-	Error      string           `json:"error,omitempty"`
+	// Error says in plain words why the wallet does not open, ErrorHint what to do, and
+	// ErrorDetail the technical text.
+	Error       string `json:"error,omitempty"`
+	ErrorHint   string `json:"errorHint,omitempty"`
+	ErrorDetail string `json:"errorDetail,omitempty"`
 	// ImportInProgress is the merge into the wallet that started and did not finish: the
 	// wallet holds part of a backup until it is finished or abandoned.
 	ImportInProgress *wallet.ImportRecord `json:"importInProgress,omitempty"`
@@ -43,9 +48,12 @@ type DestinationView struct {
 	Destination
 	Paused      bool      `json:"paused"`
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
-	// LastFailure and LastError describe the newest failure after the last success.
+	// LastFailure, LastError (technical), LastMessage (plain words), LastPath and LastHint
+	// describe the newest failure after the last success.
 	LastFailure time.Time `json:"lastFailure,omitzero"`
 	LastError   string    `json:"lastError,omitempty"`
+	LastMessage string    `json:"lastMessage,omitempty"`
+	LastPath    string    `json:"lastPath,omitempty"`
 	LastHint    string    `json:"lastHint,omitempty"`
 	// Running is the destination's running or queued task.
 	Running *Task `json:"running,omitempty"`
@@ -89,7 +97,8 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 			return nil
 		})
 		if err != nil {
-			wv.Error = err.Error()
+			ex := explain(atPath(ref.Path, err))
+			wv.Error, wv.ErrorHint, wv.ErrorDetail = ex.Message, ex.Hint, ex.Detail
 		}
 		ov.Wallets = append(ov.Wallets, wv)
 	}
@@ -176,7 +185,7 @@ func destinationView(d Destination, tasks []Task, now time.Time) DestinationView
 			v.LastSuccess = t.FinishedAt
 			return v
 		case t.State == TaskFailed && v.LastFailure.IsZero():
-			v.LastFailure, v.LastError, v.LastHint = t.FinishedAt, t.Error, t.Hint
+			v.LastFailure, v.LastError, v.LastMessage, v.LastPath, v.LastHint = t.FinishedAt, t.Error, t.Message, t.Path, t.Hint
 		}
 	}
 	return v
@@ -219,7 +228,7 @@ func health(ov Overview, now time.Time) (string, bool) {
 	}
 	if len(failing) > 0 {
 		d := failing[0]
-		text := fmt.Sprintf("Backups to %s (%s) are failing since %s: %s", d.Name, d.Path, d.LastFailure.Local().Format("Jan 2 15:04"), d.LastError)
+		text := fmt.Sprintf("Backups to %s (%s) are failing since %s: %s", d.Name, d.Path, d.LastFailure.Local().Format("Jan 2 15:04"), cmp.Or(d.LastMessage, d.LastError))
 		if more := len(failing) - 1; more > 0 {
 			text += fmt.Sprintf(" %d more destination%s failing too.", more, plural(more, " is", "s are"))
 		}

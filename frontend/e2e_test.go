@@ -402,7 +402,7 @@ func TestDashboard_WrongPasswordChangesNothing(t *testing.T) {
 	d.waitFor(`document.querySelector('[data-testid=import-problem] .notice.error')`, "the error")
 	d.shot("wrong-password")
 
-	if msg := d.text("[data-testid=import-problem]"); !strings.Contains(msg, "That password does not open this file") || !strings.Contains(msg, "Nothing was changed") {
+	if msg := d.text("[data-testid=import-problem]"); !strings.Contains(msg, "That password does not open "+backupFile) || !strings.Contains(msg, "Nothing was changed") {
 		t.Errorf("the page says %q, want the plain words for a wrong password", msg)
 	}
 	if eval[bool](d, `!!document.querySelector('[data-testid=import-preview]')`) {

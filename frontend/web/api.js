@@ -47,15 +47,17 @@ export function authHeaders() {
 }
 
 /**
- * ApiError is a failed request: the agent's typed error {code, message, hint}, or one that
+ * ApiError is a failed request: the agent's typed error {code, message, hint, path, detail}, or one that
  * stands for a request that never got an answer (code "offline").
  */
 export class ApiError extends Error {
-  constructor(status, { code = '', message = '', hint = '' } = {}) {
+  constructor(status, { code = '', message = '', hint = '', path = '', detail = '' } = {}) {
     super(message || `request failed (${status})`);
     this.status = status;
     this.code = code;
     this.hint = hint;
+    this.path = path; // the path the error concerns, when the agent knows it
+    this.detail = detail; // the technical text behind a message in plain words
   }
 
   /**

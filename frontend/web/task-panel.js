@@ -5,7 +5,7 @@
 
 import { api } from './api.js';
 import { store, putTask } from './store.js';
-import { h, stats, errorBox, notice, badge, busy, fill } from './ui.js';
+import { h, stats, errorBox, notice, badge, busy, fill, taskProblem } from './ui.js';
 import {
   fmtNumber, fmtBytes, fmtDuration, tableLabel, syncOrder, taskState, terminal,
 } from './format.js';
@@ -183,7 +183,7 @@ export function taskPanel(title, ...extra) {
       ...(isSync && !ended ? [['Table', table ? tableLabel(table) : '—']] : []),
     ]));
 
-    if (t.state === 'failed' || t.state === 'interrupted') problem.replaceChildren(errorBox({ message: t.error, hint: t.hint }));
+    if (t.state === 'failed' || t.state === 'interrupted') problem.replaceChildren(errorBox(taskProblem(t)));
     else fill(problem, cancelError && errorBox(cancelError, 'Could not cancel'));
 
     cancel.hidden = ended;

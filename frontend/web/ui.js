@@ -61,11 +61,20 @@ export function field(label, control, help) {
 
 export const notice = (kind, ...children) => h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : null }, ...children);
 
-/** errorBox shows a failure in plain words with the agent's hint. */
+/**
+ * errorBox shows a failure in plain words with the agent's hint, and the technical text
+ * (err.detail) behind a "Details" disclosure. The agent words the failures it knows; an
+ * older agent's raw text goes through plainError.
+ */
 export function errorBox(err, lead = '') {
-  const message = plainError(err?.message ?? String(err));
-  return notice('error', h('p', {}, lead ? h('strong', {}, `${lead}: `) : null, message), err?.hint ? h('p', { class: 'hint' }, err.hint) : null);
+  const message = err?.detail ? err.message : plainError(err?.message ?? String(err));
+  return notice('error', h('p', {}, lead ? h('strong', {}, `${lead}: `) : null, message),
+    err?.hint ? h('p', { class: 'hint' }, err.hint) : null,
+    err?.detail ? h('details', { class: 'error-detail' }, h('summary', {}, 'Details'), h('code', {}, err.detail)) : null);
 }
+
+/** taskProblem is a failed task's error as errorBox shows it. */
+export const taskProblem = (t) => ({ message: t.message || t.error, hint: t.hint, path: t.path, detail: t.message && t.message !== t.error ? t.error : '' });
 
 /** unavailable says that the agent does not offer something yet. */
 export const unavailable = (what) => notice('muted', h('p', {}, `${what} is not available from this agent yet. `,

@@ -4,7 +4,7 @@
 import { api } from '../api.js';
 import { store, on, tasks, putTask } from '../store.js';
 import { progressWords } from '../task-panel.js';
-import { h, pageHeader, errorBox, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
+import { h, pageHeader, errorBox, taskProblem, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
 import {
   fmtNumber, fmtBytes, fmtDuration, fmtWhen, fmtClock, taskKind, taskState, terminal, outcome,
 } from '../format.js';
@@ -80,7 +80,7 @@ function row(task) {
       h('span', { class: 'muted' }, t.startedAt ? fmtWhen(t.startedAt) : `queued ${fmtWhen(t.queuedAt)}`),
       h('span', { class: 'muted' }, duration(t)),
       h('span', { class: 'muted' }, c.rows ? `${fmtNumber(c.rows)} rows` : ''));
-    fill(problem, t.state === 'failed' || t.state === 'interrupted' ? errorBox({ message: t.error, hint: t.hint }) : null);
+    fill(problem, t.state === 'failed' || t.state === 'interrupted' ? errorBox(taskProblem(t)) : null);
     detail.textContent = terminal(t.state) ? '' : t.detail ?? '';
     detail.hidden = !detail.textContent;
     const p = progressWords(t);

@@ -5,7 +5,7 @@ import { api, hooks } from '../api.js';
 import { store, on, putTask, tasks, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel } from '../task-panel.js';
 import {
-  h, pageHeader, field, errorBox, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
+  h, pageHeader, field, errorBox, taskProblem, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
 } from '../ui.js';
 import { fmtAgo, fmtWhen, scheduleText, destinationKind, terminal } from '../format.js';
 
@@ -139,7 +139,7 @@ function card() {
       h('p', { class: 'path' }, d.path),
       h('p', {}, scheduleText(d.schedule), ' · Last good backup: ',
         d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'never'),
-      d.lastFailure ? errorBox({ message: d.lastError, hint: d.lastHint }, `Failing since ${fmtWhen(d.lastFailure)}`) : null);
+      d.lastFailure ? errorBox(taskProblem({ message: d.lastMessage, error: d.lastError, hint: d.lastHint }), `Failing since ${fmtWhen(d.lastFailure)}`) : null);
     resume.hidden = !paused;
     pause.hidden = paused;
     edit.setAttribute('aria-expanded', String(editing));

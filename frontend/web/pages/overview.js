@@ -44,7 +44,7 @@ function walletCard(w) {
   return h('section', { class: 'card', 'aria-label': 'Wallet' },
     h('div', { class: 'card-head' }, h('h2', {}, 'Your wallet'), w.chain ? badge(chainLabel(w.chain), 'info') : null,
       h('span', { class: 'path small-text push' }, w.path)),
-    w.error ? errorBox({ message: w.error }, 'The wallet cannot be opened') : null,
+    w.error ? errorBox({ message: w.error, hint: w.errorHint, detail: w.errorDetail }, 'The wallet cannot be opened') : null,
     w.identities.map(identityView));
 }
 

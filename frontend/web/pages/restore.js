@@ -6,7 +6,7 @@ import { api, hooks } from '../api.js';
 import { store, on, putTask } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, errorBox, notice, busy, copyButton, uid, unavailable, wizard, browseButton,
+  h, field, errorBox, taskProblem, notice, busy, copyButton, uid, unavailable, wizard, browseButton,
 } from '../ui.js';
 import {
   shortKey, fmtBytes, fmtNumber, fmtWhen, chainLabel, tableLabel, tables, terminal,
@@ -183,8 +183,8 @@ function passwordStep(go) {
         // A refusal (another network, already imported, not empty) still says what the file holds.
         const p = resultOf(done.id);
         problem.replaceChildren(...(p?.identityKey
-          ? [errorBox({ message: done.error, hint: done.hint }, 'This file cannot be imported here'), facts(p)]
-          : [errorBox({ message: done.error, hint: done.hint })]));
+          ? [errorBox(taskProblem(done), 'This file cannot be imported here'), facts(p)]
+          : [errorBox(taskProblem(done))]));
       } catch (err) {
         problem.replaceChildren(err.unavailable ? unavailable('Checking a backup file before import') : errorBox(err, 'Could not check the file'));
       }

@@ -125,7 +125,7 @@ function drillStatus() {
     const words = {
       succeeded: files.length ? `Passed ${fmtAgo(t.finishedAt)}: ${files.length} backup file${files.length === 1 ? '' : 's'} restored and checked.`
         : `Ran ${fmtAgo(t.finishedAt)}: no backup file to check yet.`,
-      failed: `Failed ${fmtAgo(t.finishedAt)}: ${plainError(t.error)}`,
+      failed: `Failed ${fmtAgo(t.finishedAt)}: ${t.message || plainError(t.error)}`,
     };
     if (outcome(t) === 'skipped') {
       line.textContent = `Skipped ${fmtAgo(t.finishedAt)}: ${t.result.skipped}. Nothing was checked; the drill runs again once a backup exists.`;
@@ -148,6 +148,7 @@ const serviceWords = {
   running: 'Installed and running: walletsync keeps working when this window is closed and after a restart.',
   stopped: 'Installed, but not running now.',
   'not-installed': 'Not installed: walletsync works only while it is started by hand.',
+  unavailable: 'Not available on this computer: walletsync works while it is started by hand.',
 };
 
 function serviceCard() {
@@ -164,9 +165,10 @@ function serviceCard() {
     const installed = s.status === 'running' || s.status === 'stopped';
     fill(body,
       s.status ? h('p', { 'data-testid': 'service-status' }, serviceWords[s.status] ?? s.status) : null,
+      s.note ? notice('muted', h('p', { 'data-testid': 'service-note' }, s.note)) : null,
       s.error ? errorBox({ message: s.error, hint: s.hint }, 'The service cannot be managed here') : null,
       s.platform ? h('p', { class: 'muted small-text' }, `Service manager: ${s.platform}`) : null,
-      s.status ? h('div', { class: 'actions' }, installed
+      s.status && s.status !== 'unavailable' ? h('div', { class: 'actions' }, installed
         ? h('button', { type: 'button', onclick: (e) => act('uninstall', e.currentTarget) }, 'Uninstall')
         : h('button', { type: 'button', class: 'primary', onclick: (e) => act('install', e.currentTarget) }, 'Install')) : null);
   }
