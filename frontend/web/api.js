@@ -145,6 +145,11 @@ export const api = {
   secretKeys: () => request('GET', '/api/v1/secrets'),
   setSecret: (key, value) => request('PUT', `/api/v1/secrets/${enc(key)}`, { value }),
 
+  /** replaceWallet makes the agent protect the wallet file next in place of old. */
+  replaceWallet: (old, next) => request('POST', '/api/v1/wallets/replace', { old, new: next }),
+  /** checkPath asks whether a typed path will do for its purpose (see agent/paths.go). */
+  checkPath: (path, purpose, overwrite = false) => request('POST', '/api/v1/paths/check', { path, purpose, overwrite }),
+
   service: () => request('GET', '/api/v1/service'),
   installService: () => request('POST', '/api/v1/service/install'),
   uninstallService: () => request('POST', '/api/v1/service/uninstall'),

@@ -5,7 +5,7 @@ import { api, hooks } from '../api.js';
 import { store, on, putTask, tasks, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel } from '../task-panel.js';
 import {
-  h, pageHeader, field, errorBox, taskProblem, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
+  h, pageHeader, field, errorBox, taskProblem, pathCheck, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
 } from '../ui.js';
 import { fmtAgo, fmtWhen, scheduleText, destinationKind, terminal } from '../format.js';
 
@@ -40,7 +40,11 @@ function editor(d, { onDone }) {
     help.textContent = kindHelp[kind()];
     if (browse) browse.hidden = kind() !== 'folder';
   };
-  kinds.forEach((l) => l.addEventListener('change', showHelp));
+  const where = pathCheck(path, () => (kind() === 'folder' ? 'backup-folder' : 'backup-wallet'));
+  kinds.forEach((l) => l.addEventListener('change', () => {
+    showHelp();
+    if (path.value.trim()) where.check();
+  }));
   showHelp();
   const schedule = scheduleEditor(d?.schedule ?? { kind: 'change', debounce: '30s' });
   const problem = h('div');
@@ -50,6 +54,7 @@ function editor(d, { onDone }) {
     field('Name', name, 'What you call it, such as "USB disk" or "Cloud folder".'),
     h('fieldset', {}, h('legend', {}, 'What it is'), kinds, help),
     field('Path', path, 'The full path on this computer.'),
+    where.el,
     browse,
     schedule.el,
     problem,
@@ -57,6 +62,11 @@ function editor(d, { onDone }) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     busy(save, async () => {
+      problem.replaceChildren();
+      if (!await where.check()) {
+        path.focus();
+        return;
+      }
       const body = { name: name.value.trim(), kind: kind(), path: path.value.trim(), schedule: schedule.value() };
       try {
         if (d) {
