@@ -130,6 +130,9 @@ export const api = {
   run: (id) => request('POST', `/api/v1/destinations/${enc(id)}/run`),
   pause: (id, body) => request('POST', `/api/v1/destinations/${enc(id)}/pause`, body),
   resume: (id) => request('POST', `/api/v1/destinations/${enc(id)}/resume`),
+  /** pauseAll (body {for: "1h"} or none) and resumeAll answer the config. */
+  pauseAll: (body) => request('POST', '/api/v1/pause', body),
+  resumeAll: () => request('POST', '/api/v1/resume'),
   backups: (id) => request('GET', `/api/v1/destinations/${enc(id)}/backups`),
   verifyBackup: (id, name) => request('POST', `/api/v1/destinations/${enc(id)}/backups/verify`, { name }),
   drill: () => request('POST', '/api/v1/drill'),

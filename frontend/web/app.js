@@ -1,7 +1,8 @@
 // The dashboard's shell: the header (health, connection, theme), the page menu (in
 // index.html, so that it paints before any script runs) and the router (#/overview,
-// #/destinations...). Pages are modules with {id, title, mount(main)}; mount returns the
-// function that unmounts the page.
+// #/destinations...). Pages are modules with {id, title, mount(main, arg)}, where arg is
+// what follows the page in the address (#/destinations/add); mount returns the function
+// that unmounts the page.
 
 import { store, on, start } from './store.js';
 import { h, fill, copyButton } from './ui.js';
@@ -26,19 +27,20 @@ const themeButton = document.getElementById('theme');
 let unmount = null;
 let first = true;
 function route() {
-  const id = location.hash.replace(/^#\/?/, '') || 'overview';
+  // "#/destinations/add": the page, and what to open on it.
+  const [id, arg = ''] = (location.hash.replace(/^#\/?/, '') || 'overview').split('/');
   const page = pages.find((p) => p.id === id) ?? overview;
   unmount?.();
   main.replaceChildren();
   main.dataset.page = page.id;
-  unmount = page.mount(main);
+  unmount = page.mount(main, arg);
   document.title = `${page.title} · walletsync`;
   for (const a of nav.querySelectorAll('a')) {
     if (a.dataset.page === page.id) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   // After a move (not the first load), put the keyboard where the new page starts.
-  if (!first) main.querySelector('h1')?.focus();
+  if (!first && !main.contains(document.activeElement)) main.querySelector('h1')?.focus();
   first = false;
 }
 addEventListener('hashchange', route);

@@ -7,7 +7,7 @@ import { lineChart } from '../charts.js';
 import { parseDetail, progressWords } from '../task-panel.js';
 import {
   fmtAgo, fmtWhen, fmtSats, fmtNumber, fmtBytes, shortKey, chainLabel, tableLabel, tables,
-  destinationKind, scheduleText, terminal,
+  destinationKind, scheduleText, terminal, shortPath,
 } from '../format.js';
 
 // The tables a person recognises; the rest are under "All tables".
@@ -73,14 +73,15 @@ function drillCell(d) {
 function destinationsCard(ov) {
   if (!ov.destinations.length) {
     return h('section', { class: 'card' }, h('h2', {}, 'Where it is backed up'),
-      h('p', {}, 'Nowhere yet. ', h('a', { href: '#/destinations' }, 'Add a destination'), ' to start keeping your wallet safe.'));
+      h('p', {}, 'Nowhere yet. ', h('a', { href: '#/destinations/add' }, 'Add a destination'), ' to start keeping your wallet safe.'));
   }
   return h('section', { class: 'card', 'aria-labelledby': 'dest-title' },
     h('h2', { id: 'dest-title' }, 'Where it is backed up'),
     h('table', { class: 'plain destinations-table' },
       h('thead', {}, h('tr', {}, ['Destination', 'Last good backup', 'Last restore drill', 'Next run', 'Status'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, ov.destinations.map((d) => h('tr', { 'data-destination': d.id },
-        h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind))),
+        h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind)),
+          h('span', { class: 'path small-text dest-path', title: d.path, 'data-testid': 'dest-path' }, shortPath(d.path))),
         h('td', { 'data-testid': 'last-success' }, d.lastSuccess
           ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess), h('span', { class: 'muted small-text' }, fmtWhen(d.lastSuccess)))
           : 'Never'),

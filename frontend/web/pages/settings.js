@@ -34,6 +34,8 @@ function passwordCard() {
     notice('warn', h('p', {}, h('strong', {}, 'If this password is lost, the backups it encrypts cannot be restored. '),
       'walletsync cannot recover it. Write it down and keep it somewhere safe.')),
     pw.el, result, h('div', { class: 'actions' }, save));
+  // A "not the same" or "Saved." describes what was typed before: it goes once that changes.
+  form.addEventListener('input', () => result.replaceChildren());
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const wrong = pw.check();
@@ -64,10 +66,12 @@ function passwordCard() {
 function settingsCard(drillLine) {
   const c = store.config;
   if (!c) return h('div', {}, store.loadError ? errorBox(store.loadError) : h('p', { class: 'muted' }, 'Loading…'));
-  const num = (v, min) => h('input', { type: 'number', min, value: String(v), class: 'narrow' });
-  const last = num(c.retention.last, 1);
-  const daily = num(c.retention.daily, 0);
-  const weekly = num(c.retention.weekly, 0);
+  const num = (v, min, label) => h('input', { type: 'number', min, value: String(v), class: 'narrow', 'aria-label': label });
+  const last = num(c.retention.last, 1, 'How many of the newest backups to keep');
+  const daily = num(c.retention.daily, 0, 'For how many days to keep one a day');
+  const weekly = num(c.retention.weekly, 0, 'For how many weeks to keep one a week');
+  // Each rule reads as a sentence, its number in the middle.
+  const rule = (...parts) => h('p', { class: 'retention-rule' }, ...parts);
   const drill = scheduleEditor(c.drill, { onChange: false, legend: 'How often' });
   const level = h('select', {}, [['error', 'Errors only'], ['warn', 'Warnings and errors'], ['info', 'Normal'], ['debug', 'Everything (for troubleshooting)']]
     .map(([v, t]) => h('option', { value: v, selected: (c.logLevel || 'info') === v }, t)));
@@ -76,8 +80,10 @@ function settingsCard(drillLine) {
   const form = h('form', { class: 'stack' },
     h('section', { class: 'card', 'aria-labelledby': 'ret-title' },
       h('h2', { id: 'ret-title' }, 'Which backup files to keep'),
-      h('div', { class: 'inline-fields' },
-        field('Newest backups', last), field('One a day, for days', daily), field('One a week, for weeks', weekly)),
+      h('div', { class: 'stack', 'data-testid': 'retention' },
+        rule('Keep the newest ', last, ' backups,'),
+        rule('and one a day for ', daily, ' days,'),
+        rule('and one a week for ', weekly, ' weeks.')),
       h('p', { class: 'help' }, 'Older files in backup folders are deleted after each backup. The newest backup that passed a check is always kept.')),
     h('section', { class: 'card', 'aria-labelledby': 'drill-title' },
       h('h2', { id: 'drill-title' }, 'Restore drill'),
@@ -89,6 +95,9 @@ function settingsCard(drillLine) {
       field('How much the agent writes to its log', level)),
     result,
     h('div', { class: 'actions' }, save));
+  // "Saved." describes the settings as they were saved: it goes once they change.
+  form.addEventListener('input', () => result.replaceChildren());
+  form.addEventListener('change', () => result.replaceChildren());
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     busy(save, async () => {
