@@ -531,13 +531,7 @@ func TestScreenshots_EveryPage(t *testing.T) {
 		![...document.querySelectorAll('.destinations-table td')].some((td) => td.textContent === 'Paused') &&
 		!document.querySelector('.destinations-table .badge.running')`, "the overview after the first backups")
 
-	dir := *screenshotsDir
-	if dir == "" {
-		dir = filepath.Join(d.dir, "artifacts", t.Name())
-		if env := os.Getenv("WALLETSYNC_ARTIFACTS"); env != "" {
-			dir = filepath.Join(env, t.Name())
-		}
-	}
+	dir := d.screenshots()
 	pages := []string{"overview", "destinations", "activity", "backups", "export", "restore", "settings"}
 	for _, size := range [][2]int64{{1280, 800}, {900, 600}} {
 		for _, scheme := range []string{"light", "dark"} {

@@ -408,6 +408,18 @@ func (d *dash) shot(name string) string {
 	return d.shotTo(filepath.Join(dir, strings.ReplaceAll(d.t.Name(), "/", "-")), name)
 }
 
+// screenshots is where a TestScreenshots test writes: the -screenshots folder, else the
+// test's artifacts folder.
+func (d *dash) screenshots() string {
+	if *screenshotsDir != "" {
+		return *screenshotsDir
+	}
+	if env := os.Getenv("WALLETSYNC_ARTIFACTS"); env != "" {
+		return filepath.Join(env, d.t.Name())
+	}
+	return filepath.Join(d.dir, "artifacts", d.t.Name())
+}
+
 func (d *dash) shotTo(dir, name string) string {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(d.ctx, 10*time.Second)

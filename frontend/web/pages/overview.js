@@ -56,7 +56,7 @@ function destinationStatus(d) {
     return h('a', { href: '#/destinations', class: 'badge running' },
       t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${p.percent ? `${p.percent}, ` : ''}${p.rows} rows`);
   }
-  if (d.lastFailure) return h('span', {}, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastError}`));
+  if (d.lastFailure) return h('span', { title: d.lastError }, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastMessage || d.lastError}`));
   if (d.paused) return badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused', 'paused');
   return d.lastSuccess ? badge('OK', 'succeeded') : badge('Not backed up yet', 'queued');
 }
