@@ -31,7 +31,7 @@ func TestScreenshots_States(t *testing.T) {
 	d.do(chromedp.Click(byText(`[data-destination=backup-file] button`, "Run now")))
 	panel := `[data-destination=backup-file] .task-panel`
 	d.waitFor(`[...document.querySelectorAll('`+panel+` .stats dd')].some((e) => e.textContent.startsWith('about '))`, "a time left")
-	d.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('`+panel+`').scrollIntoView({block: 'center'})`))
+	d.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('` + panel + `').scrollIntoView({block: 'center'})`))
 	shots("sync-progress")
 	d.do(chromedp.Click(byText(panel+` button`, "Cancel")))
 	d.waitFor(`document.querySelector('`+panel+`[data-state=cancelled]')`, "the cancel")
