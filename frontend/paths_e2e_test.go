@@ -16,6 +16,17 @@ func typeInto(css, text string) chromedp.Action[chromedp.Void] {
 		e.value = ` + jsString(text) + `; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true})); })()`)
 }
 
+// addFolder fills the destination editor for a new backup folder and asks to add it.
+func (d *dash) addFolder(name, path string) {
+	d.t.Helper()
+	d.do(chromedp.Click(byText("button", "Add a destination")))
+	d.waitFor(`document.querySelector('form.editor')`, "the editor")
+	d.do(chromedp.SendKeys(chromedp.CSS(`form.editor input[type=text]`), name),
+		chromedp.Click(chromedp.CSS(`form.editor input[value=folder]`)),
+		typeInto(`form.editor input.mono`, path),
+		chromedp.Click(byText(`form.editor button`, "Add destination")))
+}
+
 // TestDashboard_PathsCheckedWhereTyped: a wrong path is named at the step where it is
 // typed, with what is wrong; what was typed stays; and the restore wizard's Back keeps the
 // password.
@@ -23,12 +34,7 @@ func TestDashboard_PathsCheckedWhereTyped(t *testing.T) {
 	d := newDash(t)
 	problem := `document.querySelector('form.editor [data-testid=path-problem]')?.textContent ?? ''`
 	d.page("destinations")
-	d.do(chromedp.Click(byText("button", "Add a destination")))
-	d.waitFor(`document.querySelector('form.editor')`, "the editor")
-	d.do(chromedp.SendKeys(chromedp.CSS(`form.editor input[type=text]`), "USB disk"),
-		chromedp.Click(chromedp.CSS(`form.editor input[value=folder]`)),
-		typeInto(`form.editor input.mono`, "relative/backups"),
-		chromedp.Click(byText(`form.editor button`, "Add destination")))
+	d.addFolder("USB disk", "relative/backups")
 	d.waitFor(problem+`.includes('relative/backups is not a full path')`, "the relative path's problem")
 	d.shot("relative-path")
 	if got := eval[string](d, `document.querySelector('form.editor input.mono').value`); got != "relative/backups" {

@@ -52,12 +52,7 @@ func TestScreenshots_States(t *testing.T) {
 	shots("restore-backup-wallet-preview")
 
 	d.page("destinations")
-	d.do(chromedp.Click(byText("button", "Add a destination")))
-	d.waitFor(`document.querySelector('form.editor')`, "the editor")
-	d.do(chromedp.SendKeys(chromedp.CSS(`form.editor input[type=text]`), "USB disk"),
-		chromedp.Click(chromedp.CSS(`form.editor input[value=folder]`)),
-		typeInto(`form.editor input.mono`, "usb/backups"),
-		chromedp.Click(byText(`form.editor button`, "Add destination")))
+	d.addFolder("USB disk", "usb/backups")
 	d.waitFor(`document.querySelector('form.editor [data-testid=path-problem] .notice')`, "the path's problem")
 	shots("path-error")
 

@@ -41,12 +41,7 @@ func TestDashboard_SmallerOnes(t *testing.T) {
 	}
 
 	d.view(1280, 600, "light") // short enough that a new card starts below the fold
-	d.do(chromedp.Click(byText("button", "Add a destination")))
-	d.waitFor(`document.querySelector('form.editor')`, "the editor")
-	d.do(chromedp.SendKeys(chromedp.CSS(`form.editor input[type=text]`), "Cloud folder"),
-		chromedp.Click(chromedp.CSS(`form.editor input[value=folder]`)),
-		typeInto(`form.editor input.mono`, filepath.Join(d.dir, "cloud")),
-		chromedp.Click(byText(`form.editor button`, "Add destination")))
+	d.addFolder("Cloud folder", filepath.Join(d.dir, "cloud"))
 	d.waitFor(`document.querySelector('[data-destination=cloud-folder] [data-testid=added]')`, "the confirmation")
 	if !eval[bool](d, `document.activeElement === document.querySelector('[data-destination=cloud-folder]')`) {
 		t.Error("the new card does not have the focus")
