@@ -39,8 +39,11 @@ type Options struct {
 	// destination that would run at start anyway (one that never ran) runs once, not once
 	// for its schedule and again for the request. An unknown id fails Start.
 	RunAtStart []string
+	// SyncMaxRows caps the rows of a sync's pages (the syncer's default when 0). Small
+	// pages make a long sync of a small wallet: tests stop one midway, and the dashboard's
+	// screenshots show one in progress.
+	SyncMaxRows int
 
-	syncMaxRows int // test seam: smaller sync pages, so that a test can stop a sync midway
 	// probeTicks is a test seam: the latency probe's ticks, so that a test decides when
 	// the probe looks (a ticker of probeEvery when nil).
 	probeTicks <-chan time.Time

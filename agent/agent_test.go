@@ -109,8 +109,13 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 	var seen bytes.Buffer // every API answer, to search for the password afterwards
 
 	for _, dest := range []string{"file", "folder"} {
-		if task := runAndWait(t, c, a, RouteRun, dest); task.State != TaskSucceeded {
+		task := runAndWait(t, c, a, RouteRun, dest)
+		if task.State != TaskSucceeded {
 			t.Fatalf("%s: %+v", dest, task)
+		}
+		// A first copy knows its total: the rows it moved are the rows it expected.
+		if dest == "file" && (task.Total == 0 || task.Total != task.Counters.Rows) {
+			t.Errorf("%s: total %d, moved %d rows", dest, task.Total, task.Counters.Rows)
 		}
 	}
 	var ov Overview
@@ -226,7 +231,7 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 
 func TestAgent_CancelMidSyncKeepsTheAcknowledgedCheckpoint(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureToolbox)
-	e.opts.syncMaxRows = 20
+	e.opts.SyncMaxRows = 20
 	a := launchAgent(t, e.opts)
 	sub := a.bus.Subscribe(a.bus.Last())
 	task, err := a.RunDestination("file", "manual")
@@ -277,7 +282,7 @@ func TestMain(m *testing.M) {
 // runDoomedAgent starts an agent on the environment in dir, runs one destination, says so,
 // and waits to be killed.
 func runDoomedAgent(dir, destination string) {
-	opts := Options{Dir: DataDir(filepath.Join(dir, "data")), ConfigPath: filepath.Join(dir, "config.json"), syncMaxRows: 10}
+	opts := Options{Dir: DataDir(filepath.Join(dir, "data")), ConfigPath: filepath.Join(dir, "config.json"), SyncMaxRows: 10}
 	a, err := Start(context.Background(), opts)
 	if err != nil {
 		fmt.Println("error:", err)

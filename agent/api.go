@@ -76,6 +76,10 @@ type APIError struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Hint    string `json:"hint,omitempty"`
+	// Path is the path the error concerns; Detail the technical text behind a Message in
+	// plain words (see Explanation).
+	Path   string `json:"path,omitempty"`
+	Detail string `json:"detail,omitempty"`
 }
 
 func (e *APIError) Error() string {
@@ -409,8 +413,9 @@ func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
 func (s *Server) writeError(w http.ResponseWriter, err error) {
 	ae, ok := errors.AsType[*APIError](err)
 	if !ok {
-		c, hint := classify(err)
-		ae = &APIError{Status: c.status, Code: c.code, Message: s.redact(err.Error()), Hint: hint}
+		c, _ := classify(err)
+		ex := explain(err)
+		ae = &APIError{Status: c.status, Code: c.code, Message: s.redact(ex.Message), Hint: ex.Hint, Path: ex.Path, Detail: s.redact(ex.Detail)}
 	}
 	if ae.Status >= 500 {
 		s.log.Error("API request failed", "code", ae.Code, "err", ae.Message)

@@ -444,7 +444,7 @@ func TestServer_MapsTypedErrors(t *testing.T) {
 	a := startAgent(t, nil)
 	var fail error
 	a.srv.Handle(routeFail, func(*http.Request) (any, error) { return nil, fail })
-	_, diskHint := classify(wallet.ErrDiskFull)
+	diskHint := explain(wallet.ErrDiskFull).Hint
 	for _, tc := range []struct {
 		err    error
 		status int
@@ -465,7 +465,8 @@ func TestServer_MapsTypedErrors(t *testing.T) {
 			fail = tc.err
 			var ae *APIError
 			err := a.client(t).Call(t.Context(), routeFail, nil, nil)
-			if !errors.As(err, &ae) || ae.Status != tc.status || ae.Code != tc.code || ae.Message != tc.err.Error() {
+			// The technical text is the message, or the detail behind a message in plain words.
+			if !errors.As(err, &ae) || ae.Status != tc.status || ae.Code != tc.code || ae.Message != tc.err.Error() && ae.Detail != tc.err.Error() {
 				t.Fatalf("got %#v, want %d %s %q", ae, tc.status, tc.code, tc.err.Error())
 			}
 			if tc.hint != "" && ae.Hint != tc.hint || ae.Code == "wallet_locked" && ae.Hint == "" {

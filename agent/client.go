@@ -173,6 +173,16 @@ func (c *Client) ResumeAll(ctx context.Context) (Config, error) {
 	return call[Config](ctx, c, RouteResumeAll, nil)
 }
 
+// ReplaceWallet makes the agent protect req.New in place of req.Old.
+func (c *Client) ReplaceWallet(ctx context.Context, req WalletReplaceRequest) (Config, error) {
+	return call[Config](ctx, c, RouteWalletReplace, req)
+}
+
+// CheckPath asks whether a path will do for its purpose (see Agent.CheckPath).
+func (c *Client) CheckPath(ctx context.Context, req PathCheckRequest) (PathCheck, error) {
+	return call[PathCheck](ctx, c, RoutePathCheck, req)
+}
+
 // Export starts an export task: one BRC-39 file of one identity at req.Path.
 func (c *Client) Export(ctx context.Context, req ExportRequest) (Task, error) {
 	// A Secret marshals as "[redacted]"; this is the one place it goes onto the wire, to

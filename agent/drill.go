@@ -16,7 +16,13 @@ import (
 // DrillResult is what a restore drill found, one file per backup folder.
 type DrillResult struct {
 	Files []DrillFile `json:"files"`
+	// Skipped says why the drill checked nothing (no backup folder has a backup yet): the
+	// task succeeds, yet proves nothing, and the dashboard says "skipped", not "done".
+	Skipped string `json:"skipped,omitempty"`
 }
+
+// drillNothingYet is the Skipped reason of a drill that found no backup file to check.
+const drillNothingYet = "no backup file to check yet"
 
 // DrillFile is the drill of one backup file.
 type DrillFile struct {
@@ -60,6 +66,8 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 		targets = append(targets, target{dest: d, newest: recs[0]})
 	}
 	if len(targets) == 0 {
+		h.SetResult(DrillResult{Files: []DrillFile{}, Skipped: drillNothingYet})
+		h.Logf("skipped: %s", drillNothingYet)
 		return nil
 	}
 	// Bundles need no password; BRC-39 files do.

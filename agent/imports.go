@@ -4,14 +4,17 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"time"
 
+	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/scheduler"
 	"walletsync/wallet"
@@ -37,10 +40,12 @@ var uploadID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // ImportRequest is the body of POST /api/v1/import/preview and /api/v1/import.
 type ImportRequest struct {
 	// Upload names an uploaded file; Path a file on this machine (the desktop window's open
-	// dialog). Exactly one is set.
-	Upload string `json:"upload,omitempty"`
-	Path   string `json:"path,omitempty"`
-	// Password decrypts the file.
+	// dialog); Destination a backup wallet file destination, whose copy of the wallet is
+	// read as a document (see sourceDocument). Exactly one is set.
+	Upload      string `json:"upload,omitempty"`
+	Path        string `json:"path,omitempty"`
+	Destination string `json:"destination,omitempty"`
+	// Password decrypts the file (none for a Destination, which is not encrypted).
 	Password Secret `json:"password"`
 	// Wallet is the configured wallet to import into (the only one when empty), or, with
 	// mode restore, a new wallet file to build.
@@ -87,11 +92,28 @@ func (a *Agent) receiveUpload(r *http.Request) (Upload, error) {
 	return up, nil
 }
 
-// importFile resolves the file of an import request.
+// importFile resolves the file of an import request ("" for a Destination: its document
+// is written by the task).
 func (a *Agent) importFile(req ImportRequest) (string, error) {
+	named := 0
+	for _, s := range []string{req.Upload, req.Path, req.Destination} {
+		if s != "" {
+			named++
+		}
+	}
 	switch {
-	case (req.Upload == "") == (req.Path == ""):
-		return "", fmt.Errorf("name either an upload or a path: %w", wallet.ErrInvalidArgument)
+	case named != 1:
+		return "", fmt.Errorf("name one of an upload, a path or a destination: %w", wallet.ErrInvalidArgument)
+	case req.Destination != "":
+		d, err := a.config().destination(req.Destination)
+		if err != nil {
+			return "", err
+		}
+		if d.Kind != DestinationSQLite {
+			return "", WithHint(fmt.Errorf("destination %s is a %s, not a backup wallet file: %w", d.ID, d.Kind, wallet.ErrInvalidArgument),
+				"restore a backup folder's file by its path")
+		}
+		return "", nil
 	case req.Path != "":
 		return req.Path, nil
 	case !uploadID.MatchString(req.Upload):
@@ -109,7 +131,7 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	if req.Password.IsZero() {
+	if req.Password.IsZero() && req.Destination == "" {
 		return Task{}, fmt.Errorf("import needs the backup's password: %w", wallet.ErrInvalidArgument)
 	}
 	cfg := a.config()
@@ -118,9 +140,20 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 		return Task{}, refErr
 	}
 	target := "import:" + file
+	if req.Destination != "" {
+		target = "import:" + req.Destination
+	}
 	return a.tasks.Start(kind, target, func(ctx context.Context, h *TaskHandle) error {
 		opts := a.importOptions(a.stagingDir(), req.Mode)
 		opts.AllowOtherIdentity = req.AllowOtherIdentity
+		if req.Destination != "" {
+			doc, err := a.sourceDocument(ctx, h, req.Destination)
+			if err != nil {
+				return err
+			}
+			defer os.Remove(doc)
+			file, opts.Plaintext = doc, true
+		}
 		t := portable.Target{Path: req.Wallet}
 		if refErr == nil {
 			w, err := a.wallet(ctx, ref.Path)
@@ -142,10 +175,11 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 		if kind == KindImportPreview {
 			res, err := portable.Preview(ctx, file, req.Password.Reveal(), t, opts, progress)
 			h.SetResult(res)
-			return err
+			return importError(err, req)
 		}
 		res, err := portable.Import(ctx, file, req.Password.Reveal(), t, opts, progress)
 		h.SetResult(res)
+		err = importError(err, req)
 		if err == nil {
 			h.Logf("imported %s (%s): %d inserted, %d updated", filepath.Base(file), res.Mode, res.Inserts, res.Updates)
 			if req.Upload != "" {
@@ -154,6 +188,75 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 		}
 		return err
 	})
+}
+
+// sourceDocument writes the wallet a backup wallet file destination holds as a plaintext
+// BRC-38 document in a private folder of the agent's (0700, the file 0600), so that its
+// preview and its import are those of a backup file. It holds the first identity of the
+// backup wallet that the configured wallet also has, else its first. The caller removes it.
+func (a *Agent) sourceDocument(ctx context.Context, h *TaskHandle, id string) (string, error) {
+	d, err := a.config().destination(id)
+	if err != nil {
+		return "", err
+	}
+	h.SetDetail("reading the backup wallet")
+	src, err := localstore.Open(ctx, d.Path, localstore.Options{ReadOnly: true, Logger: a.log})
+	if err != nil {
+		return "", atPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
+	}
+	defer src.Close()
+	ids, err := src.Identities(ctx)
+	if err != nil {
+		return "", atPath(d.Path, err)
+	}
+	if len(ids) == 0 {
+		return "", WithHint(atPath(d.Path, fmt.Errorf("backup wallet %s holds no identity: %w", d.Path, wallet.ErrNotFound)),
+			"run this destination once, so that it holds a copy of the wallet")
+	}
+	identity := ids[0]
+	if ref, err := a.config().walletOf(d); err == nil {
+		if w, err := a.wallet(ctx, ref.Path); err == nil {
+			if mine, err := w.identities(ctx, ref); err == nil {
+				if i := slices.IndexFunc(ids, func(k string) bool { return slices.Contains(mine, k) }); i >= 0 {
+					identity = ids[i]
+				}
+			}
+		}
+	}
+	settings, err := src.Settings(ctx)
+	if err != nil {
+		return "", err
+	}
+	v, err := src.OpenSnapshot(ctx, localstore.SnapshotOptions{Wait: true, Lifetime: localstore.MaxSnapshotLifetime})
+	if err != nil {
+		return "", err
+	}
+	defer v.Close()
+	dir := filepath.Join(string(a.opts.Dir), "sources")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	doc := filepath.Join(dir, id+".json")
+	os.Remove(doc) // what an interrupted task left
+	if _, err := portable.ExportBRC38(ctx, v, settings, identity, doc, portable.ExportOptions{}); err != nil {
+		return "", fmt.Errorf("read backup wallet %s: %w", d.Path, err)
+	}
+	return doc, nil
+}
+
+// importError marks what an import's failure concerns: the wallet it goes into (not
+// empty, not a wallet, read-only, a full disk), else the backup file when the person named
+// it by its path (an upload's path is the agent's own and is never shown).
+func importError(err error, req ImportRequest) error {
+	for _, target := range []error{wallet.ErrNotEmpty, wallet.ErrUnknownSchema, wallet.ErrSchemaTooNew, wallet.ErrReadOnly, wallet.ErrDiskFull} {
+		if errors.Is(err, target) && req.Wallet != "" {
+			return atPath(req.Wallet, err)
+		}
+	}
+	if req.Path != "" {
+		return atPath(req.Path, err)
+	}
+	return err
 }
 
 // AbandonImport starts a task that takes back the unfinished import of a configured wallet

@@ -67,17 +67,24 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 	dst, err := localstore.OpenOrCreate(ctx, d.Path, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup " + d.Name},
 		localstore.Options{Logger: a.log})
 	if err != nil {
-		return WithHint(fmt.Errorf("open backup wallet %s: %w", d.Path, err), "check that the folder exists and is writable")
+		return atPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
 	}
 	defer dst.Close()
 	h.Logf("sync to %s started (%s)", d.Name, reason)
 	var res SyncResult
 	var done syncer.Counters
 	for _, id := range ids {
+		counted := false
 		// Bulk: nothing in the foreground waits on the backup file, so a first copy takes
 		// large pages (the wallet itself is only read, through snapshot views).
-		r, err := syncer.Run(ctx, w.store, dst, id, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.syncMaxRows, Bulk: true,
+		r, err := syncer.Run(ctx, w.store, dst, id, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.SyncMaxRows, Bulk: true,
 			Progress: func(p syncer.Progress) error {
+				if !counted && p.Kind != "" {
+					// Once per session, as soon as it knows what it does: the total that
+					// the percentage and the time left need.
+					counted = true
+					h.SetTotal(done.Rows + syncTotal(ctx, w.store, id, p))
+				}
 				p.Counters = addCounters(done, p.Counters)
 				h.SyncProgress(p)
 				return nil
@@ -92,6 +99,50 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 			wallet.ShortKey(id, 12), r.Kind, r.Pages, r.Rows, r.Inserts, r.Updates, r.Checkpoint.Seq)
 	}
 	return nil
+}
+
+// syncTotal estimates the rows a sync session of identity moves, from its first progress
+// event: a full traversal reads the identity's rows of the tables from the checkpoint's
+// table on (all of them for a first copy), an incremental one at most the journal entries
+// above the checkpoint's high-water mark (a row changed twice is read once), an unchanged
+// one nothing. Both counts are single indexed queries on the source. 0 means unknown: the
+// dashboard then shows no percentage rather than a wrong one.
+func syncTotal(ctx context.Context, src *localstore.Store, identity string, p syncer.Progress) int64 {
+	switch p.Kind {
+	case syncer.KindFull:
+		sum, err := src.Summary(ctx, identity)
+		if err != nil {
+			return 0
+		}
+		var n int64
+		for _, t := range wallet.SyncOrder[min(p.Checkpoint.Table, len(wallet.SyncOrder)-1):] {
+			n += sum.Counts[t.Name]
+		}
+		return n
+	case syncer.KindIncremental:
+		j, err := src.JournalState(ctx)
+		if err != nil || j.HighWater <= p.Checkpoint.HighWater {
+			return 0
+		}
+		return j.HighWater - p.Checkpoint.HighWater
+	}
+	return 0
+}
+
+// identityRows is how many rows the identities hold in all: what a backup file of each
+// writes.
+func identityRows(ctx context.Context, src *localstore.Store, ids []string) int64 {
+	var n int64
+	for _, id := range ids {
+		sum, err := src.Summary(ctx, id)
+		if err != nil {
+			return 0
+		}
+		for _, c := range sum.Counts {
+			n += c
+		}
+	}
+	return n
 }
 
 func addCounters(a, b syncer.Counters) syncer.Counters {
@@ -128,9 +179,10 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 		return err
 	}
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return WithHint(fmt.Errorf("backup folder %s: %w", d.Path, err), "check that the disk is connected and writable")
+		return atPath(d.Path, fmt.Errorf("backup folder %s: %w", d.Path, err))
 	}
 	removeStaleTemps(d.Path, h)
+	h.SetTotal(identityRows(ctx, w.store, ids))
 	h.Logf("backup to %s started (%s)", d.Name, reason)
 	var written []Backup
 	for _, id := range ids {

@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"walletsync/wallet"
@@ -21,6 +23,9 @@ type Overview struct {
 	// Tasks are the running and queued tasks.
 	Tasks []Task    `json:"tasks"`
 	Now   time.Time `json:"now"`
+	// StartCommand is the command that starts this agent again (with its data folder and
+	// config when they are not the defaults): the dashboard shows it when the agent stops.
+	StartCommand string `json:"startCommand"`
 }
 
 // WalletView is a configured wallet and, when it opens, its identities' summaries.
@@ -28,7 +33,11 @@ type WalletView struct {
 	Path       string           `json:"path"`
 	Chain      wallet.Chain     `json:"chain,omitempty"`
 	Identities []wallet.Summary `json:"identities"`
-	Error      string           `json:"error,omitempty"`
+	// Error says in plain words why the wallet does not open, ErrorHint what to do, and
+	// ErrorDetail the technical text.
+	Error       string `json:"error,omitempty"`
+	ErrorHint   string `json:"errorHint,omitempty"`
+	ErrorDetail string `json:"errorDetail,omitempty"`
 	// ImportInProgress is the merge into the wallet that started and did not finish: the
 	// wallet holds part of a backup until it is finished or abandoned.
 	ImportInProgress *wallet.ImportRecord `json:"importInProgress,omitempty"`
@@ -39,15 +48,23 @@ type DestinationView struct {
 	Destination
 	Paused      bool      `json:"paused"`
 	LastSuccess time.Time `json:"lastSuccess,omitzero"`
-	// LastFailure and LastError describe the newest failure after the last success.
+	// LastFailure, LastError (technical), LastMessage (plain words), LastPath and LastHint
+	// describe the newest failure after the last success.
 	LastFailure time.Time `json:"lastFailure,omitzero"`
 	LastError   string    `json:"lastError,omitempty"`
+	LastMessage string    `json:"lastMessage,omitempty"`
+	LastPath    string    `json:"lastPath,omitempty"`
 	LastHint    string    `json:"lastHint,omitempty"`
 	// Running is the destination's running or queued task.
 	Running *Task `json:"running,omitempty"`
 	// NextRun is when the schedule next brings the destination up to date, and why.
 	NextRun    time.Time `json:"nextRun,omitzero"`
 	NextReason Reason    `json:"nextReason,omitempty"`
+	// LastVerified is when a restore drill (or a verify) last proved one of a backup
+	// folder's files good; LastVerifyError says why the newest file's check failed, if it
+	// did. Both are empty for a backup wallet file, which drills do not check.
+	LastVerified    time.Time `json:"lastVerified,omitzero"`
+	LastVerifyError string    `json:"lastVerifyError,omitempty"`
 }
 
 // Overview gathers the overview from the config, the wallets (read under foreground
@@ -80,7 +97,8 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 			return nil
 		})
 		if err != nil {
-			wv.Error = err.Error()
+			ex := explain(atPath(ref.Path, err))
+			wv.Error, wv.ErrorHint, wv.ErrorDetail = ex.Message, ex.Hint, ex.Detail
 		}
 		ov.Wallets = append(ov.Wallets, wv)
 	}
@@ -95,10 +113,58 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 		if a.sched != nil {
 			v.NextRun, v.NextReason, _ = a.sched.Next(d.ID)
 		}
+		if d.Kind == DestinationFolder {
+			if err := a.verification(ctx, &v); err != nil {
+				return ov, err
+			}
+		}
 		ov.Destinations = append(ov.Destinations, v)
 	}
 	ov.Health, ov.Healthy = health(ov, now)
+	ov.StartCommand = a.startCommand()
 	return ov, nil
+}
+
+// verification fills v's LastVerified and LastVerifyError from the backup records of its
+// folder (newest first).
+func (a *Agent) verification(ctx context.Context, v *DestinationView) error {
+	recs, err := a.state.Backups(ctx, v.ID)
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		if r.VerifiedAt.After(v.LastVerified) {
+			v.LastVerified = r.VerifiedAt
+		}
+	}
+	if len(recs) > 0 {
+		v.LastVerifyError = recs[0].VerifyError
+	}
+	return nil
+}
+
+// startCommand is the command line that starts this agent: `walletsync agent`, with the
+// data folder and config it runs with when they are not the defaults.
+func (a *Agent) startCommand() string {
+	cmd := []string{"walletsync", "agent"}
+	if def, err := DefaultDataDir(); err != nil || def != a.opts.Dir {
+		cmd = append(cmd, "--data-dir", shellQuote(string(a.opts.Dir)))
+	}
+	if def, err := DefaultConfigPath(); err != nil || def != a.opts.ConfigPath {
+		cmd = append(cmd, "--config", shellQuote(a.opts.ConfigPath))
+	}
+	return strings.Join(cmd, " ")
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but plain path characters.
+func shellQuote(s string) string {
+	plain := func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("/._-+:@,", r))
+	}
+	if s != "" && strings.IndexFunc(s, plain) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // destinationView reads a destination's last success and later failure from the task
@@ -119,7 +185,7 @@ func destinationView(d Destination, tasks []Task, now time.Time) DestinationView
 			v.LastSuccess = t.FinishedAt
 			return v
 		case t.State == TaskFailed && v.LastFailure.IsZero():
-			v.LastFailure, v.LastError, v.LastHint = t.FinishedAt, t.Error, t.Hint
+			v.LastFailure, v.LastError, v.LastMessage, v.LastPath, v.LastHint = t.FinishedAt, t.Error, t.Message, t.Path, t.Hint
 		}
 	}
 	return v
@@ -142,10 +208,16 @@ func health(ov Overview, now time.Time) (string, bool) {
 		return "Nothing backs this wallet up yet: add a destination.", false
 	}
 	var newest time.Time
+	var failing, never, paused []DestinationView
 	backed := 0
 	for _, d := range ov.Destinations {
-		if !d.LastFailure.IsZero() {
-			return fmt.Sprintf("%s failing since %s: %s", d.Name, d.LastFailure.Local().Format("Jan 2 15:04"), d.LastError), false
+		switch {
+		case !d.LastFailure.IsZero():
+			failing = append(failing, d)
+		case d.LastSuccess.IsZero():
+			never = append(never, d)
+		case d.Paused:
+			paused = append(paused, d)
 		}
 		if !d.LastSuccess.IsZero() {
 			backed++
@@ -154,14 +226,60 @@ func health(ov Overview, now time.Time) (string, bool) {
 			}
 		}
 	}
+	if len(failing) > 0 {
+		d := failing[0]
+		text := fmt.Sprintf("Backups to %s (%s) are failing since %s: %s", d.Name, d.Path, d.LastFailure.Local().Format("Jan 2 15:04"), cmp.Or(d.LastMessage, d.LastError))
+		if more := len(failing) - 1; more > 0 {
+			text += fmt.Sprintf(" %d more destination%s failing too.", more, plural(more, " is", "s are"))
+		}
+		return text, false
+	}
+	var text string
 	if backed == 0 {
-		return "Not backed up yet.", false
+		text = "Not backed up yet."
+	} else {
+		text = fmt.Sprintf("Backed up %s to %d of %d destinations.", ago(now.Sub(newest)), backed, len(ov.Destinations))
+		if backed == len(ov.Destinations) {
+			text = fmt.Sprintf("Backed up %s to %d destination%s.", ago(now.Sub(newest)), backed, plural(backed, "", "s"))
+		}
 	}
-	plural := "s"
-	if backed == 1 {
-		plural = ""
+	for _, d := range never {
+		switch {
+		case d.Running != nil:
+			text += fmt.Sprintf(" %s (%s): the first backup is running.", d.Name, d.Path)
+		case d.Paused:
+			text += fmt.Sprintf(" %s (%s) has never completed a backup, and is paused.", d.Name, d.Path)
+		default:
+			text += fmt.Sprintf(" %s (%s) has never completed a backup.", d.Name, d.Path)
+		}
 	}
-	return fmt.Sprintf("Backed up %s to %d destination%s.", ago(now.Sub(newest)), backed, plural), backed == len(ov.Destinations)
+	switch {
+	case len(paused) == len(ov.Destinations):
+		text += " Every destination is paused: nothing new is backed up until you resume them."
+	case len(paused) > 0:
+		text += fmt.Sprintf(" Paused: %s.", names(paused))
+	}
+	return text, len(never) == 0 && backed > 0
+}
+
+// plural returns one when n is 1, else many.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// names lists the destinations' names: "A", "A and B", "A, B and C".
+func names(ds []DestinationView) string {
+	var ns []string
+	for _, d := range ds {
+		ns = append(ns, d.Name)
+	}
+	if len(ns) == 1 {
+		return ns[0]
+	}
+	return strings.Join(ns[:len(ns)-1], ", ") + " and " + ns[len(ns)-1]
 }
 
 // ago says how long ago something happened, in the words a person uses.

@@ -60,6 +60,8 @@ const (
 	RouteService           Route = "GET /api/v1/service"                           // ServiceInfo
 	RouteServiceInstall    Route = "POST /api/v1/service/install"                  // ServiceInfo
 	RouteServiceUninstall  Route = "POST /api/v1/service/uninstall"                // ServiceInfo
+	RoutePathCheck         Route = "POST /api/v1/paths/check"                      // PathCheckRequest -> PathCheck
+	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
 )
 
 // Method returns r's HTTP method.
@@ -197,6 +199,10 @@ func (a *Agent) routes() {
 		RouteService:          func(*http.Request) (any, error) { return serviceInfo(), nil },
 		RouteServiceInstall:   func(*http.Request) (any, error) { return serviceAction((*Service).Install) },
 		RouteServiceUninstall: func(*http.Request) (any, error) { return serviceAction((*Service).Uninstall) },
+		RoutePathCheck:        withBody(func(r *http.Request, req PathCheckRequest) (any, error) { return a.CheckPath(r.Context(), req) }),
+		RouteWalletReplace: withBody(func(r *http.Request, req WalletReplaceRequest) (any, error) {
+			return a.replaceWallet(r.Context(), req)
+		}),
 	} {
 		a.srv.Handle(route, h)
 	}
@@ -242,6 +248,34 @@ func (a *Agent) addWallet(ctx context.Context, ref WalletRef) (Config, error) {
 	return a.updateConfig(func(c *Config) error {
 		c.Wallets = slices.DeleteFunc(c.Wallets, func(w WalletRef) bool { return w.Path == ref.Path })
 		c.Wallets = append(c.Wallets, ref)
+		return nil
+	})
+}
+
+// WalletReplaceRequest is the body of POST /api/v1/wallets/replace: protect the wallet
+// file New in place of Old (a restored wallet made the one in use).
+type WalletReplaceRequest struct {
+	Old string `json:"old"`
+	New string `json:"new"`
+}
+
+// replaceWallet makes the agent protect req.New in place of req.Old, once New opens as a
+// wallet: the same destinations back it up from now on. Old is left as it is.
+func (a *Agent) replaceWallet(ctx context.Context, req WalletReplaceRequest) (Config, error) {
+	if _, err := a.wallet(ctx, req.New); err != nil {
+		return Config{}, atPath(req.New, err)
+	}
+	return a.updateConfig(func(c *Config) error {
+		i := slices.IndexFunc(c.Wallets, func(w WalletRef) bool { return w.Path == req.Old })
+		if i < 0 {
+			return fmt.Errorf("wallet %q: %w", req.Old, wallet.ErrNotFound)
+		}
+		c.Wallets[i] = WalletRef{Path: req.New}
+		for j := range c.Destinations {
+			if c.Destinations[j].Wallet == req.Old {
+				c.Destinations[j].Wallet = req.New
+			}
+		}
 		return nil
 	})
 }

@@ -25,6 +25,9 @@ const (
 	ServiceRunning      ServiceStatus = "running"
 	ServiceStopped      ServiceStatus = "stopped"
 	ServiceNotInstalled ServiceStatus = "not-installed"
+	// ServiceUnavailable: the platform has no service manager walletsync installs with
+	// (ErrNoServiceManager). Not a failure: the agent runs while started by hand.
+	ServiceUnavailable ServiceStatus = "unavailable"
 )
 
 // ServiceError reports a failed service action.
@@ -229,14 +232,21 @@ func (p *serviceProgram) Stop(service.Service) error {
 type ServiceInfo struct {
 	Platform string        `json:"platform"`
 	Status   ServiceStatus `json:"status,omitempty"`
-	Error    string        `json:"error,omitempty"`
-	Hint     string        `json:"hint,omitempty"`
+	// Note explains an unavailable service in plain words; Error and Hint report a
+	// failure to ask the service manager.
+	Note  string `json:"note,omitempty"`
+	Error string `json:"error,omitempty"`
+	Hint  string `json:"hint,omitempty"`
 }
 
 // serviceInfo reports the platform service; an environment without a service manager is
 // reported, not failed.
 func serviceInfo() ServiceInfo {
 	svc, err := NewService(ServiceOptions{})
+	if errors.Is(err, ErrNoServiceManager) {
+		ex := explain(err)
+		return ServiceInfo{Status: ServiceUnavailable, Note: ex.Message + " " + ex.Hint}
+	}
 	if err != nil {
 		return ServiceInfo{Error: err.Error(), Hint: hintFor(err)}
 	}

@@ -88,8 +88,12 @@ type Task struct {
 	StartedAt  time.Time `json:"startedAt,omitzero"`
 	FinishedAt time.Time `json:"finishedAt,omitzero"`
 	// Error and Hint say why a task failed or was interrupted, and what to do about it.
-	Error string `json:"error,omitempty"`
-	Hint  string `json:"hint,omitempty"`
+	// Error is the technical text; Message says it in plain words and Path names the path
+	// involved, when walletsync knows the failure (see Explanation).
+	Error   string `json:"error,omitempty"`
+	Message string `json:"message,omitempty"`
+	Path    string `json:"path,omitempty"`
+	Hint    string `json:"hint,omitempty"`
 	// Result is what the job produced, as JSON (a sync's checkpoint, a backup file's path
 	// and SHA-256, an import preview); absent until the job sets it.
 	Result json.RawMessage `json:"result,omitempty"`
@@ -367,8 +371,10 @@ func (m *Manager) endLocked(t *task, state TaskState, err error, now time.Time) 
 	t.snap.State, t.snap.FinishedAt = state, now
 	switch state {
 	case TaskFailed:
-		_, hint := classify(err)
-		t.snap.Error, t.snap.Hint = m.redact(err.Error()), hint
+		ex := explain(err)
+		t.snap.Error, t.snap.Message, t.snap.Path, t.snap.Hint = m.redact(err.Error()), m.redact(ex.Message), ex.Path, ex.Hint
+		// The technical text stays in the log too, beside the plain words the task shows.
+		m.appendLogLocked(t, LogLine{Time: now, Text: m.redact("failed: " + err.Error())})
 	case TaskInterrupted:
 		setInterrupted(&t.snap)
 	}
@@ -737,21 +743,26 @@ func (h *TaskHandle) SyncProgress(p syncer.Progress) {
 // (a table done, a file renamed); per-page progress belongs in SetCounters.
 func (h *TaskHandle) Logf(format string, args ...any) {
 	text := h.m.redact(fmt.Sprintf(format, args...))
-	if len(text) > maxLogLine {
-		text = strings.ToValidUTF8(text[:maxLogLine], "")
-	}
 	m, t := h.m, h.t
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if t.snap.State.Terminal() {
 		return
 	}
-	line := LogLine{Time: time.Now(), Text: text}
+	m.appendLogLocked(t, LogLine{Time: time.Now(), Text: text})
+}
+
+// appendLogLocked appends line to t's log (the oldest line drops out beyond the bound) and
+// publishes it.
+func (m *Manager) appendLogLocked(t *task, line LogLine) {
+	if len(line.Text) > maxLogLine {
+		line.Text = strings.ToValidUTF8(line.Text[:maxLogLine], "")
+	}
 	t.log = append(t.log, line)
 	if over := len(t.log) - m.logLines; over > 0 {
 		t.log = slices.Delete(t.log, 0, over)
 	}
 	m.bus.Publish(EventTaskLog, TaskLog{TaskID: t.snap.ID, Line: line})
 	m.markDirtyLocked(t)
-	m.log.Debug("task log", "id", t.snap.ID, "text", text)
+	m.log.Debug("task log", "id", t.snap.ID, "text", line.Text)
 }

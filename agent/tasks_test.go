@@ -21,7 +21,7 @@ import (
 )
 
 func TestManager_JobOutcomeDecidesState(t *testing.T) {
-	_, diskFullHint := classify(wallet.ErrDiskFull)
+	diskFullHint := explain(wallet.ErrDiskFull).Hint
 	for _, tc := range []struct {
 		name      string
 		cancel    bool  // cancel the task while its job runs

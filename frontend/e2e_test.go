@@ -134,7 +134,7 @@ func TestDashboard_SyncProgressMovesThroughStates(t *testing.T) {
 	}
 	shown := eval[map[string]string](d, `Object.fromEntries([...document.querySelectorAll('[data-destination=backup-file] .task-panel .stats div')]
 		.map((e) => [e.querySelector('dt').textContent, e.querySelector('dd').textContent]))`)
-	if digits(shown["Pages"]) != task.Counters.Pages || digits(shown["Rows"]) != task.Counters.Rows {
+	if digits(shown["Pages"]) != task.Counters.Pages || digits(strings.Fields(shown["Rows"])[0]) != task.Counters.Rows {
 		t.Errorf("the panel ends at %v, the task at %+v", shown, task.Counters)
 	}
 }
@@ -171,6 +171,10 @@ func TestDashboard_CancelShowsCheckpoint(t *testing.T) {
 	}
 	if got := d.text("[data-destination=backup-file] .phases li.current"); got != "Cancelled" {
 		t.Errorf("the last page state reads %q, want Cancelled", got)
+	}
+	// The promise kept: the next run continues at that checkpoint.
+	if next := d.runTask(agent.RouteRun, fileID); next.State != agent.TaskSucceeded || !resumedFromCheckpoint(t, next) {
+		t.Errorf("the next run %s, result %s: it did not continue from the checkpoint", next.State, next.Result)
 	}
 }
 
@@ -398,7 +402,7 @@ func TestDashboard_WrongPasswordChangesNothing(t *testing.T) {
 	d.waitFor(`document.querySelector('[data-testid=import-problem] .notice.error')`, "the error")
 	d.shot("wrong-password")
 
-	if msg := d.text("[data-testid=import-problem]"); !strings.Contains(msg, "That password does not open this file") || !strings.Contains(msg, "Nothing was changed") {
+	if msg := d.text("[data-testid=import-problem]"); !strings.Contains(msg, "That password does not open "+backupFile) || !strings.Contains(msg, "Nothing was changed") {
 		t.Errorf("the page says %q, want the plain words for a wrong password", msg)
 	}
 	if eval[bool](d, `!!document.querySelector('[data-testid=import-preview]')`) {
@@ -527,13 +531,7 @@ func TestScreenshots_EveryPage(t *testing.T) {
 		![...document.querySelectorAll('.destinations-table td')].some((td) => td.textContent === 'Paused') &&
 		!document.querySelector('.destinations-table .badge.running')`, "the overview after the first backups")
 
-	dir := *screenshotsDir
-	if dir == "" {
-		dir = filepath.Join(d.dir, "artifacts", t.Name())
-		if env := os.Getenv("WALLETSYNC_ARTIFACTS"); env != "" {
-			dir = filepath.Join(env, t.Name())
-		}
-	}
+	dir := d.screenshots()
 	pages := []string{"overview", "destinations", "activity", "backups", "export", "restore", "settings"}
 	for _, size := range [][2]int64{{1280, 800}, {900, 600}} {
 		for _, scheme := range []string{"light", "dark"} {

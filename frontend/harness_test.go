@@ -173,6 +173,8 @@ type dash struct {
 	agent  *agent.Agent
 	client *agent.Client
 	ctx    context.Context // the browser tab
+	// tweaks change the agent's options at every start (small sync pages, say).
+	tweaks []func(*agent.Options)
 
 	mu       sync.Mutex
 	jsErrors []string
@@ -182,12 +184,12 @@ type dash struct {
 // (the scheduler leaves them alone; "Run now" still runs them, so each test starts the
 // work it watches), opens a tab and logs in with the agent's one-time login URL. Tests
 // that use it run in parallel: each has its own folder, agent, address and tab.
-func newDash(t *testing.T) *dash {
+func newDash(t *testing.T, tweaks ...func(*agent.Options)) *dash {
 	t.Helper()
 	t.Parallel()
 	dashboards <- struct{}{}
 	t.Cleanup(func() { <-dashboards })
-	d := &dash{t: t, dir: t.TempDir()}
+	d := &dash{t: t, dir: t.TempDir(), tweaks: tweaks}
 	d.wallet = filepath.Join(d.dir, "wallet.sqlite")
 	copyFile(t, templateWallet, d.wallet)
 	d.config = filepath.Join(d.dir, "config.json")
@@ -220,7 +222,11 @@ func newDash(t *testing.T) *dash {
 // startAgent starts an agent on the test's data folder and address.
 func (d *dash) startAgent() {
 	d.t.Helper()
-	a, err := agent.Start(context.Background(), agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e", Dashboard: frontend.Handler()})
+	opts := agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e", Dashboard: frontend.Handler()}
+	for _, tweak := range d.tweaks {
+		tweak(&opts)
+	}
+	a, err := agent.Start(context.Background(), opts)
 	if err != nil {
 		d.t.Fatalf("start agent: %v", err)
 	}
@@ -400,6 +406,18 @@ func (d *dash) shot(name string) string {
 		dir = filepath.Join(d.dir, "artifacts")
 	}
 	return d.shotTo(filepath.Join(dir, strings.ReplaceAll(d.t.Name(), "/", "-")), name)
+}
+
+// screenshots is where a TestScreenshots test writes: the -screenshots folder, else the
+// test's artifacts folder.
+func (d *dash) screenshots() string {
+	if *screenshotsDir != "" {
+		return *screenshotsDir
+	}
+	if env := os.Getenv("WALLETSYNC_ARTIFACTS"); env != "" {
+		return filepath.Join(env, d.t.Name())
+	}
+	return filepath.Join(d.dir, "artifacts", d.t.Name())
 }
 
 func (d *dash) shotTo(dir, name string) string {

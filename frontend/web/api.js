@@ -47,15 +47,17 @@ export function authHeaders() {
 }
 
 /**
- * ApiError is a failed request: the agent's typed error {code, message, hint}, or one that
+ * ApiError is a failed request: the agent's typed error {code, message, hint, path, detail}, or one that
  * stands for a request that never got an answer (code "offline").
  */
 export class ApiError extends Error {
-  constructor(status, { code = '', message = '', hint = '' } = {}) {
+  constructor(status, { code = '', message = '', hint = '', path = '', detail = '' } = {}) {
     super(message || `request failed (${status})`);
     this.status = status;
     this.code = code;
     this.hint = hint;
+    this.path = path; // the path the error concerns, when the agent knows it
+    this.detail = detail; // the technical text behind a message in plain words
   }
 
   /**
@@ -128,6 +130,9 @@ export const api = {
   run: (id) => request('POST', `/api/v1/destinations/${enc(id)}/run`),
   pause: (id, body) => request('POST', `/api/v1/destinations/${enc(id)}/pause`, body),
   resume: (id) => request('POST', `/api/v1/destinations/${enc(id)}/resume`),
+  /** pauseAll (body {for: "1h"} or none) and resumeAll answer the config. */
+  pauseAll: (body) => request('POST', '/api/v1/pause', body),
+  resumeAll: () => request('POST', '/api/v1/resume'),
   backups: (id) => request('GET', `/api/v1/destinations/${enc(id)}/backups`),
   verifyBackup: (id, name) => request('POST', `/api/v1/destinations/${enc(id)}/backups/verify`, { name }),
   drill: () => request('POST', '/api/v1/drill'),
@@ -142,6 +147,11 @@ export const api = {
 
   secretKeys: () => request('GET', '/api/v1/secrets'),
   setSecret: (key, value) => request('PUT', `/api/v1/secrets/${enc(key)}`, { value }),
+
+  /** replaceWallet makes the agent protect the wallet file next in place of old. */
+  replaceWallet: (old, next) => request('POST', '/api/v1/wallets/replace', { old, new: next }),
+  /** checkPath asks whether a typed path will do for its purpose (see agent/paths.go). */
+  checkPath: (path, purpose, overwrite = false) => request('POST', '/api/v1/paths/check', { path, purpose, overwrite }),
 
   service: () => request('GET', '/api/v1/service'),
   installService: () => request('POST', '/api/v1/service/install'),

@@ -1,9 +1,11 @@
 // The dashboard's shell: the header (health, connection, theme), the page menu (in
 // index.html, so that it paints before any script runs) and the router (#/overview,
-// #/destinations...). Pages are modules with {id, title, mount(main)}; mount returns the
-// function that unmounts the page.
+// #/destinations...). Pages are modules with {id, title, mount(main, arg)}, where arg is
+// what follows the page in the address (#/destinations/add); mount returns the function
+// that unmounts the page.
 
 import { store, on, start } from './store.js';
+import { h, fill, copyButton } from './ui.js';
 import { effectiveTheme, setTheme } from './theme.js';
 import overview from './pages/overview.js';
 import destinations from './pages/destinations.js';
@@ -19,38 +21,60 @@ const main = document.getElementById('main');
 const nav = document.getElementById('nav');
 const health = document.getElementById('health');
 const conn = document.getElementById('conn');
+const agentDown = document.getElementById('agent-down');
 const themeButton = document.getElementById('theme');
 
 let unmount = null;
 let first = true;
 function route() {
-  const id = location.hash.replace(/^#\/?/, '') || 'overview';
+  // "#/destinations/add": the page, and what to open on it.
+  const [id, arg = ''] = (location.hash.replace(/^#\/?/, '') || 'overview').split('/');
   const page = pages.find((p) => p.id === id) ?? overview;
   unmount?.();
   main.replaceChildren();
   main.dataset.page = page.id;
-  unmount = page.mount(main);
+  unmount = page.mount(main, arg);
   document.title = `${page.title} · walletsync`;
   for (const a of nav.querySelectorAll('a')) {
     if (a.dataset.page === page.id) a.setAttribute('aria-current', 'page');
     else a.removeAttribute('aria-current');
   }
   // After a move (not the first load), put the keyboard where the new page starts.
-  if (!first) main.querySelector('h1')?.focus();
+  if (!first && !main.contains(document.activeElement)) main.querySelector('h1')?.focus();
   first = false;
 }
 addEventListener('hashchange', route);
 
 function showHealth() {
   const ov = store.overview;
-  const text = ov?.health ?? '';
+  const text = store.agentDown ? 'The walletsync agent is not running: nothing is being backed up.' : ov?.health ?? '';
   if (health.textContent !== text) health.textContent = text;
-  health.className = `health ${ov ? (ov.healthy ? 'ok' : 'warn') : ''}`;
+  health.className = `health ${store.agentDown ? 'warn' : ov ? (ov.healthy ? 'ok' : 'warn') : ''}`;
+}
+
+// showAgentDown replaces the page with what a stopped agent means and how to start it:
+// what the page loaded before is no longer current, so it is not shown as if it were.
+function showAgentDown() {
+  const down = store.agentDown;
+  agentDown.hidden = !down;
+  main.hidden = down;
+  if (!down) return;
+  const cmd = store.overview?.startCommand || 'walletsync agent';
+  fill(agentDown,
+    h('h1', { id: 'agent-down-title' }, 'The walletsync agent is not running'),
+    h('p', {}, 'While it is stopped, nothing is backed up: scheduled backups, syncs to backup wallets and restore drills wait until it runs again. ',
+      'Your wallet itself is not affected, and the backups already written stay where they are.'),
+    h('p', {}, 'Start it in a terminal with:'),
+    h('p', { class: 'command' }, h('code', { 'data-testid': 'start-command' }, cmd), ' ', copyButton(cmd, 'the command')),
+    h('p', { class: 'muted' }, 'If you installed it as a background service, start the service instead (',
+      h('code', {}, 'walletsync service start'), '). This page reconnects by itself once the agent answers.'));
 }
 
 const connWords = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', 'signed-out': 'Signed out' };
 function showConnection() {
-  conn.textContent = connWords[store.connection];
+  conn.textContent = store.agentDown ? 'Agent not running' : connWords[store.connection];
+  showAgentDown();
+  showHealth();
   conn.dataset.state = store.connection;
   document.getElementById('signin').hidden = store.connection !== 'signed-out';
 }

@@ -46,6 +46,17 @@ export function fmtAgo(iso, now = Date.now()) {
 export const fmtWhen = (iso) => (iso ? when.format(new Date(iso)) : '—');
 export const fmtClock = (iso) => clock.format(new Date(iso));
 
+/**
+ * shortPath shortens a long path to its last two parts ("…/Backups/wallet.sqlite"), for
+ * tables; the full path goes in a title beside it.
+ */
+export function shortPath(p = '', max = 36) {
+  if (p.length <= max) return p;
+  const parts = p.split(/[\\/]/).filter(Boolean);
+  const tail = parts.slice(-2).join(p.includes('/') ? '/' : '\\');
+  return `…${p.includes('/') ? '/' : '\\'}${tail.length > max ? parts.at(-1) : tail}`;
+}
+
 /** shortKey is an identity key as a person can compare it: the first and last 8 digits. */
 export const shortKey = (k) => (k && k.length > 20 ? `${k.slice(0, 8)}…${k.slice(-8)}` : k ?? '');
 
@@ -111,8 +122,15 @@ const taskStates = {
   succeeded: 'Done',
   failed: 'Failed',
   interrupted: 'Interrupted',
+  skipped: 'Skipped',
 };
 export const taskState = (s) => taskStates[s] ?? s;
+
+/**
+ * outcome is a task's state as a person reads it: "skipped" for a success that checked
+ * nothing (a restore drill before any backup existed), else the task's own state.
+ */
+export const outcome = (t) => (t.state === 'succeeded' && t.result?.skipped ? 'skipped' : t.state);
 export const terminal = (s) => ['cancelled', 'succeeded', 'failed', 'interrupted'].includes(s);
 
 /** parseDuration reads a Go duration ("1h0m0s", "30s", "168h0m0s") as seconds. */

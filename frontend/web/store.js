@@ -15,6 +15,9 @@ export const store = {
   config: null,
   tasks: new Map(), // id -> Task
   connection: 'connecting', // live, reconnecting, signed-out
+  // agentDown: the agent does not answer at all (not a dropped stream): the page says so
+  // instead of showing what it loaded before as if it were current.
+  agentDown: false,
   loadError: null,
   latency: [], // {t, backupP50, backupP95} or {t, restoreP50, restoreP95} in ms, from "metrics" events
   throughput: [], // {t, bytes} per second, summed over the running tasks
@@ -141,8 +144,30 @@ export function putTask(task, at = Date.now()) {
 function setConnection(state) {
   const was = store.connection;
   store.connection = state;
-  if (state === 'live' && store.loadError) reload();
-  if (state !== was) emit('connection', state);
+  if (state === 'live') {
+    if (store.loadError || store.agentDown) reload();
+    store.agentDown = false;
+  }
+  if (state === 'reconnecting') probe();
+  if (state !== was || state === 'live') emit('connection', state);
+}
+
+let probing = false;
+// probe asks the agent for its status once the event stream is lost: no answer at all
+// means the agent is not running (an answer means only the stream dropped).
+async function probe() {
+  if (probing) return;
+  probing = true;
+  let down = false;
+  try {
+    await api.status();
+  } catch (err) {
+    down = err.code === 'offline';
+  }
+  probing = false;
+  if (store.connection !== 'reconnecting' || down === store.agentDown) return;
+  store.agentDown = down;
+  emit('connection', store.connection);
 }
 
 function apply(ev) {

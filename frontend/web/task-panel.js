@@ -5,7 +5,7 @@
 
 import { api } from './api.js';
 import { store, putTask } from './store.js';
-import { h, stats, errorBox, notice, badge, busy, fill } from './ui.js';
+import { h, stats, errorBox, notice, badge, busy, fill, taskProblem } from './ui.js';
 import {
   fmtNumber, fmtBytes, fmtDuration, tableLabel, syncOrder, taskState, terminal,
 } from './format.js';
@@ -42,6 +42,59 @@ const checkpointOf = (task) => task.result?.sessions?.at(-1)?.checkpoint ?? null
 
 /** resumableOf says whether the next run continues a sync task's last session from its checkpoint. */
 const resumableOf = (task) => task.result?.sessions?.at(-1)?.resumable === true;
+
+/**
+ * progressWords puts a task's progress in words: rows done of the total, the percentage
+ * (never 100% before the end: the total is an estimate), the rate, which reads
+ * "measuring…" until the agent has two seconds of samples rather than "0 rows/s", and the
+ * time left.
+ */
+export function progressWords(t) {
+  const c = t.counters;
+  const ended = terminal(t.state);
+  const known = t.total > 0;
+  const ratio = known ? Math.min(c.rows / t.total, 1) : 0;
+  const percent = !known ? '' : ended ? (t.state === 'succeeded' ? '100%' : `${Math.floor(ratio * 100)}%`) : `${Math.min(Math.floor(ratio * 100), 99)}%`;
+  const measuring = !ended && !t.rowsPerSec;
+  let left = 'estimating…';
+  if (t.etaSeconds) left = `about ${fmtDuration(t.etaSeconds)}`;
+  else if (known && c.rows >= t.total) left = 'almost done';
+  else if (!known && !measuring) left = 'unknown (no total)';
+  return {
+    rows: known ? `${fmtNumber(c.rows)} of ${fmtNumber(t.total)}` : fmtNumber(c.rows),
+    percent,
+    rate: measuring ? 'measuring…' : `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s · ${fmtBytes(t.bytesPerSec ?? 0)}/s`,
+    left,
+  };
+}
+
+/**
+ * cancelledWords says what a cancel left behind and what the next run does, for each kind
+ * of task: only a sync keeps a durable checkpoint at its destination, and only a sync from
+ * a wallet with a change journal continues from it (the agent's result says resumable).
+ */
+function cancelledWords(t) {
+  switch (t.kind) {
+    case 'sync': {
+      const cp = checkpointOf(t);
+      if (!cp || !cp.seq) return 'Cancelled safely. Nothing had been stored yet; the next run starts at the beginning.';
+      const kept = `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; `;
+      return resumableOf(t)
+        ? `${kept}the next run continues from there.`
+        : `${kept}the wallet keeps no change journal, so the next run starts again at the first table (nothing is stored twice).`;
+    }
+    case 'backup': {
+      const n = [t.result ?? []].flat().length;
+      return `Cancelled. The backup file being written was discarded: no partial file is left in the folder${n ? `, and the ${n} file${n === 1 ? '' : 's'} already written stay` : ''}. The next run writes a new backup file from the start.`;
+    }
+    case 'export':
+      return 'Cancelled. No file was written; export again to make one.';
+    case 'import':
+      return 'Cancelled. If part of the file was already merged, the Restore page offers to finish that import (the same file again) or to abandon it.';
+    default:
+      return 'Cancelled. Nothing was changed.';
+  }
+}
 
 /**
  * taskPanel makes the panel for a task, with extra buttons beside Cancel; update(task)
@@ -95,13 +148,7 @@ export function taskPanel(title, ...extra) {
     if (t.state === 'cancelling' || (cancelling && !ended)) {
       line.textContent = 'Cancelling… waiting for the page in flight to be safely stored or dropped.';
     } else if (t.state === 'cancelled') {
-      const cp = checkpointOf(t);
-      const kept = cp && `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; `;
-      line.textContent = !cp
-        ? 'Cancelled safely. Nothing had been stored yet.'
-        : resumableOf(t)
-          ? `${kept}the next run continues from there.`
-          : `${kept}the wallet keeps no change journal, so the next run starts again at the first table (nothing is stored twice).`;
+      line.textContent = cancelledWords(t);
     } else if (t.state === 'succeeded') {
       const pages = isSync ? ` in ${fmtNumber(t.counters.pages)} pages` : '';
       line.textContent = t.counters.rows || !isSync
@@ -118,23 +165,25 @@ export function taskPanel(title, ...extra) {
     bar.hidden = ended;
     if (t.total > 0) {
       bar.max = t.total;
-      bar.value = t.counters.rows;
+      bar.value = Math.min(t.counters.rows, t.total);
     } else {
       bar.removeAttribute('value'); // the total is unknown: an indeterminate bar
     }
 
     const c = t.counters;
     const elapsed = t.startedAt ? ((ended ? Date.parse(t.finishedAt) : Date.now()) - Date.parse(t.startedAt)) / 1000 : null;
+    const p = progressWords(t);
     figures.replaceChildren(stats([
       ...(isSync ? [['Pages', fmtNumber(c.pages)]] : []),
-      ['Rows', fmtNumber(c.rows)],
+      ['Rows', p.rows],
+      ...(p.percent ? [['Done', p.percent]] : []),
       ['Data', fmtBytes(c.bytes)],
-      ['Rate', `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s · ${fmtBytes(t.bytesPerSec ?? 0)}/s`],
-      ended ? ['Took', fmtDuration(elapsed)] : ['Time left', t.etaSeconds ? fmtDuration(t.etaSeconds) : 'estimating…'],
+      ['Rate', p.rate],
+      ended ? ['Took', fmtDuration(elapsed)] : ['Time left', p.left],
       ...(isSync && !ended ? [['Table', table ? tableLabel(table) : '—']] : []),
     ]));
 
-    if (t.state === 'failed' || t.state === 'interrupted') problem.replaceChildren(errorBox({ message: t.error, hint: t.hint }));
+    if (t.state === 'failed' || t.state === 'interrupted') problem.replaceChildren(errorBox(taskProblem(t)));
     else fill(problem, cancelError && errorBox(cancelError, 'Could not cancel'));
 
     cancel.hidden = ended;

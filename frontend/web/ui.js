@@ -1,5 +1,6 @@
 // Small DOM building blocks the pages share.
 
+import { api } from './api.js';
 import { passwordStrength, plainError, parseDuration, goDuration } from './format.js';
 
 /**
@@ -44,6 +45,47 @@ export function browseButton(choose, input) {
   } }, 'Browse…');
 }
 
+/**
+ * pathCheck checks the path typed in input where it is typed: when the field is left and
+ * before its form goes on, the agent says whether it will do for purpose (backup-folder,
+ * backup-wallet, backup-file, new-file; see agent/paths.go), and a wrong path is named
+ * under the field with what to do. What was typed is never cleared. purpose and overwrite
+ * may be functions, read at each check. check() resolves to true when the path will do.
+ */
+export function pathCheck(input, purpose, overwrite = false) {
+  const el = h('div', { class: 'path-problem', 'data-testid': 'path-problem', 'aria-live': 'polite' });
+  const value = (v) => (typeof v === 'function' ? v() : v);
+  let last = null;
+  async function check() {
+    const path = input.value.trim();
+    let res;
+    try {
+      res = await api.checkPath(path, value(purpose), value(overwrite));
+    } catch (err) {
+      if (err.unavailable) return true; // an older agent checks when the work starts
+      fill(el, errorBox(err, 'The path could not be checked'));
+      return false;
+    }
+    last = res;
+    input.setAttribute('aria-invalid', String(!res.ok));
+    fill(el, res.ok
+      ? res.note && h('p', { class: 'help' }, res.note)
+      : notice('error', h('p', {}, res.message), res.hint ? h('p', { class: 'hint' }, res.hint) : null));
+    if (!res.ok) input.setAttribute('aria-errormessage', el.id ||= uid('path'));
+    return res.ok;
+  }
+  input.addEventListener('change', () => { if (input.value.trim()) check(); });
+  input.addEventListener('input', () => {
+    if (last && !last.ok) {
+      // The message described what was typed before: it goes once the path changes.
+      fill(el);
+      input.removeAttribute('aria-invalid');
+      last = null;
+    }
+  });
+  return { el, check };
+}
+
 /** fill replaces el's children, skipping null and false as h does. */
 export const fill = (el, ...children) => el.replaceChildren(...kids(children));
 
@@ -61,11 +103,20 @@ export function field(label, control, help) {
 
 export const notice = (kind, ...children) => h('div', { class: `notice ${kind}`, role: kind === 'error' ? 'alert' : null }, ...children);
 
-/** errorBox shows a failure in plain words with the agent's hint. */
+/**
+ * errorBox shows a failure in plain words with the agent's hint, and the technical text
+ * (err.detail) behind a "Details" disclosure. The agent words the failures it knows; an
+ * older agent's raw text goes through plainError.
+ */
 export function errorBox(err, lead = '') {
-  const message = plainError(err?.message ?? String(err));
-  return notice('error', h('p', {}, lead ? h('strong', {}, `${lead}: `) : null, message), err?.hint ? h('p', { class: 'hint' }, err.hint) : null);
+  const message = err?.detail ? err.message : plainError(err?.message ?? String(err));
+  return notice('error', h('p', {}, lead ? h('strong', {}, `${lead}: `) : null, message),
+    err?.hint ? h('p', { class: 'hint' }, err.hint) : null,
+    err?.detail ? h('details', { class: 'error-detail' }, h('summary', {}, 'Details'), h('code', {}, err.detail)) : null);
 }
+
+/** taskProblem is a failed task's error as errorBox shows it. */
+export const taskProblem = (t) => ({ message: t.message || t.error, hint: t.hint, path: t.path, detail: t.message && t.message !== t.error ? t.error : '' });
 
 /** unavailable says that the agent does not offer something yet. */
 export const unavailable = (what) => notice('muted', h('p', {}, `${what} is not available from this agent yet. `,

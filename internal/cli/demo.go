@@ -193,7 +193,8 @@ func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.
 		}
 		switch ev.Type {
 		case agent.EventTaskProgress:
-			bar.Update(false, "%s %s: %s, %d pages, %d rows, %s", t.Kind, t.Target, t.Detail, t.Counters.Pages, t.Counters.Rows, command.HumanBytes(t.Counters.Bytes))
+			bar.Update(false, "%s %s: %s, %d pages, %s, %s", t.Kind, t.Target, t.Detail, t.Counters.Pages,
+				command.HumanBytes(t.Counters.Bytes), command.ProgressText(t.Counters.Rows, t.Total, t.RowsPerSec))
 		case agent.EventTaskFinished:
 			finished[t.Target] = t
 			moved := fmt.Sprintf("%d rows", t.Counters.Rows)

@@ -87,8 +87,12 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		now := time.Now()
 		meter.Observe(now, p.Rows, p.Bytes)
 		rate, _ := meter.PerSecond(now)
-		bar.Update(false, "%-10s %-18s %6d pages %9d rows %9s %8.0f rows/s %s",
-			p.State, p.Table, p.Pages, p.Rows, command.HumanBytes(p.Bytes), rate, eta(p.Kind, total, p.Rows, rate))
+		known := total // a full traversal's; what an incremental run reads is not counted
+		if p.Kind != syncer.KindFull {
+			known = 0
+		}
+		bar.Update(false, "%-10s %-18s %6d pages %9s %s",
+			p.State, p.Table, p.Pages, command.HumanBytes(p.Bytes), command.ProgressText(p.Rows, known, rate))
 		return nil
 	}
 	res, err := syncer.Run(ctx, src, dst, *identity, opts)
@@ -151,15 +155,4 @@ func onlyIdentity(ctx context.Context, s *localstore.Store) (string, error) {
 		return "", fmt.Errorf("%w: the wallet holds %d identities; choose one with --identity", command.ErrUsage, len(info.Identities))
 	}
 	return info.Identities[0].IdentityKey, nil
-}
-
-// eta says how long a full copy has left at rate rows/s (see stats.ETA); "" when that
-// is unknown, or when the copy is incremental: its total counts the whole wallet, not
-// what changed.
-func eta(kind syncer.Kind, total, done int64, rate float64) string {
-	left := stats.ETA(total, done, rate)
-	if kind != syncer.KindFull || left == 0 {
-		return ""
-	}
-	return "ETA " + left.String()
 }

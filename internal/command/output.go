@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"golang.org/x/term"
+
+	"walletsync/internal/stats"
 )
 
 // Report writes v as one indented JSON document when asJSON is set, else calls text.
@@ -45,6 +47,25 @@ func (p *ProgressLine) Update(final bool, format string, args ...any) {
 	if final {
 		fmt.Fprintln(p.out)
 	}
+}
+
+// ProgressText is a copy's progress as a status line says it: the rows done, of the
+// total with a percentage when the total is known (0 means unknown; never 100% before the
+// end, because a total is an estimate taken when the copy began), the rate, which reads
+// "measuring" until there is one rather than "0 rows/s", and the time left.
+func ProgressText(done, total int64, rate float64) string {
+	text := fmt.Sprintf("%d rows", done)
+	if total > 0 {
+		text = fmt.Sprintf("%d/%d rows (%d%%)", done, total, min(done*100/total, 99))
+	}
+	if rate <= 0 {
+		return text + ", measuring the rate"
+	}
+	text += fmt.Sprintf(", %.0f rows/s", rate)
+	if left := stats.ETA(total, done, rate); left > 0 {
+		text += ", about " + left.String() + " left"
+	}
+	return text
 }
 
 // HumanBytes formats n in binary units.

@@ -3,9 +3,10 @@
 
 import { api } from '../api.js';
 import { store, on, tasks, putTask } from '../store.js';
-import { h, pageHeader, errorBox, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
+import { progressWords } from '../task-panel.js';
+import { h, pageHeader, errorBox, taskProblem, badge, stats, busy, setChildren, notice, fill } from '../ui.js';
 import {
-  fmtNumber, fmtBytes, fmtDuration, fmtWhen, fmtClock, taskKind, taskState, terminal,
+  fmtNumber, fmtBytes, fmtDuration, fmtWhen, fmtClock, taskKind, taskState, terminal, outcome,
 } from '../format.js';
 
 const pageSize = 50;
@@ -75,17 +76,18 @@ function row(task) {
     const c = t.counters;
     summary.replaceChildren(
       h('span', { class: 'task-title' }, taskTitle(t)),
-      badge(taskState(t.state), t.state),
+      badge(taskState(outcome(t)), outcome(t)),
       h('span', { class: 'muted' }, t.startedAt ? fmtWhen(t.startedAt) : `queued ${fmtWhen(t.queuedAt)}`),
       h('span', { class: 'muted' }, duration(t)),
       h('span', { class: 'muted' }, c.rows ? `${fmtNumber(c.rows)} rows` : ''));
-    fill(problem, t.state === 'failed' || t.state === 'interrupted' ? errorBox({ message: t.error, hint: t.hint }) : null);
+    fill(problem, t.state === 'failed' || t.state === 'interrupted' ? errorBox(taskProblem(t)) : null);
     detail.textContent = terminal(t.state) ? '' : t.detail ?? '';
     detail.hidden = !detail.textContent;
+    const p = progressWords(t);
     figures.replaceChildren(stats([
-      ['Pages', fmtNumber(c.pages)], ['Rows', fmtNumber(c.rows)], ['Inserted', fmtNumber(c.inserts)],
+      ['Pages', fmtNumber(c.pages)], ['Rows', p.rows], ...(p.percent ? [['Done', p.percent]] : []), ['Inserted', fmtNumber(c.inserts)],
       ['Updated', fmtNumber(c.updates)], ['Data', fmtBytes(c.bytes)],
-      ['Rate', `${fmtNumber(Math.round(t.rowsPerSec ?? 0))} rows/s`],
+      ['Rate', p.rate], ...(terminal(t.state) ? [] : [['Time left', p.left]]),
     ]));
     files.replaceChildren(...resultFiles(t));
     cancel.hidden = terminal(t.state);

@@ -17,7 +17,7 @@ const retentionText = (r) => `Keeps the newest ${r.last}, the newest of each of 
 
 function verifyState(f, task) {
   if (task && !terminal(task.state)) return badge('Verifying…', 'running');
-  if (task?.state === 'failed') return h('span', {}, badge('Verify failed', 'failed'), ' ', plainError(task.error));
+  if (task?.state === 'failed') return h('span', { title: task.error }, badge('Verify failed', 'failed'), ' ', task.message || plainError(task.error));
   const r = f.record;
   if (r?.verifyError) return h('span', {}, badge('Verify failed', 'failed'), ' ', plainError(r.verifyError));
   if (r?.verifiedAt) return h('span', { title: fmtWhen(r.verifiedAt) }, badge('Verified', 'succeeded'), ` ${fmtAgo(r.verifiedAt)}`);

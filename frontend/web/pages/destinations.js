@@ -5,7 +5,7 @@ import { api, hooks } from '../api.js';
 import { store, on, putTask, tasks, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel } from '../task-panel.js';
 import {
-  h, pageHeader, field, errorBox, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
+  h, pageHeader, field, errorBox, taskProblem, pathCheck, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
 } from '../ui.js';
 import { fmtAgo, fmtWhen, scheduleText, destinationKind, terminal } from '../format.js';
 
@@ -25,7 +25,8 @@ function slug(name, taken) {
   return id;
 }
 
-/** editor is the form that adds a destination (d empty) or edits d. */
+/** editor is the form that adds a destination (d empty) or edits d; onDone gets the id of
+ * a destination it added. */
 function editor(d, { onDone }) {
   const name = h('input', { type: 'text', required: true, value: d?.name ?? '', autocomplete: 'off' });
   const path = h('input', { type: 'text', required: true, value: d?.path ?? '', spellcheck: 'false', autocomplete: 'off', class: 'mono' });
@@ -40,7 +41,11 @@ function editor(d, { onDone }) {
     help.textContent = kindHelp[kind()];
     if (browse) browse.hidden = kind() !== 'folder';
   };
-  kinds.forEach((l) => l.addEventListener('change', showHelp));
+  const where = pathCheck(path, () => (kind() === 'folder' ? 'backup-folder' : 'backup-wallet'));
+  kinds.forEach((l) => l.addEventListener('change', () => {
+    showHelp();
+    if (path.value.trim()) where.check();
+  }));
   showHelp();
   const schedule = scheduleEditor(d?.schedule ?? { kind: 'change', debounce: '30s' });
   const problem = h('div');
@@ -50,6 +55,7 @@ function editor(d, { onDone }) {
     field('Name', name, 'What you call it, such as "USB disk" or "Cloud folder".'),
     h('fieldset', {}, h('legend', {}, 'What it is'), kinds, help),
     field('Path', path, 'The full path on this computer.'),
+    where.el,
     browse,
     schedule.el,
     problem,
@@ -57,13 +63,23 @@ function editor(d, { onDone }) {
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     busy(save, async () => {
+      problem.replaceChildren();
+      if (!await where.check()) {
+        path.focus();
+        return;
+      }
       const body = { name: name.value.trim(), kind: kind(), path: path.value.trim(), schedule: schedule.value() };
       try {
         if (d) {
           await api.putDestination(d.id, { ...body, wallet: d.wallet, pause: d.pause });
         } else {
           const taken = store.config?.destinations.map((x) => x.id) ?? [];
-          await api.addDestination({ id: slug(body.name, taken), ...body });
+          const id = slug(body.name, taken);
+          await api.addDestination({ id, ...body });
+          await refreshConfig();
+          refreshOverview();
+          onDone(id);
+          return;
         }
         await refreshConfig();
         refreshOverview();
@@ -78,8 +94,8 @@ function editor(d, { onDone }) {
 
 /** pauseMenu offers the pauses: 1 hour, 8 hours, until resumed. It closes on Escape and
  * when the keyboard moves on. */
-function pauseMenu(act) {
-  const summary = h('summary', { class: 'button' }, 'Pause');
+function pauseMenu(act, label = 'Pause') {
+  const summary = h('summary', { class: 'button' }, label);
   const menu = h('details', { class: 'menu' }, summary);
   const choose = (label, body) => h('button', { type: 'button', role: 'menuitem', onclick: () => {
     menu.open = false;
@@ -100,8 +116,13 @@ function pauseMenu(act) {
   return menu;
 }
 
+/** isPaused says whether destination d is paused now, as the agent decides it
+ * (Destination.Paused), from the config that an action just reloaded. */
+const isPaused = (d) => !!d.pause && (!d.pause.until || Date.parse(d.pause.until) > Date.now());
+
 /** card is one destination: its facts, its actions, its task panel and its editor. */
 function card() {
+  const added = h('div');
   const info = h('div');
   const problem = h('div');
   const panelSlot = h('div');
@@ -124,13 +145,11 @@ function card() {
   const pause = pauseMenu(act);
   const edit = h('button', { type: 'button', 'aria-expanded': 'false', onclick: () => setEditing(!editing) }, 'Edit');
   const removeBtn = h('button', { type: 'button', class: 'danger-text', onclick: remove }, 'Remove');
-  const el = h('section', { class: 'card destination' }, info,
+  const el = h('section', { class: 'card destination' }, added, info,
     h('div', { class: 'actions' }, run, resume, pause, edit, removeBtn), problem, panelSlot, editSlot);
 
   function renderInfo() {
-    // Paused as the agent decides it (Destination.Paused), from the config that an action
-    // just reloaded rather than from the overview that follows it.
-    const paused = !!d.pause && (!d.pause.until || Date.parse(d.pause.until) > Date.now());
+    const paused = isPaused(d);
     el.dataset.destination = d.id;
     el.setAttribute('aria-label', d.name);
     fill(info,
@@ -139,7 +158,7 @@ function card() {
       h('p', { class: 'path' }, d.path),
       h('p', {}, scheduleText(d.schedule), ' · Last good backup: ',
         d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'never'),
-      d.lastFailure ? errorBox({ message: d.lastError, hint: d.lastHint }, `Failing since ${fmtWhen(d.lastFailure)}`) : null);
+      d.lastFailure ? errorBox(taskProblem({ message: d.lastMessage, error: d.lastError, hint: d.lastHint }), `Failing since ${fmtWhen(d.lastFailure)}`) : null);
     resume.hidden = !paused;
     pause.hidden = paused;
     edit.setAttribute('aria-expanded', String(editing));
@@ -199,24 +218,70 @@ function card() {
       renderTask();
     },
     renderTask,
+    /** confirmAdded says the destination was just added, scrolls to it and focuses it. */
+    confirmAdded() {
+      fill(added, notice('ok', h('p', { 'data-testid': 'added' }, h('strong', {}, 'Added. '),
+        isPaused(d) ? 'It is paused: resume it to start backing up.' : `${scheduleText(d.schedule)}; the first backup starts soon. "Run now" starts it at once.`)));
+      el.scrollIntoView({ block: 'start', behavior: 'instant' });
+      // The card keeps its element through updates (its title is redrawn): it takes the focus.
+      el.tabIndex = -1;
+      el.focus({ preventScroll: true });
+      setTimeout(() => fill(added), 15000);
+    },
+  };
+}
+
+/**
+ * pausedHeader says, above the list, when destinations are paused, and offers to pause or
+ * resume them all.
+ */
+function pausedHeader() {
+  const line = h('div', { 'data-testid': 'paused-header' });
+  const problem = h('div');
+  const all = (verb, body) => (verb === 'pause' ? api.pauseAll(body) : api.resumeAll())
+    .then(async () => { problem.replaceChildren(); await refreshConfig(); refreshOverview(); })
+    .catch((err) => problem.replaceChildren(errorBox(err)));
+  const pauseAll = pauseMenu(all, 'Pause all');
+  const resumeAll = h('button', { type: 'button', onclick: (e) => busy(e.currentTarget, () => all('resume')) }, 'Resume all');
+  const el = h('div', { class: 'stack' }, line, problem);
+  return {
+    el,
+    actions: [pauseAll, resumeAll],
+    render() {
+      const ds = store.config?.destinations ?? [];
+      const paused = ds.filter(isPaused);
+      pauseAll.hidden = !ds.length || paused.length === ds.length;
+      resumeAll.hidden = !paused.length;
+      fill(line, paused.length ? notice('warn', h('p', {}, h('strong', {}, paused.length === ds.length
+        ? 'Every destination is paused: nothing is being backed up. '
+        : `${paused.length} of ${ds.length} destinations ${paused.length === 1 ? 'is' : 'are'} paused: `),
+      paused.length === ds.length ? 'Resume them to start again.' : `${paused.map((d) => d.name).join(', ')} ${paused.length === 1 ? 'is' : 'are'} not backed up until resumed.`)) : null);
+    },
   };
 }
 
 export default {
   id: 'destinations',
   title: 'Destinations',
-  mount(main) {
+  mount(main, arg) {
     const list = h('div', { class: 'stack' });
     const adder = h('div');
+    const header = pausedHeader();
     const add = h('button', { type: 'button', class: 'primary' }, 'Add a destination');
+    const cards = new Map();
     add.addEventListener('click', () => {
-      const ed = editor(null, { onDone: () => { adder.replaceChildren(); add.hidden = false; add.focus(); } });
+      const ed = editor(null, { onDone: (id) => {
+        adder.replaceChildren();
+        add.hidden = false;
+        render();
+        if (cards.has(id)) cards.get(id).confirmAdded();
+        else add.focus();
+      } });
       adder.replaceChildren(ed.el);
       add.hidden = true;
       ed.focus();
     });
-    main.append(pageHeader('Destinations', 'The places your wallet is backed up to, and when.', add), adder, list);
-    const cards = new Map();
+    main.append(pageHeader('Destinations', 'The places your wallet is backed up to, and when.', ...header.actions, add), header.el, adder, list);
 
     function render() {
       const views = store.overview?.destinations ?? store.config?.destinations;
@@ -240,8 +305,10 @@ export default {
         return c.el;
       });
       setChildren(list, els.length ? els : [notice('muted', h('p', {}, 'No destination yet. Add one: a backup wallet file on another disk, or a folder for encrypted backup files.'))]);
+      header.render();
     }
     render();
+    if (arg === 'add') add.click(); // the Overview's "Add a destination"
     const offs = [
       on('overview', render), on('config', render), on('tick', render),
       on('tasks', () => cards.forEach((c) => c.renderTask())),

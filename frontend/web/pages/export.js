@@ -5,7 +5,7 @@ import { api, hooks } from '../api.js';
 import { store, on } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, notice, passwordPair, copyButton, uid, wizard, browseButton,
+  h, field, notice, passwordPair, copyButton, uid, wizard, browseButton, pathCheck,
 } from '../ui.js';
 import { shortKey, fmtSats, fmtBytes, fmtNumber, terminal } from '../format.js';
 
@@ -50,8 +50,10 @@ function whereStep(next) {
   // wallet or anything else (the agent refuses those whatever this box says).
   const overwrite = h('input', { type: 'checkbox', name: 'overwrite', checked: state.overwrite });
   const problem = h('div');
+  const where = pathCheck(path, 'new-file', () => overwrite.checked);
   const form = h('form', { class: 'stack' },
     field('Save the backup file as', path, 'The full path of the new file. Keep backups off this computer\'s disk too: a USB stick, another disk or a cloud folder.'),
+    where.el,
     browse,
     h('label', { class: 'choice' }, overwrite, 'If a backup file already has this name, replace it'),
     problem,
@@ -64,7 +66,7 @@ function whereStep(next) {
     }
     state.path = path.value.trim();
     state.overwrite = overwrite.checked;
-    next(2);
+    where.check().then((ok) => (ok ? next(2) : path.focus()));
   });
   return form;
 }

@@ -4,10 +4,10 @@
 import { store, on, chartWindow } from '../store.js';
 import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen } from '../ui.js';
 import { lineChart } from '../charts.js';
-import { parseDetail } from '../task-panel.js';
+import { parseDetail, progressWords } from '../task-panel.js';
 import {
   fmtAgo, fmtWhen, fmtSats, fmtNumber, fmtBytes, shortKey, chainLabel, tableLabel, tables,
-  destinationKind, scheduleText, terminal,
+  destinationKind, scheduleText, terminal, shortPath,
 } from '../format.js';
 
 // The tables a person recognises; the rest are under "All tables".
@@ -44,7 +44,7 @@ function walletCard(w) {
   return h('section', { class: 'card', 'aria-label': 'Wallet' },
     h('div', { class: 'card-head' }, h('h2', {}, 'Your wallet'), w.chain ? badge(chainLabel(w.chain), 'info') : null,
       h('span', { class: 'path small-text push' }, w.path)),
-    w.error ? errorBox({ message: w.error }, 'The wallet cannot be opened') : null,
+    w.error ? errorBox({ message: w.error, hint: w.errorHint, detail: w.errorDetail }, 'The wallet cannot be opened') : null,
     w.identities.map(identityView));
 }
 
@@ -52,10 +52,11 @@ function destinationStatus(d) {
   const t = store.tasks.get(d.running?.id) ?? d.running;
   if (t && !terminal(t.state)) {
     const { phase } = parseDetail(t.detail);
+    const p = progressWords(t);
     return h('a', { href: '#/destinations', class: 'badge running' },
-      t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${fmtNumber(t.counters.rows)} rows`);
+      t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${p.percent ? `${p.percent}, ` : ''}${p.rows} rows`);
   }
-  if (d.lastFailure) return h('span', {}, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastError}`));
+  if (d.lastFailure) return h('span', { title: d.lastError }, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastMessage || d.lastError}`));
   if (d.paused) return badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused', 'paused');
   return d.lastSuccess ? badge('OK', 'succeeded') : badge('Not backed up yet', 'queued');
 }
@@ -64,21 +65,23 @@ function destinationStatus(d) {
 // drill checks backup folders only.
 function drillCell(d) {
   if (d.kind !== 'folder') return h('span', { class: 'muted', title: 'Restore drills check backup folders' }, '—');
+  if (d.lastVerifyError) return h('span', { title: d.lastVerifyError }, badge('Failed', 'failed'), h('span', { class: 'small-text' }, ' the newest backup did not restore'));
   if (!d.lastVerified) return h('span', { class: 'muted' }, 'Not yet');
-  return h('span', { title: fmtWhen(d.lastVerified) }, `Passed ${fmtAgo(d.lastVerified)}`);
+  return h('span', { title: fmtWhen(d.lastVerified), 'data-testid': 'drill-passed' }, `Passed ${fmtAgo(d.lastVerified)}`);
 }
 
 function destinationsCard(ov) {
   if (!ov.destinations.length) {
     return h('section', { class: 'card' }, h('h2', {}, 'Where it is backed up'),
-      h('p', {}, 'Nowhere yet. ', h('a', { href: '#/destinations' }, 'Add a destination'), ' to start keeping your wallet safe.'));
+      h('p', {}, 'Nowhere yet. ', h('a', { href: '#/destinations/add' }, 'Add a destination'), ' to start keeping your wallet safe.'));
   }
   return h('section', { class: 'card', 'aria-labelledby': 'dest-title' },
     h('h2', { id: 'dest-title' }, 'Where it is backed up'),
     h('table', { class: 'plain destinations-table' },
       h('thead', {}, h('tr', {}, ['Destination', 'Last good backup', 'Last restore drill', 'Next run', 'Status'].map((c) => h('th', { scope: 'col' }, c)))),
       h('tbody', {}, ov.destinations.map((d) => h('tr', { 'data-destination': d.id },
-        h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind))),
+        h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind)),
+          h('span', { class: 'path small-text dest-path', title: d.path, 'data-testid': 'dest-path' }, shortPath(d.path))),
         h('td', { 'data-testid': 'last-success' }, d.lastSuccess
           ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess), h('span', { class: 'muted small-text' }, fmtWhen(d.lastSuccess)))
           : 'Never'),

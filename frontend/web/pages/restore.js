@@ -3,10 +3,10 @@
 // do (the preview); nothing touches the wallet until the person confirms.
 
 import { api, hooks } from '../api.js';
-import { store, on, putTask } from '../store.js';
+import { store, on, putTask, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
 import {
-  h, field, errorBox, notice, busy, copyButton, uid, unavailable, wizard, browseButton,
+  h, field, errorBox, taskProblem, notice, busy, copyButton, uid, unavailable, wizard, browseButton, pathCheck, confirmDialog,
 } from '../ui.js';
 import {
   shortKey, fmtBytes, fmtNumber, fmtWhen, chainLabel, tableLabel, tables, terminal,
@@ -21,9 +21,27 @@ let password = '';
 
 const resultOf = (id) => store.tasks.get(id)?.result;
 
+/** source is what a request names: an upload, a path, or a backup wallet file destination. */
+const source = (s) => (s.upload ? { upload: s.upload } : s.destination ? { destination: s.destination } : { path: s.path });
+
 /** request is what preview and import both send: the file, its password and the target. */
-const request = () => ({ ...(state.source.upload ? { upload: state.source.upload } : { path: state.source.path }),
-  password, wallet: state.wallet, mode: state.mode, allowOtherIdentity: state.allowOther });
+const request = () => ({ ...source(state.source), password: state.source.destination ? '' : password,
+  wallet: state.wallet, mode: state.mode, allowOtherIdentity: state.allowOther });
+
+/**
+ * backupWalletSources offers the "Backup wallet file" destinations: a copy of the wallet
+ * kept in sync, restored with the same preview as a backup file, and without a password.
+ */
+function backupWalletSources(go) {
+  const files = (store.config?.destinations ?? []).filter((d) => d.kind === 'sqlite');
+  if (!files.length) return [];
+  return [h('section', { class: 'stack', 'data-testid': 'backup-wallet-sources', 'aria-label': 'Backup wallet files' },
+    h('p', {}, 'Restore from a backup wallet file that walletsync keeps in sync:'),
+    h('div', { class: 'actions' }, files.map((d) => h('button', { type: 'button', title: d.path, onclick: () => {
+      state.source = { destination: d.id, name: `${d.name} (${d.path})` };
+      go(1);
+    } }, `Use ${d.name}`))))];
+}
 
 /**
  * unfinished says, for each configured wallet that holds part of an import that stopped
@@ -98,19 +116,27 @@ function fileStep(go) {
   });
   input.addEventListener('change', () => input.files[0] && upload(input.files[0]));
 
-  const path = h('input', { type: 'text', spellcheck: 'false', class: 'mono', name: 'path' });
+  const path = h('input', { type: 'text', spellcheck: 'false', class: 'mono', name: 'path', value: state.source?.path ?? '' });
   const browse = browseButton(hooks.chooseOpenPath, path);
+  const where = pathCheck(path, 'backup-file');
   const byPath = h('form', { class: 'inline-form' }, field('Or type the path of a file on this computer', path), browse,
     h('button', { type: 'submit' }, 'Use this file'));
   byPath.addEventListener('submit', (e) => {
     e.preventDefault();
     if (!path.value.trim()) return;
-    state.source = { path: path.value.trim(), name: path.value.trim() };
-    go(1);
+    where.check().then((ok) => {
+      if (!ok) {
+        path.focus();
+        return;
+      }
+      state.source = { path: path.value.trim(), name: path.value.trim() };
+      go(1);
+    });
   });
   return h('div', { class: 'stack' }, ...unfinished(),
     h('p', {}, 'Choose the encrypted backup file (.brc39) to bring back. You will see what it holds before anything changes.'),
-    drop, input, status, byPath);
+    ...backupWalletSources(go),
+    drop, input, status, byPath, where.el);
 }
 
 /** facts says what a backup file holds: whose wallet, which network, from where, when. */
@@ -124,14 +150,33 @@ function facts(p) {
     h('dt', {}, 'Exported'), h('dd', {}, fmtWhen(p.exportedAt)));
 }
 
+/**
+ * restoredPath suggests where a restore goes: a new file beside the wallet, named for the
+ * day, never the wallet itself (which is not empty, so a restore into it is refused).
+ */
+export function restoredPath(wallet) {
+  const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
+  const cut = Math.max(wallet.lastIndexOf('/'), wallet.lastIndexOf('\\'));
+  const dir = wallet.slice(0, cut + 1);
+  const base = wallet.slice(cut + 1).replace(/\.(sqlite3?|db)$/i, '');
+  return `${dir}${base}-restored-${stamp}.sqlite`;
+}
+
+// restoreInto is the "Restore into" check of the password step (null while merging).
+let restoreInto = null;
+
 /** targetControl chooses where the file goes: a configured wallet to merge into, or for a
- * restore an empty wallet or a new wallet file. */
+ * restore a new wallet file (by default beside the wallet) or an empty wallet. */
 function targetControl() {
   const wallets = store.overview?.wallets ?? [];
   if (state.mode === 'restore') {
-    return field('Restore into', h('input', { type: 'text', class: 'mono', value: state.wallet, spellcheck: 'false',
-      oninput: (e) => { state.wallet = e.target.value.trim(); } }), 'An empty wallet, or the path of a new wallet file to create.');
+    if (!state.wallet || wallets.some((w) => w.path === state.wallet)) state.wallet = restoredPath(wallets[0]?.path ?? '');
+    const input = h('input', { type: 'text', class: 'mono', value: state.wallet, spellcheck: 'false', name: 'restore-into',
+      oninput: (e) => { state.wallet = e.target.value.trim(); } });
+    restoreInto = pathCheck(input, 'new-file');
+    return h('div', {}, field('Restore into', input, 'A new wallet file; the one suggested sits beside your wallet. Your wallet is not touched.'), restoreInto.el);
   }
+  restoreInto = null;
   if (!wallets.some((w) => w.path === state.wallet)) state.wallet = wallets[0]?.path ?? '';
   if (wallets.length < 2) return h('p', {}, 'Import into: ', h('span', { class: 'path' }, state.wallet));
   return field('Import into', h('select', { onchange: (e) => { state.wallet = e.target.value; } },
@@ -139,7 +184,9 @@ function targetControl() {
 }
 
 function passwordStep(go) {
-  const pw = h('input', { type: 'password', autocomplete: 'current-password', required: true, 'data-autofocus': true });
+  // What was typed stays: Back and a refused check keep the password.
+  const pw = h('input', { type: 'password', autocomplete: 'current-password', required: true, 'data-autofocus': true, value: password });
+  pw.addEventListener('input', () => { password = pw.value; });
   const target = h('div', {}, targetControl());
   const group = uid('mode');
   const modes = [
@@ -154,9 +201,10 @@ function passwordStep(go) {
   const problem = h('div', { 'data-testid': 'import-problem' });
   const check = h('button', { type: 'submit', class: 'primary' }, 'Check the file');
   const panelSlot = h('div');
+  const plain = !!state.source?.destination; // a backup wallet file is not encrypted
   const form = h('form', { class: 'stack' },
-    h('p', {}, 'File: ', h('span', { class: 'path' }, state.source?.name ?? ''), state.source?.size ? ` (${fmtBytes(state.source.size)})` : ''),
-    field('Password of the backup file', pw),
+    h('p', {}, plain ? 'Backup wallet file: ' : 'File: ', h('span', { class: 'path' }, state.source?.name ?? ''), state.source?.size ? ` (${fmtBytes(state.source.size)})` : ''),
+    plain ? h('p', { class: 'help' }, 'A backup wallet file is not encrypted: no password is needed.') : field('Password of the backup file', pw),
     h('fieldset', {}, h('legend', {}, 'How'), modes),
     target,
     problem,
@@ -168,6 +216,7 @@ function passwordStep(go) {
     password = pw.value;
     problem.replaceChildren();
     busy(check, async () => {
+      if (restoreInto && !await restoreInto.check()) return;
       try {
         const t = await api.previewImport(request());
         state.checkId = t.id;
@@ -183,13 +232,12 @@ function passwordStep(go) {
         // A refusal (another network, already imported, not empty) still says what the file holds.
         const p = resultOf(done.id);
         problem.replaceChildren(...(p?.identityKey
-          ? [errorBox({ message: done.error, hint: done.hint }, 'This file cannot be imported here'), facts(p)]
-          : [errorBox({ message: done.error, hint: done.hint })]));
+          ? [errorBox(taskProblem(done), 'This file cannot be imported here'), facts(p)]
+          : [errorBox(taskProblem(done))]));
       } catch (err) {
         problem.replaceChildren(err.unavailable ? unavailable('Checking a backup file before import') : errorBox(err, 'Could not check the file'));
       }
-      password = '';
-      pw.value = '';
+      pw.select(); // kept, and selected: typing replaces it
       pw.focus();
     });
   });
@@ -214,7 +262,7 @@ function finished(id, panel) {
 
 function previewStep(go) {
   const p = resultOf(state.checkId);
-  if (!p || !password) {
+  if (!p || (!password && !state.source?.destination)) {
     return h('div', { class: 'stack' }, notice('muted', h('p', {}, 'Check the file again: the password is not kept when you leave this page.')),
       h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(1) }, 'Back')));
   }
@@ -272,17 +320,71 @@ function importingStep(go, panel) {
   return taskStep(state.importId, panel, h('button', { type: 'button', onclick: () => go(1) }, 'Back'));
 }
 
+/** restoredView shows the wallet a restore made: where it is, whose, and what it holds. */
+function restoredView(r) {
+  const counts = r.counts ?? {};
+  return h('section', { class: 'card stack', 'data-testid': 'restored-wallet', 'aria-label': 'The restored wallet' },
+    h('h3', {}, 'The restored wallet'),
+    h('dl', { class: 'facts' },
+      h('dt', {}, 'File'), h('dd', { class: 'path', 'data-testid': 'restored-path' }, r.target),
+      h('dt', {}, 'Identity'), h('dd', {}, h('code', {}, shortKey(r.identityKey))),
+      h('dt', {}, 'Network'), h('dd', {}, chainLabel(r.chain))),
+    h('table', { class: 'plain' },
+      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'What'), h('th', { scope: 'col', class: 'num' }, 'Rows'))),
+      h('tbody', {}, tables(counts).map((t) => h('tr', { 'data-table': t }, h('th', { scope: 'row' }, tableLabel(t)), h('td', { class: 'num' }, fmtNumber(counts[t])))))));
+}
+
+/**
+ * nextSteps offers what a person does with a restored wallet: make it the wallet the agent
+ * protects (in place of the current one, which stays untouched), or keep it aside.
+ */
+function nextSteps(r) {
+  const current = store.config?.wallets?.[0]?.path ?? '';
+  const result = h('div', { 'aria-live': 'polite' });
+  const adopt = h('button', { type: 'button', class: 'primary' }, 'Make it the wallet walletsync protects');
+  const aside = h('button', { type: 'button' }, 'Keep it aside');
+  const buttons = h('div', { class: 'actions' }, adopt, aside);
+  adopt.addEventListener('click', async () => {
+    const ok = await confirmDialog({
+      title: 'Protect the restored wallet?',
+      body: `walletsync then backs up ${r.target} instead of ${current}, to the same destinations. ${current} stays where it is, untouched. Point your wallet software at the restored file too.`,
+      ok: 'Protect it',
+    });
+    if (!ok) return;
+    busy(adopt, async () => {
+      try {
+        await api.replaceWallet(current, r.target);
+        await refreshConfig();
+        refreshOverview();
+        buttons.remove();
+        result.replaceChildren(notice('ok', h('p', {}, h('strong', {}, 'Done. '), `walletsync now protects ${r.target}. `,
+          h('a', { href: '#/overview' }, 'See it on the overview'), '.')));
+      } catch (err) {
+        result.replaceChildren(errorBox(err, 'Not changed'));
+      }
+    });
+  });
+  aside.addEventListener('click', () => {
+    buttons.remove();
+    result.replaceChildren(notice('muted', h('p', {}, `Kept aside at ${r.target}. walletsync goes on protecting ${current}, which this restore did not touch.`)));
+  });
+  return h('div', { class: 'stack', 'data-testid': 'restore-next' }, h('p', {}, h('strong', {}, 'What next? '),
+    'Your wallet is unchanged. The restored one is a separate file:'), buttons, result);
+}
+
 function doneStep(go) {
   const r = resultOf(state.importId) ?? {};
+  const restored = r.mode === 'restore';
+  const again = h('button', { type: 'button', onclick: () => {
+    Object.assign(state, { source: null, checkId: '', importId: '', wallet: '' });
+    password = '';
+    go(0);
+  } }, 'Restore another file');
   return h('div', { class: 'stack', 'data-testid': 'import-result' },
-    notice('ok', h('p', {}, h('strong', {}, r.mode === 'restore' ? 'Restored. ' : 'Imported. '),
+    notice('ok', h('p', {}, h('strong', {}, restored ? 'Restored. ' : 'Imported. '),
       `${fmtNumber(r.inserts)} rows added and ${fmtNumber(r.updates)} updated in ${r.target ?? state.wallet}.`)),
-    h('div', { class: 'actions' },
-      h('a', { href: '#/overview', class: 'button' }, 'See the wallet'),
-      h('button', { type: 'button', onclick: () => {
-        Object.assign(state, { source: null, checkId: '', importId: '' });
-        go(0);
-      } }, 'Import another file')));
+    restored ? [restoredView(r), nextSteps(r)] : null,
+    h('div', { class: 'actions' }, restored ? null : h('a', { href: '#/overview', class: 'button' }, 'See the wallet'), again));
 }
 
 export default {

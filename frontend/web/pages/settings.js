@@ -7,7 +7,7 @@ import {
   h, pageHeader, field, errorBox, notice, busy, passwordPair, scheduleEditor, confirmDialog, unavailable, uid, fill,
 } from '../ui.js';
 import { theme, setTheme } from '../theme.js';
-import { fmtAgo, plainError, taskState, terminal } from '../format.js';
+import { fmtAgo, plainError, taskState, terminal, outcome } from '../format.js';
 
 const passwordKey = 'backup-password';
 
@@ -34,6 +34,8 @@ function passwordCard() {
     notice('warn', h('p', {}, h('strong', {}, 'If this password is lost, the backups it encrypts cannot be restored. '),
       'walletsync cannot recover it. Write it down and keep it somewhere safe.')),
     pw.el, result, h('div', { class: 'actions' }, save));
+  // A "not the same" or "Saved." describes what was typed before: it goes once that changes.
+  form.addEventListener('input', () => result.replaceChildren());
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
     const wrong = pw.check();
@@ -64,10 +66,12 @@ function passwordCard() {
 function settingsCard(drillLine) {
   const c = store.config;
   if (!c) return h('div', {}, store.loadError ? errorBox(store.loadError) : h('p', { class: 'muted' }, 'Loading…'));
-  const num = (v, min) => h('input', { type: 'number', min, value: String(v), class: 'narrow' });
-  const last = num(c.retention.last, 1);
-  const daily = num(c.retention.daily, 0);
-  const weekly = num(c.retention.weekly, 0);
+  const num = (v, min, label) => h('input', { type: 'number', min, value: String(v), class: 'narrow', 'aria-label': label });
+  const last = num(c.retention.last, 1, 'How many of the newest backups to keep');
+  const daily = num(c.retention.daily, 0, 'For how many days to keep one a day');
+  const weekly = num(c.retention.weekly, 0, 'For how many weeks to keep one a week');
+  // Each rule reads as a sentence, its number in the middle.
+  const rule = (...parts) => h('p', { class: 'retention-rule' }, ...parts);
   const drill = scheduleEditor(c.drill, { onChange: false, legend: 'How often' });
   const level = h('select', {}, [['error', 'Errors only'], ['warn', 'Warnings and errors'], ['info', 'Normal'], ['debug', 'Everything (for troubleshooting)']]
     .map(([v, t]) => h('option', { value: v, selected: (c.logLevel || 'info') === v }, t)));
@@ -76,8 +80,10 @@ function settingsCard(drillLine) {
   const form = h('form', { class: 'stack' },
     h('section', { class: 'card', 'aria-labelledby': 'ret-title' },
       h('h2', { id: 'ret-title' }, 'Which backup files to keep'),
-      h('div', { class: 'inline-fields' },
-        field('Newest backups', last), field('One a day, for days', daily), field('One a week, for weeks', weekly)),
+      h('div', { class: 'stack', 'data-testid': 'retention' },
+        rule('Keep the newest ', last, ' backups,'),
+        rule('and one a day for ', daily, ' days,'),
+        rule('and one a week for ', weekly, ' weeks.')),
       h('p', { class: 'help' }, 'Older files in backup folders are deleted after each backup. The newest backup that passed a check is always kept.')),
     h('section', { class: 'card', 'aria-labelledby': 'drill-title' },
       h('h2', { id: 'drill-title' }, 'Restore drill'),
@@ -89,6 +95,9 @@ function settingsCard(drillLine) {
       field('How much the agent writes to its log', level)),
     result,
     h('div', { class: 'actions' }, save));
+  // "Saved." describes the settings as they were saved: it goes once they change.
+  form.addEventListener('input', () => result.replaceChildren());
+  form.addEventListener('change', () => result.replaceChildren());
   form.addEventListener('submit', (e) => {
     e.preventDefault();
     busy(save, async () => {
@@ -125,8 +134,12 @@ function drillStatus() {
     const words = {
       succeeded: files.length ? `Passed ${fmtAgo(t.finishedAt)}: ${files.length} backup file${files.length === 1 ? '' : 's'} restored and checked.`
         : `Ran ${fmtAgo(t.finishedAt)}: no backup file to check yet.`,
-      failed: `Failed ${fmtAgo(t.finishedAt)}: ${plainError(t.error)}`,
+      failed: `Failed ${fmtAgo(t.finishedAt)}: ${t.message || plainError(t.error)}`,
     };
+    if (outcome(t) === 'skipped') {
+      line.textContent = `Skipped ${fmtAgo(t.finishedAt)}: ${t.result.skipped}. Nothing was checked; the drill runs again once a backup exists.`;
+      return;
+    }
     line.textContent = words[t.state] ?? taskState(t.state);
   };
   run.addEventListener('click', () => busy(run, async () => {
@@ -144,6 +157,7 @@ const serviceWords = {
   running: 'Installed and running: walletsync keeps working when this window is closed and after a restart.',
   stopped: 'Installed, but not running now.',
   'not-installed': 'Not installed: walletsync works only while it is started by hand.',
+  unavailable: 'Not available on this computer: walletsync works while it is started by hand.',
 };
 
 function serviceCard() {
@@ -160,9 +174,10 @@ function serviceCard() {
     const installed = s.status === 'running' || s.status === 'stopped';
     fill(body,
       s.status ? h('p', { 'data-testid': 'service-status' }, serviceWords[s.status] ?? s.status) : null,
+      s.note ? notice('muted', h('p', { 'data-testid': 'service-note' }, s.note)) : null,
       s.error ? errorBox({ message: s.error, hint: s.hint }, 'The service cannot be managed here') : null,
       s.platform ? h('p', { class: 'muted small-text' }, `Service manager: ${s.platform}`) : null,
-      s.status ? h('div', { class: 'actions' }, installed
+      s.status && s.status !== 'unavailable' ? h('div', { class: 'actions' }, installed
         ? h('button', { type: 'button', onclick: (e) => act('uninstall', e.currentTarget) }, 'Uninstall')
         : h('button', { type: 'button', class: 'primary', onclick: (e) => act('install', e.currentTarget) }, 'Install')) : null);
   }

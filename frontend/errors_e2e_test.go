@@ -1,0 +1,79 @@
+package frontend_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"walletsync/agent"
+)
+
+// problemText returns the message, the hint and the technical details of the first error
+// box under css.
+func (d *dash) problemText(css string) (message, hint, details string) {
+	d.t.Helper()
+	parts := eval[[]string](d, `(() => { const b = document.querySelector(`+jsString(css+" .notice.error")+`);
+		return [b?.querySelector('p')?.textContent ?? '', b?.querySelector('.hint')?.textContent ?? '', b?.querySelector('details code')?.textContent ?? '']; })()`)
+	return parts[0], parts[1], parts[2]
+}
+
+func jsString(s string) string {
+	return "'" + strings.ReplaceAll(strings.ReplaceAll(s, `\`, `\\`), `'`, `\'`) + "'"
+}
+
+// TestDashboard_ErrorsInWords: a backup wallet file that is not a database and a "backup"
+// that is not a BRC-39 file each read in plain words that name the path and the next step,
+// with the technical text behind "Details"; a machine without a service manager gets an
+// explanation, not a red box.
+func TestDashboard_ErrorsInWords(t *testing.T) {
+	d := newDash(t)
+	notADB := filepath.Join(d.dir, "backup-wallet.sqlite")
+	if err := os.WriteFile(notADB, []byte("these are my notes, not a database at all, long enough for SQLite to look"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.runTask(agent.RouteRun, fileID); got.State != agent.TaskFailed {
+		t.Fatalf("sync into a text file: %s", got.State)
+	}
+	d.page("destinations")
+	d.waitFor(`document.querySelector('[data-destination=backup-file] .notice.error')`, "the destination's error")
+	msg, hint, details := d.problemText("[data-destination=backup-file]")
+	if !strings.Contains(msg, notADB+" is not a wallet file") || strings.Contains(msg, "(26)") {
+		t.Errorf("the message says %q", msg)
+	}
+	if !strings.Contains(hint, "choose a new file name") || strings.Contains(hint, "check that the folder exists") {
+		t.Errorf("the hint says %q", hint)
+	}
+	if !strings.Contains(details, "not a database") {
+		t.Errorf("the details say %q", details)
+	}
+	d.shot("not-a-wallet")
+
+	// A wallet file offered as a backup file: its first bytes are SQLite's, not "WDAT".
+	d.page("restore")
+	d.do(chromedp.SetValue(chromedp.CSS(`.wizard input[name=path]`), d.wallet), chromedp.Click(byText(`.wizard button`, "Use this file")))
+	d.checkFile("any password")
+	d.waitFor(`document.querySelector('[data-testid=import-problem] .notice.error')`, "the import's error")
+	msg, hint, details = d.problemText("[data-testid=import-problem]")
+	if !strings.Contains(msg, d.wallet+" is not an encrypted walletsync backup") || strings.Contains(msg, "WDAT") {
+		t.Errorf("the message says %q", msg)
+	}
+	if !strings.Contains(hint, ".brc39") || !strings.Contains(details, "WDAT") {
+		t.Errorf("hint %q, details %q", hint, details)
+	}
+
+	var svc agent.ServiceInfo
+	d.api(agent.RouteService, nil, &svc)
+	if svc.Status == agent.ServiceUnavailable {
+		d.page("settings")
+		d.waitFor(`document.querySelector('[data-testid=service-note]')`, "the service's explanation")
+		if eval[bool](d, `!!document.querySelector('[aria-labelledby=svc-title] .notice.error')`) {
+			t.Error("a machine without a service manager shows a red error")
+		}
+		if note := d.text("[data-testid=service-note]"); !strings.Contains(note, "walletsync agent") {
+			t.Errorf("the note says %q", note)
+		}
+	}
+}
