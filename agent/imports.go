@@ -14,6 +14,7 @@ import (
 	"slices"
 	"time"
 
+	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/scheduler"
@@ -296,10 +297,18 @@ func (a *Agent) VerifyBackup(destination, name string) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	if _, _, ok := ParseBackupFileName(name); !ok {
+	if _, _, ok := parseBackup(BackupFile{Name: name, Bundle: d.Kind == DestinationBundles}); !ok {
 		return Task{}, fmt.Errorf("%q is not a backup file name: %w", name, wallet.ErrInvalidArgument)
 	}
 	path := filepath.Join(d.Path, name)
+	if d.Kind == DestinationBundles {
+		// A bundle needs no password: its digests, SQLite's checks and its counts say it all.
+		return a.tasks.Start(KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
+			m, err := bundle.Verify(ctx, path)
+			h.SetResult(m)
+			return a.markVerified(ctx, path, err)
+		})
+	}
 	return a.tasks.Start(KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
 		pw, err := a.secrets.Get(BackupPasswordKey)
 		if err != nil {
@@ -307,13 +316,20 @@ func (a *Agent) VerifyBackup(destination, name string) (Task, error) {
 		}
 		sum, err := portable.Verify(ctx, path, pw.Reveal(), a.importOptions(a.stagingDir(), ""), nil)
 		h.SetResult(sum)
-		if ctx.Err() == nil {
-			if merr := a.state.MarkVerified(ctx, path, a.now(), err); merr != nil && err == nil {
-				err = merr
-			}
-		}
-		return err
+		return a.markVerified(ctx, path, err)
 	})
+}
+
+// markVerified records the outcome err of verifying the backup at path, unless the verify
+// was cancelled (which says nothing about the file), and returns err or, failing that, the
+// recording's error.
+func (a *Agent) markVerified(ctx context.Context, path string, err error) error {
+	if ctx.Err() == nil {
+		if merr := a.state.MarkVerified(ctx, path, a.now(), err); merr != nil && err == nil {
+			err = merr
+		}
+	}
+	return err
 }
 
 // cleanUploads removes uploads older than a day: an abandoned wizard must not leave

@@ -100,12 +100,13 @@ export function tables(counts) {
 const chainLabels = { main: 'Main network', test: 'Test network', teratest: 'Teratest network', mock: 'Mock network' };
 export const chainLabel = (c) => chainLabels[c] ?? (c || 'Unknown network');
 
-const destinationKinds = { sqlite: 'Backup wallet file', folder: 'Backup folder' };
+const destinationKinds = { sqlite: 'Backup wallet file', folder: 'Backup folder', bundles: 'Snapshot bundle folder' };
 export const destinationKind = (k) => destinationKinds[k] ?? k;
 
 const taskKinds = {
   sync: 'Sync',
   backup: 'Backup',
+  bundle: 'Bundle',
   export: 'Export',
   verify: 'Verify',
   drill: 'Restore drill',

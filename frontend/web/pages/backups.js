@@ -6,9 +6,10 @@ import { store, on, putTask } from '../store.js';
 import { h, pageHeader, errorBox, badge, busy, unavailable, notice } from '../ui.js';
 import { fmtBytes, fmtAgo, fmtWhen, terminal, plainError } from '../format.js';
 
-/** nameTime reads the UTC time in a backup file name (walletsync-<id>-20261129T201500Z.brc39). */
+/** nameTime reads the UTC time in a backup file or bundle name
+ * (walletsync-<id>-20261129T201500Z.brc39, walletsync-bundle-20261129T201500Z). */
 function nameTime(name) {
-  const m = /-(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z\.brc39$/.exec(name);
+  const m = /-(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z(\.brc39)?$/.exec(name);
   return m ? `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}Z` : null;
 }
 
@@ -105,7 +106,7 @@ export default {
     main.append(pageHeader('Backups', 'The encrypted backup files in your backup folders.'), list);
     let sections = [];
     function render() {
-      const folders = (store.config?.destinations ?? []).filter((d) => d.kind === 'folder');
+      const folders = (store.config?.destinations ?? []).filter((d) => d.kind === 'folder' || d.kind === 'bundles');
       sections = folders.map(folderSection);
       list.replaceChildren(...sections.map((s) => s.el));
       if (!store.config) list.replaceChildren(store.loadError ? errorBox(store.loadError) : h('p', { class: 'muted' }, 'Loading…'));

@@ -7,11 +7,12 @@ import { taskPanel } from '../task-panel.js';
 import {
   h, pageHeader, field, errorBox, taskProblem, pathCheck, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
 } from '../ui.js';
-import { fmtAgo, fmtWhen, scheduleText, destinationKind, terminal } from '../format.js';
+import { fmtAgo, fmtWhen, scheduleText, destinationKind, taskKind, terminal } from '../format.js';
 
 const kindHelp = {
   sqlite: 'A copy of the wallet in one file, kept in sync page by page. It is created if it does not exist yet.',
   folder: 'A folder of encrypted backup files (on an external disk or a cloud-synced folder, say). These need the backup password set in Settings.',
+  bundles: 'A folder of whole-wallet snapshots: every identity, the settings and the sync states, each checked by its digests. Not encrypted: choose a folder only you can read.',
 };
 
 // dismissed holds the ended tasks whose panels the person closed.
@@ -32,16 +33,16 @@ function editor(d, { onDone }) {
   const path = h('input', { type: 'text', required: true, value: d?.path ?? '', spellcheck: 'false', autocomplete: 'off', class: 'mono' });
   const group = uid('kind');
   const help = h('p', { class: 'help' });
-  const kinds = ['sqlite', 'folder'].map((k) => h('label', { class: 'choice' },
+  const kinds = ['sqlite', 'folder', 'bundles'].map((k) => h('label', { class: 'choice' },
     h('input', { type: 'radio', name: group, value: k, checked: (d?.kind ?? 'sqlite') === k }), destinationKind(k)));
   const kind = () => kinds.map((l) => l.querySelector('input')).find((r) => r.checked).value;
   // A folder can be chosen with the window's folder dialog; a wallet file is typed.
   const browse = browseButton(hooks.chooseFolder, path);
   const showHelp = () => {
     help.textContent = kindHelp[kind()];
-    if (browse) browse.hidden = kind() !== 'folder';
+    if (browse) browse.hidden = kind() === 'sqlite';
   };
-  const where = pathCheck(path, () => (kind() === 'folder' ? 'backup-folder' : 'backup-wallet'));
+  const where = pathCheck(path, () => (kind() === 'sqlite' ? 'backup-wallet' : 'backup-folder'));
   kinds.forEach((l) => l.addEventListener('change', () => {
     showHelp();
     if (path.value.trim()) where.check();
@@ -194,7 +195,7 @@ function card() {
 
   let hide = null;
   function renderTask() {
-    const t = tasks().find((x) => x.target === d.id && (x.kind === 'sync' || x.kind === 'backup'));
+    const t = tasks().find((x) => x.target === d.id && ['sync', 'backup', 'bundle'].includes(x.kind));
     if (!t || (terminal(t.state) && dismissed.has(t.id))) {
       panel = null;
       panelSlot.replaceChildren();
@@ -205,7 +206,7 @@ function card() {
       panel = taskPanel('', hide);
       panelSlot.replaceChildren(panel.el);
     }
-    panel.rename(`${t.kind === 'sync' ? 'Sync' : 'Backup'} to ${d.name}`);
+    panel.rename(`${taskKind(t.kind)} to ${d.name}`);
     panel.update(t);
     hide.hidden = !terminal(t.state);
   }

@@ -62,9 +62,9 @@ function destinationStatus(d) {
 }
 
 // drillCell says when a restore drill last proved a destination's newest backup good; the
-// drill checks backup folders only.
+// drill checks backup folders and bundle folders.
 function drillCell(d) {
-  if (d.kind !== 'folder') return h('span', { class: 'muted', title: 'Restore drills check backup folders' }, '—');
+  if (d.kind === 'sqlite') return h('span', { class: 'muted', title: 'Restore drills check backup folders and bundle folders' }, '—');
   if (d.lastVerifyError) return h('span', { title: d.lastVerifyError }, badge('Failed', 'failed'), h('span', { class: 'small-text' }, ' the newest backup did not restore'));
   if (!d.lastVerified) return h('span', { class: 'muted' }, 'Not yet');
   return h('span', { title: fmtWhen(d.lastVerified), 'data-testid': 'drill-passed' }, `Passed ${fmtAgo(d.lastVerified)}`);
