@@ -64,6 +64,8 @@ type Store struct {
 	writeDB *sql.DB // nil when ReadOnly
 	lock    *writerLock
 	walCP   *walCheckpointer // nil when ReadOnly
+	// versionDB is the one connection WriteVersion reads; nil when ReadOnly.
+	versionDB *sql.DB
 	// viewSlot admits one snapshot view at a time: a pinned read transaction holds back
 	// WAL checkpoints, so more than one would only multiply that cost.
 	viewSlot chan struct{}
@@ -272,6 +274,9 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	if s.walCP, err = startWALCheckpointer(path, opts.BusyTimeout); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
+	if s.versionDB, err = openVersionDB(path, opts.BusyTimeout); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
 	ok = true
 	return s, nil
 }
@@ -354,6 +359,9 @@ func (s *Store) ReadOnly() bool { return s.writeDB == nil }
 func (s *Store) Close() error {
 	var errs []error
 	errs = append(errs, s.walCP.stop())
+	if s.versionDB != nil {
+		errs = append(errs, s.versionDB.Close())
+	}
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}

@@ -115,9 +115,6 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		return err
 	}
 	s.chain, s.cp = srcSettings.Chain, dst.Checkpoint
-	if s.opts.JournalConsumer == "" {
-		s.opts.JournalConsumer = dst.Settings.StorageIdentityKey
-	}
 
 	if !srcCaps.Snapshots {
 		// Without consistent views a copy is only safe under one grant for its whole length.
@@ -145,7 +142,6 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		}
 		if p.mode == "" {
 			s.res.Kind = KindUnchanged
-			s.ackJournal(ctx)
 			return nil
 		}
 		s.res.Kind = KindFull
@@ -154,9 +150,6 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		}
 		err = s.traverse(ctx, p)
 		if !errors.Is(err, wallet.ErrSnapshotExpired) && !errors.Is(err, wallet.ErrSnapshotClosed) || ctx.Err() != nil || restarts == maxViewRestarts {
-			if err == nil {
-				s.ackJournal(ctx)
-			}
 			return err
 		}
 		// The view ended under the session. A new view continues from the durable
@@ -478,17 +471,6 @@ func permanent(err error) bool {
 		}
 	}
 	return false
-}
-
-// ackJournal tells the source the destination holds everything up to the run's high-water
-// mark. A refusal does not fail the session (it only holds back pruning); it is reported.
-func (s *session) ackJournal(ctx context.Context) {
-	if !s.cp.Done || s.cp.HighWater == 0 {
-		return
-	}
-	if err := s.src.AckJournal(ctx, s.opts.JournalConsumer, s.cp.HighWater); err != nil {
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("acknowledge journal up to %d: %v", s.cp.HighWater, err))
-	}
 }
 
 func (s *session) progress(state State, table wallet.TableName) Progress {
