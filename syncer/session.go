@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"walletsync/scheduler"
@@ -212,14 +213,7 @@ func (s *session) plan(caps wallet.Capabilities) (plan, Resume) {
 // was pruned past it, or reinstalled after a toolbox rebuild) or the view cannot read a
 // cursor; the run then begins again at the first table.
 func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
-	needed := []int64{cp.HighWater}
-	if cp.Mode == wallet.ModeIncremental {
-		needed = append(needed, cp.Since)
-	}
-	if cp.CatchUpHighWater > 0 {
-		needed = append(needed, cp.CatchUpHighWater)
-	}
-	for _, since := range needed {
+	for _, since := range journalNeeds(cp) {
 		if _, ok := s.view.Journal(since); !ok {
 			return plan{}, false
 		}
@@ -247,6 +241,37 @@ func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
 	}
 	p.catchUp = append(p.catchUp, mark)
 	return p, true
+}
+
+// journalNeeds returns the journal sequences above which the next run of cp's session reads
+// changes: a finished run's high-water mark, or for an unfinished one every mark its resume
+// catches up from (see resume).
+func journalNeeds(cp wallet.Checkpoint) []int64 {
+	needed := []int64{cp.HighWater}
+	if cp.Done {
+		return needed
+	}
+	if cp.Mode == wallet.ModeIncremental {
+		needed = append(needed, cp.Since)
+	}
+	if cp.CatchUpHighWater > 0 {
+		needed = append(needed, cp.CatchUpHighWater)
+	}
+	return needed
+}
+
+// JournalNeed returns the journal sequence through which a source may prune its change
+// journal and still let the next run of the session whose durable checkpoint is cp read
+// only what changed (incremental, or resumed at its checkpoint): the lowest sequence that
+// run reads changes above. ok is false for a destination that holds nothing of the
+// session (Seq 0), whose next run traverses everything whatever the journal holds. Pruning
+// further only costs that destination one full traversal: the run finds its checkpoint
+// no longer covered (wallet.View.Journal) and starts again at the first table.
+func JournalNeed(cp wallet.Checkpoint) (seq int64, ok bool) {
+	if cp.Seq == 0 {
+		return 0, false
+	}
+	return slices.Min(journalNeeds(cp)), true
 }
 
 // stretch is one walk over consecutive tables, in one mode, from a cursor.
