@@ -172,7 +172,7 @@ func (s *Store) repairJournal(ctx context.Context) (reinstalled bool, err error)
 	if intact {
 		return false, nil
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.quietWriteTx(ctx, func(tx *sql.Tx) error {
 		for name := range have {
 			if _, err := tx.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+quoteIdent(name)); err != nil {
 				return classify(err)

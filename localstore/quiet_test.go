@@ -3,7 +3,6 @@ package localstore
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"runtime"
 	"testing"
 
@@ -18,9 +17,7 @@ func TestMaintainJournal_BesideAnAppTransaction(t *testing.T) {
 		t.Skip("only Linux lets walletsync see another process's transaction without disturbing it; elsewhere maintenance relies on quiet minutes alone (see the README)")
 	}
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "app.sqlite")
-	id := FixtureIdentity(21)
-	toolboxpeer.Run(t, nil, "create", "--db", path, "--chain", "test", "--sik", FixtureIdentity(22), "--name", "app")
+	path, id := toolboxCreate(t)
 	s, err := Open(ctx, path, Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -249,14 +249,17 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	// SQLite spills it to a temporary file past 64 KiB, which cost a full copy one pwrite per
 	// page changed, about half of all its writes; in memory it is bounded by one statement
 	// (insertBatchBytes of rows), and it is gone when the statement ends.
-	s.writeDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)",
+	if err := switchToWAL(ctx, path, opts.BusyTimeout, s.log); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.writeDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)",
 		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", autoCheckpointPages), "_pragma=temp_store(MEMORY)", "_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.writeDB.SetMaxOpenConns(1)
 	s.writeDB.SetConnMaxIdleTime(0)
-	// Opening the first connection runs the pragmas: the switch to WAL happens here.
+	// Opening the first connection runs the pragmas.
 	if err := s.writeDB.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("open store: %w", classify(err))
 	}
