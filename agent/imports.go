@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"time"
 
+	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/scheduler"
 	"walletsync/wallet"
@@ -143,6 +144,9 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 			res, err := portable.Preview(ctx, file, req.Password.Reveal(), t, opts, progress)
 			h.SetResult(res)
 			return err
+		}
+		if _, err := os.Stat(t.Path); t.Store != nil || err == nil { // an existing wallet
+			h.Logf("%s", localstore.WriteIntoWalletNotice)
 		}
 		res, err := portable.Import(ctx, file, req.Password.Reveal(), t, opts, progress)
 		h.SetResult(res)

@@ -87,7 +87,10 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 	var ack wallet.Ack
 	s.walCP.pageCommit() // defers background WAL checkpoints while pages stream in
 	defer s.walCP.pageCommit()
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
+	// A page committed into a wallet the app has open can fail an app transaction that read
+	// before it and writes after it; each page waits (up to the busy timeout) until no other
+	// program is inside a transaction (see whenQuiet), and stays one short transaction.
+	err := s.quietWriteTx(ctx, func(tx *sql.Tx) error {
 		var chain string
 		if err := tx.QueryRowContext(ctx, "SELECT chain FROM settings LIMIT 1").Scan(&chain); err != nil {
 			return classify(err)

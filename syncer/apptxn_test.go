@@ -3,6 +3,8 @@ package syncer_test
 import (
 	"context"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 
 	"walletsync/internal/toolboxpeer"
@@ -73,4 +75,45 @@ func TestPush_AppTransactionCommits(t *testing.T) {
 			t.Fatalf("the app's transaction beside a commit of another connection: %+v, want SQLITE_BUSY_SNAPSHOT", res)
 		}
 	})
+}
+
+// TestPull_WaitsForTheAppTransaction: a pull writes into the wallet, so each of its page
+// commits waits until no program is inside a transaction on the file. A real toolbox
+// transaction that has read when a pull's commit comes makes the commit wait, commits
+// itself, and the pull then lands.
+func TestPull_WaitsForTheAppTransaction(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("only Linux lets walletsync see another process's transaction without disturbing it (see the README)")
+	}
+	ctx := context.Background()
+	app, path, id := toolboxWallet(t)
+	backup := newStore(t, wallet.ChainTest)
+	push(t, app, backup, id, syncer.Options{})
+	if err := backup.AddLabel(ctx, id, 1, "only in the backup"); err != nil {
+		t.Fatal(err)
+	}
+
+	txn := toolboxpeer.StartAppTxn(t, path, id, "beside a pull")
+	committing := make(chan struct{})
+	var once sync.Once
+	pulled := make(chan error, 1)
+	go func() {
+		_, err := syncer.Run(ctx, backup, app, id, syncer.Options{Active: wallet.KeepDestinationActive, Progress: func(p syncer.Progress) error {
+			if p.State == syncer.StateCommitting {
+				once.Do(func() { close(committing) })
+			}
+			return nil
+		}})
+		pulled <- err
+	}()
+	<-committing
+	if r := txn.Finish(); !r.Committed {
+		t.Fatalf("the app's transaction failed beside a pull: %+v", r)
+	}
+	if err := <-pulled; err != nil {
+		t.Fatal(err)
+	}
+	// The backup's label is in the wallet, and the app's own goes back to the backup.
+	push(t, app, backup, id, syncer.Options{})
+	mustEqual(t, backup, app, id)
 }
