@@ -49,12 +49,8 @@ type quietWatch struct {
 
 // maintainJournals runs journal maintenance at every tick until ctx ends.
 func (a *Agent) maintainJournals(ctx context.Context) {
-	ticks := a.opts.maintainTicks
-	if ticks == nil {
-		t := time.NewTicker(maintainLook)
-		defer t.Stop()
-		ticks = t.C
-	}
+	ticks, stop := ticksOr(a.opts.maintainTicks, maintainLook)
+	defer stop()
 	watches := map[string]*quietWatch{}
 	for {
 		select {
@@ -189,4 +185,14 @@ func destinationNeed(ctx context.Context, d Destination, sourceStorage string, i
 		}
 	}
 	return need, nil
+}
+
+// ticksOr returns seam when a test set it, else the ticks of a new ticker of every; stop
+// stops that ticker.
+func ticksOr(seam <-chan time.Time, every time.Duration) (ticks <-chan time.Time, stop func()) {
+	if seam != nil {
+		return seam, func() {}
+	}
+	t := time.NewTicker(every)
+	return t.C, t.Stop
 }

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"sync"
 	"testing"
 	"time"
@@ -92,20 +91,16 @@ func TestAgent_JournalMaintenanceOnlyWhenQuiet(t *testing.T) {
 	look()
 	wantUnpruned("written since the last look")
 
-	release, running := make(chan struct{}), make(chan struct{})
-	task, err := a.tasks.Start(KindBackup, "folder", func(context.Context, *TaskHandle) error {
-		close(running)
-		<-release
-		return nil
-	})
+	job := newBlockingJob()
+	task, err := a.tasks.Start(KindBackup, "folder", job.run)
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-running
+	<-job.started
 	advance(quietFor + time.Minute)
 	look()
 	wantUnpruned("while a task runs")
-	close(release)
+	job.release <- nil
 	if _, err := a.tasks.Wait(ctx, task.ID); err != nil {
 		t.Fatal(err)
 	}
