@@ -167,14 +167,19 @@ func (a *Agent) journalBound(ctx context.Context, cfg Config, ref WalletRef, w *
 }
 
 // destinationNeed opens the backup wallet of d read-only and returns the lowest journal
-// sequence the next run of any of ids needs (math.MaxInt64 when none needs any).
+// sequence the next run of any of ids needs (math.MaxInt64 when none needs any, or the
+// file is gone).
 func destinationNeed(ctx context.Context, d Destination, sourceStorage string, ids []string) (int64, error) {
+	const none = int64(1<<63 - 1)
 	dst, err := localstore.Open(ctx, d.Path, localstore.Options{ReadOnly: true})
+	if errors.Is(err, wallet.ErrNotFound) {
+		return none, nil // the backup wallet is gone: its next run copies everything
+	}
 	if err != nil {
 		return 0, fmt.Errorf("read the backup wallet's checkpoints: %w", err)
 	}
 	defer dst.Close()
-	need := int64(1<<63 - 1)
+	need := none
 	for _, id := range ids {
 		cp, err := dst.Checkpoint(ctx, wallet.SessionKey{SourceStorage: sourceStorage, IdentityKey: id})
 		if err != nil {

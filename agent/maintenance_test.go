@@ -1,6 +1,8 @@
 package agent
 
 import (
+	"errors"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -125,5 +127,19 @@ func TestAgent_JournalMaintenanceOnlyWhenQuiet(t *testing.T) {
 	look()
 	if j := journal(); j.PrunedThrough != held || j.Entries != 0 {
 		t.Fatalf("a day later: journal %+v; want it pruned through %d", j, held)
+	}
+
+	// A backup wallet that is gone holds nothing back: its next run copies everything.
+	write()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		if err := os.Remove(e.backupWallet + suffix); err != nil && !errors.Is(err, os.ErrNotExist) {
+			t.Fatal(err)
+		}
+	}
+	look()
+	advance(maintainEvery)
+	look()
+	if j := journal(); j.PrunedThrough != j.HighWater || j.Entries != 0 {
+		t.Fatalf("with the backup wallet gone: journal %+v; want it all pruned", j)
 	}
 }

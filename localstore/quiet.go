@@ -22,7 +22,7 @@ import (
 
 // WriteIntoWalletNotice is what a person is told before walletsync writes rows into an
 // existing wallet file (an import: a merge or a restore), which the wallet app may have open.
-const WriteIntoWalletNotice = "close the wallet app that uses this wallet until the import has finished: walletsync commits the backup's rows into the file page by page, and a transaction the app has under way when a page lands can fail (each page waits until no program is inside a transaction, which makes that rare, not impossible)"
+const WriteIntoWalletNotice = "close the wallet app that uses this wallet until the import has finished: walletsync commits the backup's rows into the file page by page, and a transaction the app has under way when a page lands can fail (each page first waits for the app's transactions to end, which makes that rare, not impossible)"
 
 // ErrNotQuiet: journal maintenance stopped because the wallet app wrote, or was inside a
 // transaction, or walletsync could not tell; nothing was written after that moment.

@@ -102,3 +102,23 @@ func (s *Store) quietWriteTx(ctx context.Context, fn func(tx *sql.Tx) error) err
 	}
 	return whenQuiet(ctx, probe, s.opts.BusyTimeout, func() error { return s.writeTx(ctx, fn) })
 }
+
+// awaitQuiet waits until no other process is inside a transaction on the file, for at most
+// the busy timeout, and then returns anyway: a page commit is not optional work, and what
+// holds a transaction open that long is rarely a wallet app about to write (another
+// walletsync's snapshot view of a backup file is the usual one), whereas failing would stop
+// every sync into a file that a long reader watches.
+func (s *Store) awaitQuiet(ctx context.Context) error {
+	deadline := time.Now().Add(s.opts.BusyTimeout)
+	for {
+		open, _, err := s.OtherTransactions(ctx)
+		if err != nil || !open || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(walRetry):
+		}
+	}
+}
