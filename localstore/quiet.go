@@ -16,16 +16,18 @@ import (
 // and better-sqlite3 do). In WAL mode such a transaction fails at its first write, at once
 // and whatever its busy timeout, when another connection committed after its first read
 // (SQLITE_BUSY_SNAPSHOT) or holds the write lock at that moment (SQLITE_BUSY). The only
-// writes walletsync makes on its own initiative, journal maintenance, therefore run only
+// write walletsync makes on its own initiative, journal maintenance, therefore runs only
 // when the wallet is quiet: nobody committed for a while (WriteVersion, watched by the
-// caller), and no other process is inside a transaction right now (OtherTransactions).
+// caller), and no other process is inside a transaction right now (OtherTransactions). The
+// writes of a first open and of an import wait for the same (walswitch.go); a push writes
+// nothing at all.
 
 // WriteIntoWalletNotice is what a person is told before walletsync writes rows into an
 // existing wallet file (an import: a merge or a restore), which the wallet app may have open.
 const WriteIntoWalletNotice = "close the wallet app that uses this wallet until the import has finished: walletsync commits the backup's rows into the file page by page, and a transaction the app has under way when a page lands can fail (each page first waits for the app's transactions to end, which makes that rare, not impossible)"
 
-// ErrNotQuiet: journal maintenance stopped because the wallet app wrote, or was inside a
-// transaction, or walletsync could not tell; nothing was written after that moment.
+// ErrNotQuiet: journal maintenance stopped because the wallet was written, or another
+// process was inside a transaction on it; nothing was written after that moment.
 var ErrNotQuiet = errors.New("the wallet is in use")
 
 // WriteVersion returns a number that changes whenever any connection other than its own, in
