@@ -47,6 +47,9 @@ type Options struct {
 	// probeTicks is a test seam: the latency probe's ticks, so that a test decides when
 	// the probe looks (a ticker of probeEvery when nil).
 	probeTicks <-chan time.Time
+	// maintainTicks is a test seam: the journal maintenance's looks (a ticker of
+	// maintainLook when nil).
+	maintainTicks <-chan time.Time
 }
 
 // Agent is the running daemon: it owns the data folder, the wallets it keeps safe, the task
@@ -168,10 +171,14 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	}
 	serveCtx, cancel := context.WithCancel(context.Background())
 	a.cancel = cancel
-	a.serving.Add(3)
+	a.serving.Add(4)
 	go func() {
 		defer a.serving.Done()
 		a.probeLatency(serveCtx)
+	}()
+	go func() {
+		defer a.serving.Done()
+		a.maintainJournals(serveCtx)
 	}()
 	go func() {
 		defer a.serving.Done()

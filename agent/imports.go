@@ -178,6 +178,9 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 			h.SetResult(res)
 			return importError(err, req)
 		}
+		if _, err := os.Stat(t.Path); t.Store != nil || err == nil { // an existing wallet
+			h.Logf("%s", localstore.WriteIntoWalletNotice)
+		}
 		res, err := portable.Import(ctx, file, req.Password.Reveal(), t, opts, progress)
 		h.SetResult(res)
 		err = importError(err, req)

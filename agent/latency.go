@@ -69,12 +69,8 @@ func summarize(samples []time.Duration) LatencySummary {
 // It only probes while a task runs: that is when the answer matters, and an idle agent does
 // no work for it.
 func (a *Agent) probeLatency(ctx context.Context) {
-	ticks := a.opts.probeTicks
-	if ticks == nil {
-		t := time.NewTicker(probeEvery)
-		defer t.Stop()
-		ticks = t.C
-	}
+	ticks, stop := ticksOr(a.opts.probeTicks, probeEvery)
+	defer stop()
 	type window struct{ wallet, direction string }
 	windows := map[window][]time.Duration{}
 	for {

@@ -87,6 +87,12 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 	var ack wallet.Ack
 	s.walCP.pageCommit() // defers background WAL checkpoints while pages stream in
 	defer s.walCP.pageCommit()
+	// A page committed into a wallet the app has open can fail an app transaction that read
+	// before it and writes after it; each page first waits a while for the app (awaitQuiet),
+	// and stays one short transaction.
+	if err := s.awaitQuiet(ctx); err != nil {
+		return wallet.Ack{}, fmt.Errorf("commit: %w", err)
+	}
 	err := s.writeTx(ctx, func(tx *sql.Tx) error {
 		var chain string
 		if err := tx.QueryRowContext(ctx, "SELECT chain FROM settings LIMIT 1").Scan(&chain); err != nil {

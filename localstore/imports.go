@@ -309,6 +309,9 @@ func (s *Store) LoadDocument(ctx context.Context, rec wallet.ImportRecord, fill 
 // empty (*wallet.NotEmptyError) or that is on another chain than the staging store
 // (*wallet.ChainError).
 func (s *Store) RestoreFrom(ctx context.Context, stagingPath string, rec wallet.ImportRecord) error {
+	if err := s.awaitQuiet(ctx); err != nil { // as a page commit does: the app may have the file open
+		return fmt.Errorf("restore into %s: %w", s.path, err)
+	}
 	err := s.attachTx(ctx, stagingPath, func(tx *sql.Tx) error {
 		if err := checkEmpty(ctx, tx, s.path); err != nil {
 			return err

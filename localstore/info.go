@@ -17,6 +17,9 @@ type Info struct {
 	Identities []wallet.Summary `json:"identities"`
 	// SizeBytes is the file plus its WAL on disk.
 	SizeBytes int64 `json:"sizeBytes"`
+	// JournalMode is SQLite's journal mode of the file: "wal" once walletsync has opened it
+	// for writing (it switches a toolbox wallet's rollback journal, "delete", to WAL once).
+	JournalMode string `json:"journalMode"`
 	// Journal is absent for a file walletsync never opened for writing.
 	Journal *JournalState `json:"journal,omitempty"`
 	// ImportInProgress, when set, is the merge that started and did not finish: the wallet
@@ -47,6 +50,9 @@ func (s *Store) Info(ctx context.Context) (Info, error) {
 		if fi, err := os.Stat(s.path + suffix); err == nil {
 			info.SizeBytes += fi.Size()
 		}
+	}
+	if err := s.readDB.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&info.JournalMode); err != nil {
+		return info, fmt.Errorf("info: read journal mode: %w", classify(err))
 	}
 	if j, err := s.JournalState(ctx); err == nil {
 		info.Journal = &j

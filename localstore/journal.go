@@ -24,8 +24,11 @@ import (
 // a destination whose high-water mark is older falls back to a full traversal instead of
 // silently missing changes. Pruning raises pruned_through the same way.
 const (
-	journalTable          = ownPrefix + "journal"
-	journalStateTable     = ownPrefix + "journal_state"
+	journalTable      = ownPrefix + "journal"
+	journalStateTable = ownPrefix + "journal_state"
+	// journalConsumersTable held acknowledgements that syncs wrote into the wallet file; no
+	// walletsync writes it any more (a push writes nothing into its source), and files in the
+	// field keep the empty table, which migrations never drop.
 	journalConsumersTable = ownPrefix + "journal_consumers"
 	// journalTableIndex serves incremental pages, which read one table's changes above a
 	// sequence.
@@ -169,7 +172,7 @@ func (s *Store) repairJournal(ctx context.Context) (reinstalled bool, err error)
 	if intact {
 		return false, nil
 	}
-	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+	err = s.quietWriteTx(ctx, func(tx *sql.Tx) error {
 		for name := range have {
 			if _, err := tx.ExecContext(ctx, "DROP TRIGGER IF EXISTS "+quoteIdent(name)); err != nil {
 				return classify(err)
@@ -201,53 +204,60 @@ func (s *Store) repairJournal(ctx context.Context) (reinstalled bool, err error)
 	return true, nil
 }
 
-// AckJournal records that consumer (a destination) has applied every change up to seq.
-// Acknowledgements only move forward; an older or equal seq is ignored and writes nothing,
-// so an unchanged sync leaves the wallet file untouched: the agent's on-change schedule
-// watches the file, and a write of its own would make it sync again, forever.
-func (s *Store) AckJournal(ctx context.Context, consumer string, seq int64) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO `+journalConsumersTable+` (consumer, acked_seq, updated_at) VALUES (?, ?, ?)
-			ON CONFLICT (consumer) DO UPDATE SET acked_seq = excluded.acked_seq, updated_at = excluded.updated_at
-			WHERE excluded.acked_seq > acked_seq`,
-			consumer, seq, wallet.FormatTime(wallet.Now()))
-		return classify(err)
-	})
-}
-
-// ForgetJournalConsumer removes a destination from the journal's consumers, so its
-// acknowledgement no longer holds entries back from pruning.
-func (s *Store) ForgetJournalConsumer(ctx context.Context, consumer string) error {
-	return s.writeTx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, "DELETE FROM "+journalConsumersTable+" WHERE consumer = ?", consumer)
-		return classify(err)
-	})
-}
-
-// PruneJournal deletes the entries every registered consumer has acknowledged and returns
-// how many went. With no consumers registered nobody needs the entries: a destination that
-// registers later starts with a full traversal anyway.
-func (s *Store) PruneJournal(ctx context.Context) (int64, error) {
-	var deleted int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		var through int64
-		err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT min(acked_seq) FROM `+journalConsumersTable+`),
-			(SELECT seq FROM sqlite_sequence WHERE name = '`+journalTable+`'), 0)`).Scan(&through)
-		if err != nil {
-			return classify(err)
+// PruneJournal deletes at most limit of the oldest journal entries at or below through,
+// in one short write transaction, and raises pruned_through to the last entry it deleted,
+// so that a destination whose high-water mark lies below it does a full traversal instead
+// of missing changes (JournalState.CoversSince). It returns how many entries went and
+// whether entries at or below through remain. With nothing to delete it writes nothing: it
+// looks first on a read connection and takes the write lock only for a real deletion.
+//
+// Pruning is walletsync's one routine write into a wallet file that a sync does not ask
+// for, and every write into a file the wallet app uses can fail an app transaction that
+// read before it and writes after it; call it through MaintainJournal, which writes only
+// while the wallet is quiet.
+func (s *Store) PruneJournal(ctx context.Context, through int64, limit int) (deleted int64, more bool, err error) {
+	if limit < 1 || through < 0 {
+		return 0, false, fmt.Errorf("prune journal through %d, %d entries: %w", through, limit, wallet.ErrInvalidArgument)
+	}
+	if s.writeDB == nil {
+		return 0, false, fmt.Errorf("prune journal %s: %w", s.path, wallet.ErrReadOnly)
+	}
+	last, err := lastPrunable(ctx, s.readDB, through, limit)
+	if err != nil || last == 0 {
+		return 0, false, err
+	}
+	err = s.writeTx(ctx, func(tx *sql.Tx) error {
+		// Again inside the transaction: another walletsync of this file may have pruned
+		// meanwhile (the read above took no lock).
+		if last, err = lastPrunable(ctx, tx, through, limit); err != nil || last == 0 {
+			return err
 		}
-		res, err := tx.ExecContext(ctx, "DELETE FROM "+journalTable+" WHERE seq <= ?", through)
+		res, err := tx.ExecContext(ctx, "DELETE FROM "+journalTable+" WHERE seq <= ?", last)
 		if err != nil {
 			return classify(err)
 		}
 		deleted, _ = res.RowsAffected()
-		_, err = tx.ExecContext(ctx, "UPDATE "+journalStateTable+" SET pruned_through = max(pruned_through, ?)", through)
-		return classify(err)
+		if _, err = tx.ExecContext(ctx, "UPDATE "+journalStateTable+" SET pruned_through = max(pruned_through, ?)", last); err != nil {
+			return classify(err)
+		}
+		return classify(tx.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM "+journalTable+" WHERE seq > ? AND seq <= ?)", last, through).Scan(&more))
 	})
 	if err != nil {
-		return 0, fmt.Errorf("prune journal: %w", err)
+		return 0, false, fmt.Errorf("prune journal: %w", err)
 	}
-	return deleted, nil
+	return deleted, more, nil
+}
+
+// lastPrunable returns the sequence of the limit-th oldest entry at or below through (or of
+// the last such entry when fewer remain), 0 when there is none: deleting everything at or
+// below it deletes at most limit entries.
+func lastPrunable(ctx context.Context, q queryer, through int64, limit int) (int64, error) {
+	var last int64
+	err := q.QueryRowContext(ctx, "SELECT coalesce(max(seq), 0) FROM (SELECT seq FROM "+journalTable+" WHERE seq <= ? ORDER BY seq LIMIT ?)", through, limit).Scan(&last)
+	if err != nil {
+		return 0, fmt.Errorf("read prunable journal entries: %w", classify(err))
+	}
+	return last, nil
 }
 
 // quoteIdent quotes an SQL identifier; toolbox columns include keywords such as "index".

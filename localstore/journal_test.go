@@ -2,6 +2,7 @@ package localstore
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"walletsync/wallet"
@@ -138,79 +139,109 @@ func TestJournal_TriggersReinstalledAfterTableRebuild(t *testing.T) {
 	}
 }
 
-func TestJournal_PruneKeepsWhatAConsumerLacks(t *testing.T) {
+func TestJournal_PruneIsBounded(t *testing.T) {
 	s := mustCreate(t, Options{})
 	mustSeed(t, s, FixtureSmall, 1)
 	ctx := context.Background()
 	hw := mustJournalState(t, s).HighWater
-	if err := s.AckJournal(ctx, "backup-a", hw); err != nil {
-		t.Fatal(err)
+	through := hw / 2
+	if through < 10 {
+		t.Fatalf("fixture journal too small: %d", hw)
 	}
-	if err := s.AckJournal(ctx, "backup-b", hw/2); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.AckJournal(ctx, "backup-b", 1); err != nil { // acknowledgements never go back
-		t.Fatal(err)
-	}
-	deleted, err := s.PruneJournal(ctx)
+	deleted, more, err := s.PruneJournal(ctx, through, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	j := mustJournalState(t, s)
-	if deleted != hw/2 || j.PrunedThrough != hw/2 || j.Entries != hw-hw/2 {
-		t.Fatalf("pruned %d, state %+v; want everything through %d gone and the rest kept", deleted, j, hw/2)
+	if deleted != 3 || !more || j.PrunedThrough != 3 || j.Entries != hw-3 {
+		t.Fatalf("first batch: deleted %d, more %v, state %+v; want the 3 oldest gone", deleted, more, j)
 	}
-	if !j.CoversSince(hw/2) || j.CoversSince(hw/2-1) {
+	for more {
+		if _, more, err = s.PruneJournal(ctx, through, 7); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j = mustJournalState(t, s)
+	if j.PrunedThrough != through || j.Entries != hw-through || j.HighWater != hw {
+		t.Fatalf("after pruning through %d: %+v", through, j)
+	}
+	if !j.CoversSince(through) || j.CoversSince(through-1) {
 		t.Fatalf("coverage after pruning: %+v", j)
 	}
-	if err := s.ForgetJournalConsumer(ctx, "backup-b"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.PruneJournal(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if j := mustJournalState(t, s); j.Entries != 0 || j.PrunedThrough != hw || j.HighWater != hw {
-		t.Fatalf("after the slow consumer left: %+v", j)
+	for _, tc := range []struct {
+		through int64
+		limit   int
+	}{{0, 1}, {-1, 1}, {hw, 0}} {
+		if _, _, err := s.PruneJournal(ctx, tc.through, tc.limit); tc.limit < 1 || tc.through < 0 {
+			if !errors.Is(err, wallet.ErrInvalidArgument) {
+				t.Errorf("prune through %d by %d: %v, want ErrInvalidArgument", tc.through, tc.limit, err)
+			}
+		} else if err != nil {
+			t.Errorf("prune through %d by %d: %v", tc.through, tc.limit, err)
+		}
 	}
 }
 
-// TestJournal_RepeatedAckWritesNothing: the agent's on-change schedule watches the wallet
-// file, so an acknowledgement that changes nothing must not write to it, or every unchanged
-// sync would trigger the next one.
-func TestJournal_RepeatedAckWritesNothing(t *testing.T) {
+// TestJournal_PruneWithNothingToDoWritesNothing: maintenance that finds nothing below its
+// bound must not even take the write lock, let alone commit: any commit can fail a wallet
+// app transaction that read before it.
+func TestJournal_PruneWithNothingToDoWritesNothing(t *testing.T) {
 	s := mustCreate(t, Options{})
 	mustSeed(t, s, FixtureSmall, 1)
 	ctx := context.Background()
 	hw := mustJournalState(t, s).HighWater
-	// data_version changes, for one connection, exactly when another one commits a change.
-	conn, err := s.readDB.Conn(ctx)
+	if _, _, err := s.PruneJournal(ctx, hw/2, 1_000_000); err != nil {
+		t.Fatal(err)
+	}
+	before := mustWriteVersion(t, s)
+	for _, through := range []int64{0, hw / 4, hw / 2} {
+		if deleted, more, err := s.PruneJournal(ctx, through, 10); err != nil || deleted != 0 || more {
+			t.Fatalf("prune through %d again: %d, %v, %v", through, deleted, more, err)
+		}
+	}
+	if after := mustWriteVersion(t, s); after != before {
+		t.Fatalf("a prune with nothing to delete committed (data_version %d -> %d)", before, after)
+	}
+}
+
+func TestJournal_MaintainStopsWhenTheWalletIsWritten(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name        string
+		writeBefore bool // the wallet is written after it was judged quiet
+		batches     int
+		wantDeleted int64
+		wantErr     error
+	}{
+		{name: "QuietRunsToItsBound", batches: 2, wantDeleted: 20},
+		{name: "WrittenSinceJudgedQuiet", writeBefore: true, batches: 2, wantErr: ErrNotQuiet},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustCreate(t, Options{})
+			mustSeed(t, s, FixtureSmall, 1)
+			hw := mustJournalState(t, s).HighWater
+			version := mustWriteVersion(t, s)
+			if tc.writeBefore {
+				if err := s.AddLabel(ctx, FixtureIdentity(1), 1, "late"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			res, err := s.MaintainJournal(ctx, JournalMaintenance{Through: hw, Batch: 10, Batches: tc.batches, Version: version})
+			if !errors.Is(err, tc.wantErr) || res.Deleted != tc.wantDeleted || !res.More {
+				t.Fatalf("maintain: %+v, %v; want %d deleted, more left, error %v", res, err, tc.wantDeleted, tc.wantErr)
+			}
+			if j := mustJournalState(t, s); j.PrunedThrough != tc.wantDeleted {
+				t.Fatalf("journal after: %+v", j)
+			}
+		})
+	}
+}
+
+func mustWriteVersion(t *testing.T, s *Store) int64 {
+	t.Helper()
+	v, err := s.WriteVersion(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close()
-	version := func() (v int64) {
-		t.Helper()
-		if err := conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
-	for _, tc := range []struct {
-		seq    int64
-		writes bool
-	}{
-		{hw - 1, true},  // the first acknowledgement
-		{hw - 1, false}, // the same again
-		{hw - 2, false}, // an older one
-		{hw, true},      // a newer one
-		{hw, false},
-	} {
-		before := version()
-		if err := s.AckJournal(ctx, "backup-a", tc.seq); err != nil {
-			t.Fatal(err)
-		}
-		if wrote := version() != before; wrote != tc.writes {
-			t.Errorf("ack %d: wrote to the file = %v, want %v", tc.seq, wrote, tc.writes)
-		}
-	}
+	return v
 }

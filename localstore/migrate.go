@@ -149,7 +149,9 @@ func mergeObjects(a, b map[string]string) map[string]string {
 func (s *Store) migrate(ctx context.Context, version int) error {
 	for v := version + 1; v <= len(migrations); v++ {
 		m := migrations[v-1]
-		err := s.writeTx(ctx, func(tx *sql.Tx) error {
+		// A migration is a commit into the wallet app's file: only while the app is in no
+		// transaction (see whenQuiet), which a first open of a wallet in use waits for.
+		err := s.quietWriteTx(ctx, func(tx *sql.Tx) error {
 			if _, err := tx.ExecContext(ctx, m.ddl); err != nil {
 				return classify(err)
 			}

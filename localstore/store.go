@@ -64,6 +64,8 @@ type Store struct {
 	writeDB *sql.DB // nil when ReadOnly
 	lock    *writerLock
 	walCP   *walCheckpointer // nil when ReadOnly
+	// versionDB is the one connection WriteVersion reads; nil when ReadOnly.
+	versionDB *sql.DB
 	// viewSlot admits one snapshot view at a time: a pinned read transaction holds back
 	// WAL checkpoints, so more than one would only multiply that cost.
 	viewSlot chan struct{}
@@ -247,14 +249,17 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	// SQLite spills it to a temporary file past 64 KiB, which cost a full copy one pwrite per
 	// page changed, about half of all its writes; in memory it is bounded by one statement
 	// (insertBatchBytes of rows), and it is gone when the statement ends.
-	s.writeDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=journal_mode(WAL)", "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)",
+	if err := switchToWAL(ctx, path, opts.BusyTimeout, s.log); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	s.writeDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=synchronous(FULL)", "_pragma=foreign_keys(1)",
 		fmt.Sprintf("_pragma=wal_autocheckpoint(%d)", autoCheckpointPages), "_pragma=temp_store(MEMORY)", "_txlock=immediate"))
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s.writeDB.SetMaxOpenConns(1)
 	s.writeDB.SetConnMaxIdleTime(0)
-	// Opening the first connection runs the pragmas: the switch to WAL happens here.
+	// Opening the first connection runs the pragmas.
 	if err := s.writeDB.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("open store: %w", classify(err))
 	}
@@ -270,6 +275,9 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	if s.walCP, err = startWALCheckpointer(path, opts.BusyTimeout); err != nil {
+		return nil, fmt.Errorf("open store: %w", err)
+	}
+	if s.versionDB, err = openVersionDB(path, opts.BusyTimeout); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
 	ok = true
@@ -354,6 +362,9 @@ func (s *Store) ReadOnly() bool { return s.writeDB == nil }
 func (s *Store) Close() error {
 	var errs []error
 	errs = append(errs, s.walCP.stop())
+	if s.versionDB != nil {
+		errs = append(errs, s.versionDB.Close())
+	}
 	if s.readDB != nil {
 		errs = append(errs, s.readDB.Close())
 	}

@@ -38,6 +38,7 @@ fuzz ./portable FuzzImport
 fuzz ./wallet FuzzDecodeSyncChunk
 fuzz ./wallet FuzzSyncMap
 fuzz ./localstore FuzzDecodeCursor
+fuzz ./localstore FuzzParseProcLock
 fuzz ./remote/auth FuzzCanonicalJSON
 fuzz ./remote/auth FuzzParseHandshake
 fuzz ./remote/auth FuzzServerRequest

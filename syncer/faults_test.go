@@ -218,10 +218,6 @@ func (l *link) Describe(ctx context.Context) (wallet.Settings, wallet.Capabiliti
 	return l.src.Describe(ctx)
 }
 
-func (l *link) AckJournal(ctx context.Context, consumer string, seq int64) error {
-	return l.src.AckJournal(ctx, consumer, seq)
-}
-
 func (l *link) OpenView(ctx context.Context, lifetime time.Duration) (wallet.View, error) {
 	v, err := l.src.OpenView(ctx, lifetime)
 	if err != nil {

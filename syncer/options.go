@@ -70,9 +70,6 @@ type Options struct {
 	// Retries and Backoff bound the retries of a commit whose acknowledgement was lost.
 	Retries int
 	Backoff time.Duration
-	// JournalConsumer names the destination in the source's change journal, so that the
-	// journal is pruned only of what the destination holds (default: its storage identity).
-	JournalConsumer string
 
 	// hook, in tests, runs at each state change before the progress callback.
 	hook func(Progress)

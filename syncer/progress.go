@@ -94,9 +94,6 @@ type Result struct {
 	// Checkpoint is the last durable checkpoint at the destination.
 	Checkpoint wallet.Checkpoint `json:"checkpoint"`
 	Elapsed    time.Duration     `json:"elapsed"`
-	// Warnings are problems that did not fail the session (a journal acknowledgement the
-	// source refused).
-	Warnings []string `json:"warnings,omitempty"`
 	// Resumed says how the run continued an unfinished one it found at the destination;
 	// empty when there was none.
 	Resumed Resume `json:"resumed,omitempty"`

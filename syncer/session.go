@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"walletsync/scheduler"
@@ -115,9 +116,6 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		return err
 	}
 	s.chain, s.cp = srcSettings.Chain, dst.Checkpoint
-	if s.opts.JournalConsumer == "" {
-		s.opts.JournalConsumer = dst.Settings.StorageIdentityKey
-	}
 
 	if !srcCaps.Snapshots {
 		// Without consistent views a copy is only safe under one grant for its whole length.
@@ -145,7 +143,6 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		}
 		if p.mode == "" {
 			s.res.Kind = KindUnchanged
-			s.ackJournal(ctx)
 			return nil
 		}
 		s.res.Kind = KindFull
@@ -154,9 +151,6 @@ func (s *session) run(ctx context.Context, identityKey string) error {
 		}
 		err = s.traverse(ctx, p)
 		if !errors.Is(err, wallet.ErrSnapshotExpired) && !errors.Is(err, wallet.ErrSnapshotClosed) || ctx.Err() != nil || restarts == maxViewRestarts {
-			if err == nil {
-				s.ackJournal(ctx)
-			}
 			return err
 		}
 		// The view ended under the session. A new view continues from the durable
@@ -219,14 +213,7 @@ func (s *session) plan(caps wallet.Capabilities) (plan, Resume) {
 // was pruned past it, or reinstalled after a toolbox rebuild) or the view cannot read a
 // cursor; the run then begins again at the first table.
 func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
-	needed := []int64{cp.HighWater}
-	if cp.Mode == wallet.ModeIncremental {
-		needed = append(needed, cp.Since)
-	}
-	if cp.CatchUpHighWater > 0 {
-		needed = append(needed, cp.CatchUpHighWater)
-	}
-	for _, since := range needed {
+	for _, since := range journalNeeds(cp) {
 		if _, ok := s.view.Journal(since); !ok {
 			return plan{}, false
 		}
@@ -254,6 +241,37 @@ func (s *session) resume(cp wallet.Checkpoint, highWater int64) (plan, bool) {
 	}
 	p.catchUp = append(p.catchUp, mark)
 	return p, true
+}
+
+// journalNeeds returns the journal sequences above which the next run of cp's session reads
+// changes: a finished run's high-water mark, or for an unfinished one every mark its resume
+// catches up from (see resume).
+func journalNeeds(cp wallet.Checkpoint) []int64 {
+	needed := []int64{cp.HighWater}
+	if cp.Done {
+		return needed
+	}
+	if cp.Mode == wallet.ModeIncremental {
+		needed = append(needed, cp.Since)
+	}
+	if cp.CatchUpHighWater > 0 {
+		needed = append(needed, cp.CatchUpHighWater)
+	}
+	return needed
+}
+
+// JournalNeed returns the journal sequence through which a source may prune its change
+// journal and still let the next run of the session whose durable checkpoint is cp read
+// only what changed (incremental, or resumed at its checkpoint): the lowest sequence that
+// run reads changes above. ok is false for a destination that holds nothing of the
+// session (Seq 0), whose next run traverses everything whatever the journal holds. Pruning
+// further only costs that destination one full traversal: the run finds its checkpoint
+// no longer covered (wallet.View.Journal) and starts again at the first table.
+func JournalNeed(cp wallet.Checkpoint) (seq int64, ok bool) {
+	if cp.Seq == 0 {
+		return 0, false
+	}
+	return slices.Min(journalNeeds(cp)), true
 }
 
 // stretch is one walk over consecutive tables, in one mode, from a cursor.
@@ -478,17 +496,6 @@ func permanent(err error) bool {
 		}
 	}
 	return false
-}
-
-// ackJournal tells the source the destination holds everything up to the run's high-water
-// mark. A refusal does not fail the session (it only holds back pruning); it is reported.
-func (s *session) ackJournal(ctx context.Context) {
-	if !s.cp.Done || s.cp.HighWater == 0 {
-		return
-	}
-	if err := s.src.AckJournal(ctx, s.opts.JournalConsumer, s.cp.HighWater); err != nil {
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("acknowledge journal up to %d: %v", s.cp.HighWater, err))
-	}
 }
 
 func (s *session) progress(state State, table wallet.TableName) Progress {

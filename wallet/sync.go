@@ -149,15 +149,19 @@ type Capabilities struct {
 
 // Source serves one user's rows as pages of consistent views.
 //
+// A session only reads its source: nothing in this interface writes, so a push (a backup to
+// a file, a folder or a server) leaves the source untouched. That matters because the
+// source is usually a wallet file that a wallet app writes from its own process: in WAL
+// mode any commit by another connection between an app transaction's first read and its
+// first write fails that transaction (SQLITE_BUSY_SNAPSHOT). What a session must remember
+// (its checkpoint, the journal high-water mark it holds) lives at the destination.
+//
 // OpenView pins a consistent view; the caller owns Close. Views may end on their own
 // (lifetime, process loss); reads then fail with ErrSnapshotExpired or ErrSnapshotClosed and
 // the session opens a new one.
 type Source interface {
 	Describe(ctx context.Context) (Settings, Capabilities, error)
 	OpenView(ctx context.Context, lifetime time.Duration) (View, error)
-	// AckJournal tells the source that consumer holds every change up to seq, so that its
-	// journal may be pruned up to there. Sources without a journal ignore it.
-	AckJournal(ctx context.Context, consumer string, seq int64) error
 }
 
 // View is a consistent read-only view of a source.

@@ -40,8 +40,12 @@ func TestCLI_WalletCreateSeedInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	if info.Settings.Chain != "test" || len(info.Identities) != 1 || info.Identities[0].IdentityKey != identity ||
-		info.Identities[0].Counts["proven_txs"] != 64 || info.Journal == nil || info.Journal.HighWater == 0 || info.SizeBytes == 0 {
+		info.Identities[0].Counts["proven_txs"] != 64 || info.Journal == nil || info.Journal.HighWater == 0 || info.SizeBytes == 0 ||
+		info.JournalMode != "wal" {
 		t.Fatalf("info = %+v", info)
+	}
+	if code, out, stderr := walletsync(t, "wallet", "info", "--db", db); code != 0 || !strings.Contains(out, "mode     WAL (walletsync switches a wallet to WAL") {
+		t.Fatalf("info: exit %d: %s%s", code, out, stderr)
 	}
 	if code, out, _ := walletsync(t, "wallet", "check", "--db", db); code != 0 || !strings.Contains(out, "ok") {
 		t.Fatalf("check: exit %d: %s", code, out)

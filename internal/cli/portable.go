@@ -192,6 +192,9 @@ func runImport(ctx context.Context, args []string, out io.Writer) error {
 		}
 		return command.Cancelled(ctx, err)
 	}
+	if _, err := os.Stat(*db); err == nil && !*asJSON {
+		fmt.Fprintf(out, "note: %s\n", localstore.WriteIntoWalletNotice)
+	}
 	res, err := portable.Import(ctx, *in, password, portable.Target{Path: *db}, opts, progress)
 	if err != nil {
 		return command.Cancelled(ctx, err)

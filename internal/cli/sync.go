@@ -125,9 +125,6 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		if res.Resumed == syncer.ResumeFirstTable {
 			fmt.Fprintln(out, "resumed at the first table: the source's change journal does not cover the last checkpoint")
 		}
-		for _, w := range res.Warnings {
-			fmt.Fprintln(out, "warning:", w)
-		}
 	}
 	if res.State == syncer.StateCancelled {
 		return command.ErrCancelled
@@ -135,8 +132,10 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	return err
 }
 
-// openSource opens a wallet to read from: for writing when it can (so that the source keeps
-// its change journal and prunes it), read-only when another walletsync process holds it.
+// openSource opens a wallet to read from: for writing when it can, so that walletsync's
+// change journal is in place (the first open of a wallet installs it, see the README's
+// "What walletsync writes into a wallet file"; later opens write nothing, and the push
+// itself never writes into its source), read-only when another walletsync process holds it.
 func openSource(ctx context.Context, path string) (*localstore.Store, error) {
 	s, err := localstore.Open(ctx, path, localstore.Options{})
 	if errors.Is(err, wallet.ErrWriterLocked) {

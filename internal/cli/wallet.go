@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"walletsync/internal/command"
 	"walletsync/localstore"
@@ -113,12 +114,17 @@ func printInfo(ctx context.Context, s *localstore.Store, out io.Writer, asJSON b
 		fmt.Fprintf(w, "chain    %s\n", info.Settings.Chain)
 		fmt.Fprintf(w, "storage  %s (%s)\n", info.Settings.StorageIdentityKey, info.Settings.StorageName)
 		fmt.Fprintf(w, "size     %s\n", command.HumanBytes(info.SizeBytes))
+		if strings.EqualFold(info.JournalMode, "wal") {
+			fmt.Fprintln(w, "mode     WAL (walletsync switches a wallet to WAL the first time it opens it for writing; the wallet app follows on its own)")
+		} else {
+			fmt.Fprintf(w, "mode     %s (rollback journal; walletsync switches it to WAL the first time it opens it for writing, when no program is inside a transaction)\n", info.JournalMode)
+		}
 		if ip := info.ImportInProgress; ip != nil {
 			fmt.Fprintf(w, "IMPORT   %v; the counts below hold part of it\n", &wallet.ImportInProgressError{Path: info.Path, Record: *ip})
 		}
 		if info.Journal != nil {
-			fmt.Fprintf(w, "journal  high-water %d, complete after %d, %d entries kept\n",
-				info.Journal.HighWater, info.Journal.CompleteAfter, info.Journal.Entries)
+			fmt.Fprintf(w, "journal  high-water %d, complete after %d, pruned through %d, %d entries kept\n",
+				info.Journal.HighWater, info.Journal.CompleteAfter, info.Journal.PrunedThrough, info.Journal.Entries)
 		} else {
 			fmt.Fprintln(w, "journal  none (walletsync has not written to this file)")
 		}

@@ -40,20 +40,12 @@ func Run(tb testing.TB, out any, command string, args ...string) {
 // Try runs one peer command and returns its failure as an error, for tests that expect the
 // toolbox to refuse something.
 func Try(ctx context.Context, out any, command string, args ...string) error {
-	d := dir()
-	if _, err := os.Stat(filepath.Join(d, "node_modules", "@bsv", "wallet-toolbox")); err != nil {
-		return fmt.Errorf("the @bsv/wallet-toolbox peer is not installed in %s: run ./scripts/test.sh (or npm ci there)", d)
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		return fmt.Errorf("node is not on PATH; the toolbox peer needs Node 20: %w", err)
-	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(d, "peer.mjs"), command}, args...)...)
-	// The toolbox's localeCompare takes its locale from LC_ALL first; pin the one BRC-38's
-	// canonical order is defined in.
-	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "TZ=UTC")
+	cmd, err := nodeCommand(ctx, "peer.mjs", append([]string{command}, args...)...)
+	if err != nil {
+		return err
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
@@ -66,6 +58,24 @@ func Try(ctx context.Context, out any, command string, args ...string) error {
 		}
 	}
 	return nil
+}
+
+// nodeCommand returns the command that runs script of interop/ on Node with args, or an error
+// that says how to install what is missing.
+func nodeCommand(ctx context.Context, script string, args ...string) (*exec.Cmd, error) {
+	d := dir()
+	if _, err := os.Stat(filepath.Join(d, "node_modules", "@bsv", "wallet-toolbox")); err != nil {
+		return nil, fmt.Errorf("the @bsv/wallet-toolbox peer is not installed in %s: run ./scripts/test.sh (or npm ci there)", d)
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		return nil, fmt.Errorf("node is not on PATH; the toolbox peer needs Node 20: %w", err)
+	}
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(d, script)}, args...)...)
+	// The toolbox's localeCompare takes its locale from LC_ALL first; pin the one BRC-38's
+	// canonical order is defined in.
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "TZ=UTC")
+	return cmd, nil
 }
 
 func lastLines(s string, n int) string {
