@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"walletsync/internal/toolboxpeer"
 	"walletsync/wallet"
 )
 
@@ -142,5 +143,52 @@ func TestReadPage_ProofInScopeThroughItsRequest(t *testing.T) {
 	}
 	if mine, theirs := fmt.Sprintf("%064x", 0xcafe00), fmt.Sprintf("%064x", 0xcafe01); !seen[mine] || seen[theirs] {
 		t.Fatalf("proofs in scope %v; want the user's unlinked proof %s and not the other user's %s", seen, mine, theirs)
+	}
+}
+
+// TestBRC40Interop_LinkedProofReachesAToolboxConsumer runs the toolbox's two proof commits
+// with a BRC-40 cycle between them (after a later write has moved since past the proof's
+// stamp) into two toolbox consumers: one fed by walletsync's producer, which ends holding
+// the proof, and one by the toolbox's own, which loses it for good (its transaction stays
+// completed without a proof). The second half pins the toolbox's behaviour that makes the
+// first half worth having.
+func TestBRC40Interop_LinkedProofReachesAToolboxConsumer(t *testing.T) {
+	t.Parallel()
+	p := mustCreate(t, Options{})
+	id := FixtureIdentity(80)
+	me, _, err := p.EnsureUser(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, theirs := newTSStore(t, "ts consumer", 81), newTSStore(t, "ts reference", 82)
+	sync := func() {
+		pushToToolbox(t, p, ours, id, 1000)
+		toolboxpeer.Run(t, nil, "sync", "--from", p.Path(), "--to", theirs.path, "--identity", id)
+	}
+	txid := fmt.Sprintf("%064x", 0xbeef02)
+	db := rawDB(t, p.Path())
+	// A cycle after the later write (between the proof and its link) and after the link.
+	for _, w := range []struct {
+		stamp, q string
+		sync     bool
+	}{
+		{"2026-07-01T10:00:00.000Z", fmt.Sprintf(`INSERT INTO transactions (created_at, updated_at, userId, status, reference, isOutgoing, satoshis, txid, rawTx)
+			VALUES (?1, ?1, %d, 'unproven', 'cmVm', 0, 5, '%s', x'0a0b')`, me, txid), false},
+		{"2026-07-01T10:00:01.000Z", `INSERT INTO proven_txs (created_at, updated_at, txid, height, "index", merklePath, rawTx, blockHash, merkleRoot)
+			VALUES (?1, ?1, '` + txid + `', 900001, 2, x'0102', x'0a0b', 'bh', 'mr')`, false},
+		{"2026-07-01T10:00:01.005Z", fmt.Sprintf("INSERT INTO tx_labels (created_at, updated_at, userId, label, isDeleted) VALUES (?1, ?1, %d, 'later', 0)", me), true},
+		{"2026-07-01T10:00:02.000Z", `UPDATE transactions SET provenTxId = (SELECT provenTxId FROM proven_txs WHERE txid = '` + txid + `'),
+			status = 'completed', updated_at = ?1 WHERE txid = '` + txid + `'`, true},
+	} {
+		mustExec(t, db, w.q, w.stamp)
+		if w.sync {
+			sync()
+		}
+	}
+	sameWallet(t, p, mustOpen(t, ours.path, Options{ReadOnly: true}), id)
+	var d toolboxpeer.Dump
+	toolboxpeer.Run(t, &d, "dump", "--db", theirs.path, "--identity", id)
+	if tx := d["transactions"]; len(tx) != 1 || tx[0]["status"] != "completed" || tx[0]["provenTxId"] != nil || len(d["proven_txs"]) != 0 {
+		t.Fatalf("the toolbox's own producer and consumer: transactions %v, proofs %v; want a completed transaction without its proof", tx, d["proven_txs"])
 	}
 }
