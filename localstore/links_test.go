@@ -8,6 +8,37 @@ import (
 	"walletsync/wallet"
 )
 
+// The rows of the link tests, as the toolbox's insert and update methods write them; ?1 is
+// the write's time.
+func linkedTx(me int64, txid string, withTxid bool) string {
+	id := "NULL"
+	if withTxid {
+		id = "'" + txid + "'"
+	}
+	return fmt.Sprintf(`INSERT INTO transactions (created_at, updated_at, userId, status, reference, isOutgoing, satoshis, txid, rawTx)
+		VALUES (?1, ?1, %d, 'unproven', 'linked', 0, 5, %s, x'0a0b')`, me, id)
+}
+
+func linkedProof(txid string) string {
+	return `INSERT INTO proven_txs (created_at, updated_at, txid, height, "index", merklePath, rawTx, blockHash, merkleRoot)
+		VALUES (?1, ?1, '` + txid + `', 900001, 2, x'0102', x'0a0b', 'bh', 'mr')`
+}
+
+func linkedRequest(txid string) string {
+	return `INSERT INTO proven_tx_reqs (created_at, updated_at, provenTxId, status, attempts, notified, txid, history, notify, rawTx, wasBroadcast, rebroadcastAttempts)
+		VALUES (?1, ?1, (SELECT provenTxId FROM proven_txs WHERE txid = '` + txid + `'), 'completed', 1, 0, '` + txid + `', '{}', '{}', x'0a0b', 1, 0)`
+}
+
+// linkProof is the toolbox's second proof commit: the transaction points at the proof.
+func linkProof(txid string) string {
+	return `UPDATE transactions SET provenTxId = (SELECT provenTxId FROM proven_txs WHERE txid = '` + txid + `'),
+		status = 'completed', updated_at = ?1 WHERE txid = '` + txid + `'`
+}
+
+func labelRow(user int64, name string) string {
+	return fmt.Sprintf("INSERT INTO tx_labels (created_at, updated_at, userId, label, isDeleted) VALUES (?1, ?1, %d, '%s', 0)", user, name)
+}
+
 // TestGetSyncChunk_LinkedRowsGoOutWithTheirLink is the since-based BRC-40 producer's side of
 // the link closure: a row that a later write brings into the user's scope, without changing
 // it, goes out in the cycle after that write, although its own updated_at is older than
@@ -19,22 +50,9 @@ func TestGetSyncChunk_LinkedRowsGoOutWithTheirLink(t *testing.T) {
 	t.Parallel()
 	const t0, t1, t1b, t2 = "2026-07-01T10:00:00.000Z", "2026-07-01T10:00:01.000Z", "2026-07-01T10:00:01.005Z", "2026-07-01T10:00:02.000Z"
 	txid := fmt.Sprintf("%064x", 0xbeef01)
-	tx := func(me int64, withTxid bool) string {
-		id := "NULL"
-		if withTxid {
-			id = "'" + txid + "'"
-		}
-		return fmt.Sprintf(`INSERT INTO transactions (created_at, updated_at, userId, status, reference, isOutgoing, satoshis, txid)
-			VALUES (?1, ?1, %d, 'unproven', 'linked', 0, 5, %s)`, me, id)
-	}
-	proof := `INSERT INTO proven_txs (created_at, updated_at, txid, height, "index", merklePath, rawTx, blockHash, merkleRoot)
-		VALUES (?1, ?1, '` + txid + `', 900001, 2, x'0102', x'0a0b', 'bh', 'mr')`
-	request := `INSERT INTO proven_tx_reqs (created_at, updated_at, provenTxId, status, attempts, notified, txid, history, notify, rawTx, wasBroadcast, rebroadcastAttempts)
-		VALUES (?1, ?1, (SELECT provenTxId FROM proven_txs WHERE txid = '` + txid + `'), 'completed', 1, 0, '` + txid + `', '{}', '{}', x'0a0b', 1, 0)`
-	link := `UPDATE transactions SET provenTxId = (SELECT provenTxId FROM proven_txs WHERE txid = '` + txid + `'), status = 'completed', updated_at = ?1 WHERE reference = 'linked'`
-	label := func(me int64, name string) string {
-		return fmt.Sprintf("INSERT INTO tx_labels (created_at, updated_at, userId, label, isDeleted) VALUES (?1, ?1, %d, '%s', 0)", me, name)
-	}
+	tx := func(me int64, withTxid bool) string { return linkedTx(me, txid, withTxid) }
+	proof, request, link := linkedProof(txid), linkedRequest(txid), linkProof(txid)
+	label := labelRow
 	type step struct {
 		stamp string
 		stmts func(me, them int64) []string
@@ -172,13 +190,10 @@ func TestBRC40Interop_LinkedProofReachesAToolboxConsumer(t *testing.T) {
 		stamp, q string
 		sync     bool
 	}{
-		{"2026-07-01T10:00:00.000Z", fmt.Sprintf(`INSERT INTO transactions (created_at, updated_at, userId, status, reference, isOutgoing, satoshis, txid, rawTx)
-			VALUES (?1, ?1, %d, 'unproven', 'cmVm', 0, 5, '%s', x'0a0b')`, me, txid), false},
-		{"2026-07-01T10:00:01.000Z", `INSERT INTO proven_txs (created_at, updated_at, txid, height, "index", merklePath, rawTx, blockHash, merkleRoot)
-			VALUES (?1, ?1, '` + txid + `', 900001, 2, x'0102', x'0a0b', 'bh', 'mr')`, false},
-		{"2026-07-01T10:00:01.005Z", fmt.Sprintf("INSERT INTO tx_labels (created_at, updated_at, userId, label, isDeleted) VALUES (?1, ?1, %d, 'later', 0)", me), true},
-		{"2026-07-01T10:00:02.000Z", `UPDATE transactions SET provenTxId = (SELECT provenTxId FROM proven_txs WHERE txid = '` + txid + `'),
-			status = 'completed', updated_at = ?1 WHERE txid = '` + txid + `'`, true},
+		{"2026-07-01T10:00:00.000Z", linkedTx(me, txid, true), false},
+		{"2026-07-01T10:00:01.000Z", linkedProof(txid), false},
+		{"2026-07-01T10:00:01.005Z", labelRow(me, "later"), true},
+		{"2026-07-01T10:00:02.000Z", linkProof(txid), true},
 	} {
 		mustExec(t, db, w.q, w.stamp)
 		if w.sync {
