@@ -12,7 +12,7 @@
 //   {"cmd":"batch","writes":N}  -> {"writes":N,"ops":{kind:n},"failed":[{"op","error","code"}]}
 //       N random writes; a write the toolbox refuses or SQLite fails is reported, never retried
 //   {"cmd":"dump","db":F,"identity":HEX}  -> dump.mjs's rows of that store (the app's own when F is its file)
-//   {"cmd":"close"}  -> {} and exit
+//   {"cmd":"close"}  -> {} and exit; the end of the input does the same
 //
 // Rules of the generator, and why:
 // - Two writes never share a millisecond (each waits for the clock to move past the last):
@@ -330,6 +330,7 @@ const handlers = {
   },
   async close () {
     await app?.knex.destroy()
+    app = undefined
     return {}
   }
 }
@@ -350,3 +351,4 @@ for await (const line of lines) {
   process.stdout.write(JSON.stringify(answer) + '\n')
   if (req.cmd === 'close') break
 }
+await app?.knex.destroy() // the end of the input closes the app too
