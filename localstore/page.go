@@ -228,6 +228,11 @@ func scopeFilter(t *wallet.Table, userID int64) (from, where string, args []any)
 //     and refer only to rows of the same user that were written, and journaled, before them
 //     (foreign keys): their own entries bring them, and SyncOrder puts the targets first;
 //     proven_tx_reqs.notify ids name transactions, which come first for the same reason.
+//
+// No link needs a new table order: SyncOrder already reads a linked row before the rows that
+// refer to it (a proof before its transactions and requests, a transaction before its
+// requests and label maps), and a read's links see the whole journal above since, so a
+// catch-up that stops before transactions still brings the proofs their change links in.
 type link struct {
 	to, from *wallet.Table
 	join     string // joins after "FROM journal AS j"
