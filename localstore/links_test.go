@@ -123,6 +123,45 @@ func TestGetSyncChunk_LinkedRowsGoOutWithTheirLink(t *testing.T) {
 	}
 }
 
+// TestGetSyncChunk_CycleRacingATwoStepProof runs a BRC-40 cycle of many small chunks while
+// the toolbox links a proof it recorded (with its request) just before the cycle began, and
+// writes a newer row that the same cycle sees: the cycle's since then passes both the
+// proof's and the link's stamps, so only the chunk that read proven_txs could carry the
+// proof. It does, because the request already pointed at it (see scopeFilter).
+func TestGetSyncChunk_CycleRacingATwoStepProof(t *testing.T) {
+	t.Parallel()
+	p, c := mustCreate(t, Options{}), mustCreate(t, Options{})
+	id := mustSeed(t, p, FixtureSmall, 33)
+	me, err := lookupUser(t.Context(), p.readDB, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	txid := fmt.Sprintf("%064x", 0xbeef03)
+	db := rawDB(t, p.Path())
+	mustExec(t, db, linkedTx(me, txid, true), "2026-07-01T10:00:00.000Z")
+	pullBRC40(t, p, c, id, 0, 0)
+	tx, err := db.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{linkedProof(txid), linkedRequest(txid)} {
+		if _, err := tx.Exec(q, "2026-07-01T10:00:01.000Z"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	pullBRC40Between(t, p, c, id, 0, 3, func(chunks int) {
+		if chunks == 1 { // proven_txs is behind the cycle now
+			mustExec(t, db, linkProof(txid), "2026-07-01T10:00:02.000Z")
+			mustExec(t, db, `UPDATE proven_tx_reqs SET updated_at = ?1 WHERE txid = '`+txid+`'`, "2026-07-01T10:00:03.000Z")
+		}
+	})
+	pullBRC40(t, p, c, id, 0, 0)
+	sameWallet(t, p, c, id)
+}
+
 // TestReadPage_ProofInScopeThroughItsRequest pins the one place walletsync's scope is wider
 // than BRC-40's: between the toolbox's two proof commits, the proof that the request of a
 // user's transaction refers to is the user's, so a reader never finds the request pointing
