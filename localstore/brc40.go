@@ -26,8 +26,10 @@ import (
 //     when args.Since is nil or its updated_at is strictly later than Since.
 //   - The entities are taken in Entities order, one per offset. A row matches when its
 //     updated_at is at or after Since (inclusive, compared as stored text against Since in
-//     ISO form, exactly the comparison the toolbox's SQL makes), scoped to the user as
-//     BRC-40 scopes each table; the first Offset matches are skipped.
+//     ISO form, exactly the comparison the toolbox's SQL makes), or when the row that
+//     brings it into the user's scope does (see sinceFilter: the toolbox lacks that part),
+//     scoped to the user as BRC-40 scopes each table (a proof also through the request
+//     of a user's transaction, see scopeFilter); the first Offset matches are skipped.
 //   - Rows are added until the entity is exhausted, MaxItems rows are in the chunk, or the
 //     running sum of wallet.RowJSONSize exceeds MaxRoughSize; the row that crosses the limit
 //     is included and nothing follows it. An entity that was started is present in the chunk,
@@ -126,10 +128,9 @@ func chunkDivider(t *wallet.Table) int64 {
 func (p *chunkProducer) entityRows(t *wallet.Table, userID, offset int64) ([]wallet.Row, error) {
 	from, where, args := scopeFilter(t, userID)
 	if p.args.Since != nil {
-		// The stored text against the ISO text, the comparison the toolbox's knex query
-		// makes, so that both producers match the same rows whatever form a time is in.
-		where += " AND t.updated_at >= ?"
-		args = append(args, wallet.FormatTime(*p.args.Since))
+		w, a := sinceFilter(t, userID, wallet.FormatTime(*p.args.Since))
+		where += " AND " + w
+		args = append(args, a...)
 	}
 	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY t.rowid LIMIT ? OFFSET ?", selectColumns(t), from, where)
 	pageMax := max(10, p.args.MaxItems/chunkDivider(t))
@@ -158,6 +159,32 @@ func (p *chunkProducer) entityRows(t *wallet.Table, userID, offset int64) ([]wal
 		}
 		offset += limit
 	}
+}
+
+// sinceFilter is the condition for a row of t to go out in a chunk after since: its own
+// updated_at at or after since, or, for the rows BRC-40 scopes through another row, that
+// row's (the links of an incremental read, see link). The toolbox's producer has only the
+// first: a proof it recorded before the transaction pointed at it, and skipped then as no
+// transaction of the user's, carries an updated_at older than the chunk that brings the
+// link, and never goes out; walletsync's goes out with its transaction. A toolbox consumer
+// merges the extra rows like any repeat (proofs never change, requests merge their notes).
+// The times are compared as stored text against ISO text, the comparison the toolbox's knex
+// query makes, so that both producers match the same rows whatever form a time is in.
+func sinceFilter(t *wallet.Table, userID int64, since string) (string, []any) {
+	switch t {
+	case wallet.ProvenTxs:
+		return `(t.updated_at >= ?
+			OR EXISTS (SELECT 1 FROM transactions x WHERE x.provenTxId = t.provenTxId AND x.userId = ? AND x.updated_at >= ?)
+			OR EXISTS (SELECT 1 FROM proven_tx_reqs r CROSS JOIN transactions x ON x.txid = r.txid
+				WHERE r.txid = t.txid AND r.provenTxId = t.provenTxId AND x.userId = ? AND (r.updated_at >= ? OR x.updated_at >= ?)))`,
+			[]any{since, userID, since, userID, since, since}
+	case wallet.ProvenTxReqs:
+		return "(t.updated_at >= ? OR EXISTS (SELECT 1 FROM transactions x WHERE x.txid = t.txid AND x.userId = ? AND x.updated_at >= ?))",
+			[]any{since, userID, since}
+	case wallet.TxLabelsMap, wallet.OutputTagsMap:
+		return "(t.updated_at >= ? OR s.updated_at >= ?)", []any{since, since} // s: the label or tag (scopeFilter)
+	}
+	return "t.updated_at >= ?", []any{since}
 }
 
 // ProcessSyncChunk is the toolbox's processSyncChunk: it merges a chunk that the producer

@@ -253,6 +253,14 @@ func TestGetSyncChunk_PagesInKeyOrder(t *testing.T) {
 // every request and chunk through its JSON form, until a chunk completes a cycle.
 func pullBRC40(tb testing.TB, producer, consumer *Store, identity string, maxRoughSize, maxItems int64) []wallet.ProcessSyncChunkResult {
 	tb.Helper()
+	return pullBRC40Between(tb, producer, consumer, identity, maxRoughSize, maxItems, nil)
+}
+
+// pullBRC40Between is pullBRC40 that calls between (when not nil) after each chunk that does
+// not complete the cycle, with the number of chunks processed: writes made there race the
+// cycle.
+func pullBRC40Between(tb testing.TB, producer, consumer *Store, identity string, maxRoughSize, maxItems int64, between func(chunks int)) []wallet.ProcessSyncChunkResult {
+	tb.Helper()
 	ctx := context.Background()
 	ps, err := producer.Settings(ctx)
 	if err != nil {
@@ -276,6 +284,9 @@ func pullBRC40(tb testing.TB, producer, consumer *Store, identity string, maxRou
 		out = append(out, res)
 		if res.Done {
 			return out
+		}
+		if between != nil {
+			between(len(out))
 		}
 	}
 	tb.Fatal("the BRC-40 loop did not complete")

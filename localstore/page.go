@@ -67,15 +67,17 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	page := wallet.Page{Table: t.Name}
 	from, where, args := scopeFilter(t, userID)
 	if req.Incremental {
-		// Only rows the journal records as changed above Since: the distinct keys of those
-		// entries drive the query, so an incremental page costs what changed, not the table.
+		// Only rows the journal records as changed above Since, and the rows those changes
+		// link in (changedKeys): the distinct keys drive the query, so an incremental page
+		// costs what changed, not the table.
 		join := "t." + quoteIdent(t.Key[0]) + " = j.k1"
 		if len(t.Key) > 1 {
 			join += " AND t." + quoteIdent(t.Key[1]) + " = j.k2"
 		}
-		from = "(SELECT DISTINCT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?) AS j CROSS JOIN " + from
+		keys, keyArgs := changedKeys(t, userID, req.Since)
+		from = "(" + keys + ") AS j CROSS JOIN " + from
 		where = join + " AND " + where
-		args = append([]any{string(t.Name), req.Since}, args...)
+		args = append(keyArgs, args...)
 	}
 	if after != nil {
 		w, a := keyAfter(t.Key, after)
@@ -172,11 +174,21 @@ func (v *Snapshot) query(ctx context.Context, q string, args ...any) (*sql.Rows,
 // label or tag by primary key (CROSS JOIN keeps the map table as the outer loop, in key
 // order), proof requests find their transaction through the txid index, and proofs through
 // walletsync's own index on transactions.provenTxId, which the toolbox lacks.
+//
+// A proof is in scope one step wider than BRC-40 has it: also when the proof request of
+// one of the user's transactions refers to it. The toolbox records a proof in two commits
+// (the proven_txs row with the request's provenTxId, then the transactions' provenTxId);
+// between them the request, in scope through its txid, refers to a proof BRC-40 leaves
+// out, and a destination that took the request then would keep it without its proof for
+// good (a request's provenTxId is never merged again). The request is looked up by the
+// proof's txid, the one the toolbox gives it, so the test stays one index lookup.
 func scopeFilter(t *wallet.Table, userID int64) (from, where string, args []any) {
 	from = quoteIdent(string(t.Name)) + " AS t"
 	switch t.Scope {
 	case wallet.ScopeProvenTx:
-		return from, "EXISTS (SELECT 1 FROM transactions x WHERE x.provenTxId = t.provenTxId AND x.userId = ?)", []any{userID}
+		return from, "(EXISTS (SELECT 1 FROM transactions x WHERE x.provenTxId = t.provenTxId AND x.userId = ?)" +
+			" OR EXISTS (SELECT 1 FROM proven_tx_reqs r CROSS JOIN transactions x ON x.txid = r.txid" +
+			" WHERE r.txid = t.txid AND r.provenTxId = t.provenTxId AND x.userId = ?))", []any{userID, userID}
 	case wallet.ScopeProvenTxReq:
 		return from, "EXISTS (SELECT 1 FROM transactions x WHERE x.txid = t.txid AND x.userId = ?)", []any{userID}
 	case wallet.ScopeLabelMap:
@@ -191,6 +203,79 @@ func scopeFilter(t *wallet.Table, userID int64) (from, where string, args []any)
 	default: // ScopeIdentity: the user row itself
 		return from, "t.userId = ?", []any{userID}
 	}
+}
+
+// link is one way a change to a row of one table (from) brings rows of another (to) into an
+// incremental read: rows the changed row now reaches, which BRC-40 scopes through it, and
+// which the journal does not list because they did not change themselves. A proof inserted
+// before a transaction of the user points at it is the case that matters: the toolbox
+// writes the proof, the sync between its two commits leaves the proof out (no transaction
+// of the user reaches it yet), and the second commit changes only transactions.
+//
+// Each link selects the keys (k1, k2) of its to-table's rows from the journal entries of
+// its from-table (as j; the changed row's key is j.k1), through joins that are one index
+// lookup each. Every reference and scope path of the schema is here or needs no link:
+//
+//   - proven_txs <- transactions.provenTxId (scope and reference), <- proven_tx_reqs.provenTxId
+//     (reference), and <- the requests of a changed transaction's txid (their references);
+//   - proven_tx_reqs <- transactions.txid (scope): a transaction that gains a txid, or a
+//     new transaction of another user's txid, reaches a request written long before;
+//   - tx_labels_map <- tx_labels, output_tags_map <- output_tags (scope through their label
+//     or tag): a map row is the user's through its label's userId, so a label that changes
+//     user brings its maps. The toolbox never moves a label, but it does revive one
+//     (isDeleted), which re-sends that label's maps: idempotent, bounded by the label.
+//   - outputs, commissions, certificate_fields and the rest are scoped by their own userId
+//     and refer only to rows of the same user that were written, and journaled, before them
+//     (foreign keys): their own entries bring them, and SyncOrder puts the targets first;
+//     proven_tx_reqs.notify ids name transactions, which come first for the same reason.
+//
+// No link needs a new table order: SyncOrder already reads a linked row before the rows that
+// refer to it (a proof before its transactions and requests, a transaction before its
+// requests and label maps), and a read's links see the whole journal above since, so a
+// catch-up that stops before transactions still brings the proofs their change links in.
+type link struct {
+	to, from *wallet.Table
+	join     string // joins after "FROM journal AS j"
+	keys     string // the to-table's key columns, as k1, k2
+	where    string // extra condition; every ? is the user id
+}
+
+var links = []link{
+	{to: wallet.ProvenTxs, from: wallet.Transactions, join: "CROSS JOIN transactions AS x ON x.transactionId = j.k1",
+		keys: "x.provenTxId, NULL", where: "x.userId = ? AND x.provenTxId IS NOT NULL"},
+	{to: wallet.ProvenTxs, from: wallet.ProvenTxReqs, join: "CROSS JOIN proven_tx_reqs AS r ON r.provenTxReqId = j.k1",
+		keys: "r.provenTxId, NULL", where: "r.provenTxId IS NOT NULL"},
+	{to: wallet.ProvenTxs, from: wallet.Transactions, join: "CROSS JOIN transactions AS x ON x.transactionId = j.k1 CROSS JOIN proven_tx_reqs AS r ON r.txid = x.txid",
+		keys: "r.provenTxId, NULL", where: "x.userId = ? AND r.provenTxId IS NOT NULL"},
+	{to: wallet.ProvenTxReqs, from: wallet.Transactions, join: "CROSS JOIN transactions AS x ON x.transactionId = j.k1 CROSS JOIN proven_tx_reqs AS r ON r.txid = x.txid",
+		keys: "r.provenTxReqId, NULL", where: "x.userId = ?"},
+	{to: wallet.TxLabelsMap, from: wallet.TxLabels, join: "CROSS JOIN tx_labels_map AS m ON m.txLabelId = j.k1",
+		keys: "m.transactionId, m.txLabelId"},
+	{to: wallet.OutputTagsMap, from: wallet.OutputTags, join: "CROSS JOIN output_tags_map AS m ON m.outputTagId = j.k1",
+		keys: "m.outputId, m.outputTagId"},
+}
+
+// changedKeys is a SELECT of the distinct keys (k1, k2) of t's rows that an incremental read
+// above since sends: those the journal records as changed, and those a change links in
+// (see link). The caller still applies the user's scope to them.
+func changedKeys(t *wallet.Table, userID, since int64) (string, []any) {
+	parts := []string{"SELECT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?"}
+	args := []any{string(t.Name), since}
+	for _, l := range links {
+		if l.to != t {
+			continue
+		}
+		q := fmt.Sprintf("SELECT %s FROM %s AS j %s WHERE j.tbl = ? AND j.seq > ?", l.keys, journalTable, l.join)
+		args = append(args, string(l.from.Name), since)
+		if l.where != "" {
+			q += " AND " + l.where
+			for range strings.Count(l.where, "?") {
+				args = append(args, userID)
+			}
+		}
+		parts = append(parts, q)
+	}
+	return strings.Join(parts, " UNION "), args // UNION: distinct, NULLs equal
 }
 
 // keyAfter is the keyset condition "key > after", written so that SQLite can use an index

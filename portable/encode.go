@@ -50,7 +50,8 @@ func (e *EncodeError) Unwrap() error { return e.Err }
 //     those the user's transactions reference (BRC-40's scope). Real wallets differ there:
 //     the toolbox links a new proof to its request in one database transaction and to the
 //     transactions afterwards (updateProvenTxReqWithNewProvenTx), and only to those the
-//     request's notify list names.
+//     request's notify list names. (localstore's pages hold such a proof when the request
+//     has the proof's txid, as the toolbox writes it; a lookup covers any other.)
 //   - Its findTransactions fills a NULL transactions.rawTx from the proven_txs row with the
 //     same txid, else from the proven_tx_reqs row in a live status. The toolbox stores every
 //     transaction it signs or internalizes without rawTx (processAction sets it NULL), so in

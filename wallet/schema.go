@@ -52,7 +52,7 @@ type Scope uint8
 const (
 	ScopeIdentity    Scope = iota + 1 // users: the row whose identityKey is the user's
 	ScopeUserID                       // the row's own userId column
-	ScopeProvenTx                     // proven_txs: a user's transaction has the same provenTxId
+	ScopeProvenTx                     // proven_txs: a user's transaction, or its proof request, has the same provenTxId
 	ScopeProvenTxReq                  // proven_tx_reqs: a user's transaction has the same txid
 	ScopeLabelMap                     // tx_labels_map: through tx_labels.userId
 	ScopeTagMap                       // output_tags_map: through output_tags.userId

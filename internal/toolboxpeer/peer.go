@@ -1,21 +1,25 @@
 // Package toolboxpeer runs @bsv/wallet-toolbox 2.1.26, the independent implementation that
 // every compatibility claim of walletsync is tested against. It calls interop/peer.mjs on
-// Node as a subprocess; each command prints one JSON object.
+// Node as a subprocess, where each command prints one JSON object, and keeps longer-lived
+// scripts (Script) that answer requests line by line.
 //
 // The peer must be installed (`npm ci` in interop/, which the README's test command does). A
 // test that needs it and finds it missing fails with that instruction: it never skips.
 package toolboxpeer
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -78,6 +82,91 @@ func nodeCommand(ctx context.Context, script string, args ...string) (*exec.Cmd,
 	return cmd, nil
 }
 
+// Script is a running interop script that answers one JSON request per line with one JSON
+// line (interop/app-writes.mjs). Calls are serialized; the test's cleanup closes it.
+type Script struct {
+	name   string
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Scanner
+	stderr string // the file its diagnostics go to
+	mu     sync.Mutex
+}
+
+// StartScript starts interop/<name> for the test. It fails the test when the peer is missing.
+func StartScript(tb testing.TB, name string) *Script {
+	tb.Helper()
+	cmd, err := nodeCommand(context.Background(), name)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s := &Script{name: name, cmd: cmd, stderr: filepath.Join(tb.TempDir(), "stderr.txt")}
+	errFile, err := os.Create(s.stderr)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer errFile.Close()
+	cmd.Stderr = errFile
+	if s.in, err = cmd.StdinPipe(); err != nil {
+		tb.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	s.out = bufio.NewScanner(stdout)
+	s.out.Buffer(nil, 256<<20) // a dump of a large wallet is one line
+	if err := cmd.Start(); err != nil {
+		tb.Fatalf("start %s: %v", name, err)
+	}
+	tb.Cleanup(func() {
+		s.in.Close() // the script ends at the end of its input
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	return s
+}
+
+// Call sends req and decodes the answer into out (when not nil). An answer with an "error"
+// member, or a script that died, is an error carrying the end of the script's stderr.
+func (s *Script) Call(req, out any) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	line, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	if _, err := s.in.Write(append(line, '\n')); err != nil {
+		return fmt.Errorf("%s: send %s: %w\n%s", s.name, line, err, s.tail())
+	}
+	if !s.out.Scan() {
+		return fmt.Errorf("%s: no answer to %s: %v\n%s", s.name, line, s.out.Err(), s.tail())
+	}
+	answer := s.out.Bytes()
+	var failure struct{ Error, Name, Code string }
+	if json.Unmarshal(answer, &failure) == nil && failure.Error != "" {
+		return fmt.Errorf("%s: %s failed: %s (%s %s)\n%s", s.name, line, failure.Error, failure.Name, failure.Code, s.tail())
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(answer, out); err != nil {
+		return fmt.Errorf("%s: decode %.200q: %w", s.name, answer, err)
+	}
+	return nil
+}
+
+func (s *Script) tail() string {
+	b, _ := os.ReadFile(s.stderr)
+	return "stderr: " + lastLines(string(b), 20)
+}
+
 func lastLines(s string, n int) string {
 	lines := bytes.Split([]byte(s), []byte("\n"))
 	if len(lines) > n {
@@ -101,6 +190,47 @@ func DumpRows(t *wallet.Table, rows []wallet.Row) []map[string]any {
 		out[i] = m
 	}
 	return out
+}
+
+// Rows returns the rows of t in d as walletsync rows (the inverse of DumpRows), so that a
+// dump goes through the same canonical comparison as walletsync's own reading.
+func (d Dump) Rows(t *wallet.Table) ([]wallet.Row, error) {
+	out := make([]wallet.Row, 0, len(d[string(t.Name)]))
+	for _, m := range d[string(t.Name)] {
+		r := make(wallet.Row, len(t.Columns))
+		for i, c := range t.Columns {
+			v := m[c.Name]
+			if v == nil {
+				continue
+			}
+			var err error
+			switch c.Kind {
+			case wallet.KindInt:
+				f, ok := v.(float64)
+				if !ok || f != float64(int64(f)) {
+					err = fmt.Errorf("not an integer: %v", v)
+				}
+				r[i] = int64(f)
+			case wallet.KindTime:
+				r[i], err = wallet.ParseTime(fmt.Sprint(v))
+			case wallet.KindBlob:
+				r[i], err = hex.DecodeString(fmt.Sprint(v))
+			case wallet.KindBool:
+				b, ok := v.(bool)
+				if !ok {
+					err = fmt.Errorf("not a boolean: %v", v)
+				}
+				r[i] = b
+			default:
+				r[i] = fmt.Sprint(v)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("dump %s.%s: %w", t.Name, c.Name, err)
+			}
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func dumpValue(v any) any {

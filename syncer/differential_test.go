@@ -1,0 +1,171 @@
+package syncer_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"walletsync/internal/logical"
+	"walletsync/internal/toolboxpeer"
+	"walletsync/localstore"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// differentialIgnore is what a BRC-40 destination does not take from its source by design,
+// beyond syncIgnore: the columns of a proof request that mergeExisting never overwrites
+// once the destination holds the request (its status, attempts, wasBroadcast flag and
+// proof link stay as they first arrived; history, notify and batch do merge).
+var differentialIgnore = append(append([]string{}, syncIgnore.Ignore...),
+	"proven_tx_reqs.status", "proven_tx_reqs.attempts", "proven_tx_reqs.wasBroadcast", "proven_tx_reqs.provenTxId")
+
+// appBatch is app-writes.mjs's answer to a batch.
+type appBatch struct {
+	Writes int            `json:"writes"`
+	Ops    map[string]int `json:"ops"`
+	Failed []struct {
+		Op, Error, Code string
+	} `json:"failed"`
+}
+
+func envInt(tb testing.TB, name string, def int) int {
+	tb.Helper()
+	v := os.Getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		tb.Fatalf("%s=%q: want a non-negative integer", name, v)
+	}
+	return n
+}
+
+// TestDifferential_ToolboxAppWritesBesideIncrementalSyncs is the generated differential
+// test against the real toolbox: a wallet app on @bsv/wallet-toolbox 2.1.26
+// (interop/app-writes.mjs) writes its own SQLite file through StorageKnex, in seeded random
+// batches of realistic writes (actions with outputs, labels, tags and commissions, spends,
+// proof requests moving forward, two-commit proofs, tombstones and revivals, certificates
+// and their fields, basket changes), while walletsync, with its journal installed in the
+// same file, pushes the file to a second one. Every third round the pushes run while the
+// batch is being written (so some land between the two commits of a proof); every round
+// ends with a push after the batch. Then the destination must equal the source, read both
+// by walletsync (logical) and by the toolbox's own finders (dump.mjs), and no toolbox
+// write may have failed.
+//
+// WALLETSYNC_DIFF_ROUNDS, WALLETSYNC_DIFF_WRITES (per round) and WALLETSYNC_DIFF_SEED set
+// the run; the README has the long-run command.
+func TestDifferential_ToolboxAppWritesBesideIncrementalSyncs(t *testing.T) {
+	t.Parallel()
+	rounds := envInt(t, "WALLETSYNC_DIFF_ROUNDS", 12)
+	writes := envInt(t, "WALLETSYNC_DIFF_WRITES", 40)
+	seed := envInt(t, "WALLETSYNC_DIFF_SEED", 1)
+	ctx := context.Background()
+	id := localstore.FixtureIdentity(90)
+	srcPath := filepath.Join(t.TempDir(), "app.sqlite")
+	toolboxpeer.Run(t, nil, "create", "--db", srcPath, "--chain", "test", "--sik", localstore.FixtureIdentity(91), "--name", "app wallet")
+	src, err := localstore.Open(ctx, srcPath, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	dst := newStore(t, wallet.ChainTest)
+	from := src
+
+	app := toolboxpeer.StartScript(t, "app-writes.mjs")
+	if err := app.Call(map[string]any{"cmd": "open", "db": srcPath, "identity": id, "seed": seed}, nil); err != nil {
+		t.Fatal(err)
+	}
+	push(t, from, dst, id, syncer.Options{})
+
+	ops := map[string]int{}
+	var total, during, between int
+	for round := range rounds {
+		var res appBatch
+		if round%3 == 1 {
+			done := make(chan error, 1)
+			go func() { done <- app.Call(map[string]any{"cmd": "batch", "writes": writes}, &res) }()
+			for running := true; running; {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+					running = false
+				default:
+					r := push(t, from, dst, id, syncer.Options{})
+					if r.Kind != syncer.KindUnchanged {
+						during++
+					}
+				}
+			}
+		} else if err := app.Call(map[string]any{"cmd": "batch", "writes": writes}, &res); err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Failed) > 0 {
+			t.Fatalf("round %d: %d toolbox writes failed, the first: %+v", round, len(res.Failed), res.Failed[0])
+		}
+		total += res.Writes
+		for k, n := range res.Ops {
+			ops[k] += n
+		}
+		push(t, from, dst, id, syncer.Options{})
+		between++
+		sameThroughBoth(t, app, src, dst, srcPath, id, fmt.Sprintf("round %d (seed %d)", round, seed))
+	}
+	if again := push(t, from, dst, id, syncer.Options{}); again.Kind != syncer.KindUnchanged {
+		t.Fatalf("a push after the last round: %+v; want unchanged", again)
+	}
+	t.Logf("%d rounds, %d toolbox writes %v, %d pushes after batches and %d that moved rows while a batch ran", rounds, total, ops, between, during)
+}
+
+// sameThroughBoth fails unless dst equals src for the user, read by walletsync and read by
+// the toolbox's finders.
+func sameThroughBoth(t *testing.T, app *toolboxpeer.Script, src, dst *localstore.Store, srcPath, id, step string) {
+	t.Helper()
+	opts := logical.Options{Ignore: differentialIgnore}
+	ws, err := logical.Read(context.Background(), src, id, opts)
+	if err != nil {
+		t.Fatalf("%s: read the source: %v", step, err)
+	}
+	wd, err := logical.Read(context.Background(), dst, id, opts)
+	if err != nil {
+		t.Fatalf("%s: read the destination: %v", step, err)
+	}
+	if d := logical.Diff(ws, wd); d != "" {
+		t.Fatalf("%s: the destination differs from the source (walletsync's reading):\n%s", step, d)
+	}
+	ts, td := toolboxReading(t, app, srcPath, id, opts), toolboxReading(t, app, dst.Path(), id, opts)
+	if d := logical.Diff(ts, td); d != "" {
+		t.Fatalf("%s: the destination differs from the source (the toolbox's reading):\n%s", step, d)
+	}
+	if d := logical.Diff(ws, ts); d != "" {
+		t.Fatalf("%s: walletsync and the toolbox read the source differently:\n%s", step, d)
+	}
+}
+
+// toolboxReading is the canonical form of the user's rows of the store at path as the
+// toolbox's finders read them.
+func toolboxReading(t *testing.T, app *toolboxpeer.Script, path, id string, opts logical.Options) logical.Wallet {
+	t.Helper()
+	var d toolboxpeer.Dump
+	if err := app.Call(map[string]any{"cmd": "dump", "db": path, "identity": id}, &d); err != nil {
+		t.Fatal(err)
+	}
+	raw := map[wallet.TableName][]wallet.Row{}
+	for _, tb := range wallet.AllTables {
+		rows, err := d.Rows(tb)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[tb.Name] = rows
+	}
+	w, err := logical.FromRows(raw, opts)
+	if err != nil {
+		t.Fatalf("canonical form of the toolbox's reading of %s: %v", path, err)
+	}
+	return w
+}
