@@ -1,0 +1,86 @@
+package wire
+
+import (
+	"testing"
+
+	"walletsync/internal/logical"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// sameWallet ignores what two stores legitimately differ in after a sync (the list of
+// internal/providertest, where the toolbox's findOrInsertUser and proof-request merge
+// explain each entry).
+var sameWallet = logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
+	"users.created_at", "output_baskets.created_at"}}
+
+func assertSameWallet(t *testing.T, a, b wallet.Source, id string) {
+	t.Helper()
+	wa, err := logical.Read(t.Context(), a, id, sameWallet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wb, err := logical.Read(t.Context(), b, id, sameWallet)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := logical.Diff(wa, wb); d != "" {
+		t.Fatalf("the wallets differ:\n%s", d)
+	}
+}
+
+// TestSync_PushPullThroughTheWire: a backup pushed to a walletsync server and restored
+// from it into an empty wallet holds the source's wallet, in both encodings; an unchanged
+// re-sync is one HTTP request.
+func TestSync_PushPullThroughTheWire(t *testing.T) {
+	owner := fixtureUser(31)
+	for _, enc := range []Encoding{EncodingZstd, EncodingJSON} {
+		t.Run(string(enc), func(t *testing.T) {
+			ctx := t.Context()
+			local := newStore(t, wallet.ChainTest)
+			seed(t, local, owner, 31)
+			srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{})
+			p := provider(t, srv, owner, ProviderOptions{Encoding: enc})
+
+			res, err := syncer.Run(ctx, local, p, owner.id, syncer.Options{MaxRows: 7, Active: wallet.KeepSourceActive})
+			if err != nil || res.State != syncer.StateCompleted || res.Kind != syncer.KindFull {
+				t.Fatalf("push: %+v, %v", res, err)
+			}
+			// handshake, capabilities, begin, then one commit per page
+			if n := srv.requests.Load(); n != 3+res.Pages {
+				t.Errorf("push of %d pages took %d HTTP requests, want %d", res.Pages, n, 3+res.Pages)
+			}
+			assertSameWallet(t, local, srv.store, owner.id)
+
+			srv.requests.Store(0)
+			again, err := syncer.Run(ctx, local, p, owner.id, syncer.Options{Active: wallet.KeepSourceActive})
+			if err != nil || again.Kind != syncer.KindUnchanged {
+				t.Fatalf("unchanged push: %+v, %v", again, err)
+			}
+			if n := srv.requests.Load(); n != 1 {
+				t.Errorf("unchanged push took %d HTTP requests, want 1", n)
+			}
+
+			restored := newStore(t, wallet.ChainTest)
+			res, err = syncer.Run(ctx, p, restored, owner.id, syncer.Options{MaxRows: 5, Active: wallet.KeepDestinationActive})
+			if err != nil || res.State != syncer.StateCompleted {
+				t.Fatalf("pull: %+v, %v", res, err)
+			}
+			assertSameWallet(t, local, restored, owner.id)
+
+			// An unchanged pull: describe, open the view, close it (the journal
+			// acknowledgement already sent moves nothing and is not sent again).
+			srv.requests.Store(0)
+			again, err = syncer.Run(ctx, p, restored, owner.id, syncer.Options{Active: wallet.KeepDestinationActive})
+			if err != nil || again.Kind != syncer.KindUnchanged {
+				t.Fatalf("unchanged pull: %+v, %v", again, err)
+			}
+			if n := srv.requests.Load(); n != 3 {
+				t.Errorf("unchanged pull took %d HTTP requests, want 3", n)
+			}
+			if st := srv.handler.Stats(); st.Open != 0 || st.ReservedBytes != 0 {
+				t.Errorf("after the syncs the server retains %+v, want nothing", st)
+			}
+		})
+	}
+}
