@@ -92,7 +92,7 @@ func toWire(err error) (wireError, int) {
 		status := c.status
 		var busy *wallet.BusyError
 		if errors.As(err, &busy) {
-			we.RetryAfterMs = busy.RetryAfter.Milliseconds()
+			we.Message, we.RetryAfterMs = busy.Reason, busy.RetryAfter.Milliseconds()
 		}
 		var quota *quotaError
 		if errors.As(err, &quota) && quota.identity {

@@ -40,11 +40,14 @@ type HandlerOptions struct {
 // Content-Type names, answered in the same encoding; refusals are JSON (see errors.go).
 //
 // Isolation: a request may only concern the identity that signed it. A page request, a
-// session key or a batch naming another identity is refused with wallet.ErrForbidden
-// before the backend sees it; another identity's view handle is answered exactly like an
+// session key, a batch or a user row naming another identity is refused with
+// wallet.ErrForbidden before the backend sees it; another identity's view handle is answered exactly like an
 // unknown one; journal consumers are named per identity; and the source storage of every
 // session is scoped to the identity at the backend, so that the id maps a destination keeps
-// per source storage can never connect one identity's rows to another's.
+// per source storage can never connect one identity's rows to another's. What BRC-40
+// shares between users stays shared, as in the toolbox's own server: proven_txs and
+// proven_tx_reqs rows are found by txid whoever sends them (a proof once stored never
+// changes; a proof request's merge only adds history and notifications).
 //
 // Handler is safe for concurrent use. Close releases its retained views.
 type Handler struct {
@@ -349,6 +352,16 @@ func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
 	key := b.Checkpoint.Session
 	if key.IdentityKey != c.identity {
 		return nil, nil, nil, fmt.Errorf("commit a batch of another identity: %w", wallet.ErrForbidden)
+	}
+	// The user row is found by its identity key, not by the session's user: a user row of
+	// another identity would merge into that identity's row.
+	if b.Page.Table == wallet.TableUsers {
+		col := wallet.Users.Col("identityKey")
+		for _, r := range b.Page.Rows {
+			if r[col] != c.identity {
+				return nil, nil, nil, fmt.Errorf("commit the user row of another identity: %w", wallet.ErrForbidden)
+			}
+		}
 	}
 	dst, err := h.destination(c)
 	if err != nil {
