@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -117,13 +119,42 @@ func (p *Provider) negotiate(ctx context.Context) (Encoding, error) {
 	return enc, nil
 }
 
-// Probe asks the server behind client whether it speaks walletsync's wire and returns its
-// capabilities. A server that does not (a @bsv/wallet-toolbox StorageServer, which has no
-// such endpoint) is reported with ErrNotWalletsync, so that a caller can fall back to the
-// toolbox's JSON-RPC wire; any other failure (no server, a refused handshake) is returned
-// as it is, since it says nothing about the wire.
-func Probe(ctx context.Context, client *auth.Client) (Capabilities, error) {
-	return capabilities(ctx, client, []Encoding{EncodingZstd, EncodingJSON})
+// Probe asks the server at baseURL, through client (an auth.Client for the same URL),
+// whether it speaks walletsync's wire, and returns its capabilities. A server that does not
+// is reported with ErrNotWalletsync, so that a caller can fall back to the toolbox's
+// JSON-RPC wire: an authenticated server without the endpoint (404, 405, or an answer that
+// is not walletsync's), and a @bsv/wallet-toolbox StorageServer, whose middleware answers
+// an unknown path with a signed response whose body never comes (verified against 2.1.26),
+// recognised then by the banner it serves on GET / without authentication ("BRC-100 ...
+// Storage Provider."). Any other failure (no server, a refused handshake) is returned as
+// it is, since it says nothing about the wire.
+func Probe(ctx context.Context, baseURL string, client *auth.Client) (Capabilities, error) {
+	caps, err := capabilities(ctx, client, []Encoding{EncodingZstd, EncodingJSON})
+	if err == nil || errors.Is(err, ErrNotWalletsync) || ctx.Err() != nil {
+		return caps, err
+	}
+	var rej *auth.RejectedError
+	if !errors.As(err, &rej) && toolboxBanner(ctx, baseURL) {
+		return Capabilities{}, fmt.Errorf("%w (the server's GET / is the toolbox's): %w", ErrNotWalletsync, err)
+	}
+	return Capabilities{}, err
+}
+
+// toolboxBanner reports whether GET / at baseURL answers the toolbox StorageServer's banner.
+func toolboxBanner(ctx context.Context, baseURL string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	return resp.StatusCode == http.StatusOK && strings.HasPrefix(string(b), "BRC-100 ") && strings.Contains(string(b), "Storage Provider")
 }
 
 // capabilities asks the server's capabilities, in plain JSON, which every server reads.
