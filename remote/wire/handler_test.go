@@ -148,3 +148,29 @@ func TestHandler_RefusesWhatIsNotTheWire(t *testing.T) {
 		t.Fatalf("unauthenticated request: HTTP %d", rec.Code)
 	}
 }
+
+// TestHandler_RowTooLargeKeepsItsCharge: a row over the page's byte limit is refused with
+// a *wallet.RowTooLargeError that keeps its charge across the wire, and reading it alone
+// with that charge as the limit returns it.
+func TestHandler_RowTooLargeKeepsItsCharge(t *testing.T) {
+	ctx := t.Context()
+	owner := fixtureUser(72)
+	store := newStore(t, wallet.ChainTest)
+	seed(t, store, owner, 72)
+	p := provider(t, startServer(t, store, HandlerOptions{}), owner, ProviderOptions{})
+	v, err := p.OpenView(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	req := wallet.PageRequest{Table: wallet.TableTransactions, IdentityKey: owner.id, Limits: wallet.Limits{Rows: 10, Bytes: 100}}
+	_, err = v.ReadPage(ctx, req)
+	var big *wallet.RowTooLargeError
+	if !errors.As(err, &big) || big.Table != wallet.TableTransactions || big.Charge <= 100 || big.Limit != 100 || len(big.Key) != 1 {
+		t.Fatalf("err = %#v, want a *wallet.RowTooLargeError with the row's charge", err)
+	}
+	req.Limits = wallet.Limits{Rows: 1, Bytes: big.Charge}
+	if page, err := v.ReadPage(ctx, req); err != nil || len(page.Rows) != 1 {
+		t.Fatalf("the row alone: %d rows, %v", len(page.Rows), err)
+	}
+}
