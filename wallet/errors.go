@@ -52,6 +52,10 @@ var (
 	// a file held by walletsync, anything in walletsync's data folder, anything that is not
 	// a backup file (see ReplaceError). Nothing was written.
 	ErrProtectedFile = errors.New("file is protected")
+	// ErrUnauthorized: a storage server refused the request because the authenticated
+	// identity may not touch the data asked for (toolbox WERR_UNAUTHORIZED): a key that is
+	// not the wallet's identity, or another identity's rows. Nothing was written.
+	ErrUnauthorized = errors.New("not authorized for this identity")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")
@@ -70,9 +74,6 @@ var (
 	// ErrServerBusy: a remote provider refused the request for now (its open views or its
 	// memory budget are full); the same request may succeed later (see BusyError).
 	ErrServerBusy = errors.New("server busy")
-	// ErrForbidden: a remote provider refused a request about another identity than the
-	// one that authenticated it. Nothing was read or written.
-	ErrForbidden = errors.New("not allowed for this identity")
 )
 
 // LockedError reports the holder of a wallet file's writer lock.

@@ -36,10 +36,9 @@ type Provider struct {
 	codec  *codec
 	opts   ProviderOptions
 
-	mu    sync.Mutex
-	caps  Capabilities     // the server's, once negotiated
-	enc   Encoding         // "" until negotiated
-	acked map[string]int64 // the highest journal acknowledgement sent, per consumer
+	mu   sync.Mutex
+	caps Capabilities // the server's, once negotiated
+	enc  Encoding     // "" until negotiated
 }
 
 // ProviderOptions tune a Provider.
@@ -77,7 +76,7 @@ func NewProvider(client *auth.Client, opts ProviderOptions) (*Provider, error) {
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 10 * time.Second
 	}
-	return &Provider{client: client, codec: newCodec(), opts: opts, acked: map[string]int64{}}, nil
+	return &Provider{client: client, codec: newCodec(), opts: opts}, nil
 }
 
 // Negotiated returns the server's capabilities and the encoding the Provider chose; the
@@ -247,23 +246,10 @@ func (p *Provider) OpenView(ctx context.Context, lifetime time.Duration) (wallet
 	return &remoteView{p: p, ans: ans}, nil
 }
 
-// AckJournal tells the server that consumer holds every change up to seq. The server
-// keeps acknowledgements only moving forward, so one that moves nothing is not sent.
-func (p *Provider) AckJournal(ctx context.Context, consumer string, seq int64) error {
-	p.mu.Lock()
-	sent, ok := p.acked[consumer]
-	p.mu.Unlock()
-	if ok && seq <= sent {
-		return nil
-	}
-	if _, err := p.call(ctx, pathAckJournal, ackJournalRequest{Consumer: consumer, Seq: seq}, nil, &empty{}); err != nil {
-		return fmt.Errorf("acknowledge remote journal: %w", err)
-	}
-	p.mu.Lock()
-	p.acked[consumer] = max(p.acked[consumer], seq)
-	p.mu.Unlock()
-	return nil
-}
+// AckJournal sends nothing. A server's journal is pruned by the server, never by a
+// client's acknowledgement: in a file shared by many identities, one client must not decide
+// what the journal keeps for the others (and a source is only ever read by a session).
+func (p *Provider) AckJournal(context.Context, string, int64) error { return nil }
 
 // Begin describes the server store as a destination and returns the session's durable
 // checkpoint there, in one request.

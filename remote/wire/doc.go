@@ -15,7 +15,6 @@
 //	view/read      View.ReadPage
 //	view/resume    View.Resume
 //	view/close     View.Close
-//	journal/ack    Source.AckJournal
 //	begin          Destination.Begin
 //	checkpoint     Destination.Checkpoint
 //	commit         Destination.Commit

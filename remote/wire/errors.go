@@ -34,7 +34,7 @@ var codes = []struct {
 	err    error
 	status int
 }{
-	{"forbidden", wallet.ErrForbidden, http.StatusForbidden},
+	{"unauthorized", wallet.ErrUnauthorized, http.StatusForbidden},
 	{"server_busy", wallet.ErrServerBusy, http.StatusServiceUnavailable},
 	{"snapshot_expired", wallet.ErrSnapshotExpired, http.StatusGone},
 	{"snapshot_closed", wallet.ErrSnapshotClosed, http.StatusGone},

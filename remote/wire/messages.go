@@ -15,7 +15,6 @@ const (
 	pathReadPage     = "view/read"
 	pathResume       = "view/resume"
 	pathCloseView    = "view/close"
-	pathAckJournal   = "journal/ack"
 	pathBegin        = "begin"
 	pathCheckpoint   = "checkpoint"
 	pathCommit       = "commit"
@@ -114,11 +113,6 @@ type resumeAnswer struct {
 
 type closeViewRequest struct {
 	Handle string `json:"handle"`
-}
-
-type ackJournalRequest struct {
-	Consumer string `json:"consumer"`
-	Seq      int64  `json:"seq"`
 }
 
 type sessionRequest struct {

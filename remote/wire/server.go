@@ -20,7 +20,7 @@ const Prefix = "/walletsync/v1/"
 // Backend is the store behind a Handler, seen by one identity at a time. A multi-tenant
 // store (one localstore file for many users) returns the same Source and Destination for
 // every identity: Handler itself scopes every request to the identity that authenticated
-// it (pages to its rows, sessions to its key, journal consumers and retained views to it).
+// it (pages to its rows, sessions to its key, retained views to it).
 // A store per identity may return another one each time.
 type Backend interface {
 	Source(ctx context.Context, identityKey string) (wallet.Source, error)
@@ -41,8 +41,8 @@ type HandlerOptions struct {
 //
 // Isolation: a request may only concern the identity that signed it. A page request, a
 // session key, a batch or a user row naming another identity is refused with
-// wallet.ErrForbidden before the backend sees it; another identity's view handle is answered exactly like an
-// unknown one; journal consumers are named per identity; and the source storage of every
+// wallet.ErrUnauthorized before the backend sees it; another identity's view handle is answered exactly like an
+// unknown one; and the source storage of every
 // session is scoped to the identity at the backend, so that the id maps a destination keeps
 // per source storage can never connect one identity's rows to another's. What BRC-40
 // shares between users stays shared, as in the toolbox's own server: proven_txs and
@@ -89,7 +89,6 @@ var endpoints = map[string]endpoint{
 	pathReadPage:   (*Handler).readPage,
 	pathResume:     (*Handler).resume,
 	pathCloseView:  (*Handler).closeView,
-	pathAckJournal: (*Handler).ackJournal,
 	pathBegin:      (*Handler).begin,
 	pathCheckpoint: (*Handler).checkpoint,
 	pathCommit:     (*Handler).commit,
@@ -244,7 +243,7 @@ func (h *Handler) readPage(c *call) (any, []wallet.Row, func(), error) {
 		return nil, nil, nil, err
 	}
 	if req.IdentityKey != c.identity {
-		return nil, nil, nil, fmt.Errorf("read page of another identity: %w", wallet.ErrForbidden)
+		return nil, nil, nil, fmt.Errorf("read page of another identity: %w", wallet.ErrUnauthorized)
 	}
 	limits := wallet.Limits{Rows: req.Rows, Bytes: req.Bytes}.WithDefaults()
 	if err := limits.Validate(); err != nil {
@@ -295,26 +294,6 @@ func (h *Handler) closeView(c *call) (any, []wallet.Row, func(), error) {
 	return empty{}, nil, nil, nil
 }
 
-// maxConsumerBytes bounds a journal consumer's name.
-const maxConsumerBytes = 256
-
-func (h *Handler) ackJournal(c *call) (any, []wallet.Row, func(), error) {
-	var req ackJournalRequest
-	if _, err := c.decode(h.codec, &req); err != nil {
-		return nil, nil, nil, err
-	}
-	if req.Consumer == "" || len(req.Consumer) > maxConsumerBytes {
-		return nil, nil, nil, fmt.Errorf("journal consumer of %d bytes outside 1..%d: %w", len(req.Consumer), maxConsumerBytes, wallet.ErrInvalidArgument)
-	}
-	src, err := h.source(c)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	// Consumers are the identity's own: one identity's acknowledgement never moves
-	// another's, so it can never let another identity's journal entries be pruned early.
-	return empty{}, nil, nil, src.AckJournal(c.ctx, c.identity+"/"+req.Consumer, req.Seq)
-}
-
 func (h *Handler) begin(c *call) (any, []wallet.Row, func(), error) {
 	key, err := h.session(c)
 	if err != nil {
@@ -351,7 +330,7 @@ func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
 	b := head.batch(rows)
 	key := b.Checkpoint.Session
 	if key.IdentityKey != c.identity {
-		return nil, nil, nil, fmt.Errorf("commit a batch of another identity: %w", wallet.ErrForbidden)
+		return nil, nil, nil, fmt.Errorf("commit a batch of another identity: %w", wallet.ErrUnauthorized)
 	}
 	// The user row is found by its identity key, not by the session's user: a user row of
 	// another identity would merge into that identity's row.
@@ -359,7 +338,7 @@ func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
 		col := wallet.Users.Col("identityKey")
 		for _, r := range b.Page.Rows {
 			if r[col] != c.identity {
-				return nil, nil, nil, fmt.Errorf("commit the user row of another identity: %w", wallet.ErrForbidden)
+				return nil, nil, nil, fmt.Errorf("commit the user row of another identity: %w", wallet.ErrUnauthorized)
 			}
 		}
 	}
@@ -380,7 +359,7 @@ func (h *Handler) session(c *call) (wallet.SessionKey, error) {
 		return req.Session, err
 	}
 	if req.Session.IdentityKey != c.identity {
-		return req.Session, fmt.Errorf("session of another identity: %w", wallet.ErrForbidden)
+		return req.Session, fmt.Errorf("session of another identity: %w", wallet.ErrUnauthorized)
 	}
 	return req.Session, nil
 }

@@ -68,8 +68,7 @@ func TestSync_PushPullThroughTheWire(t *testing.T) {
 			}
 			assertSameWallet(t, local, restored, owner.id)
 
-			// An unchanged pull: describe, open the view, close it (the journal
-			// acknowledgement already sent moves nothing and is not sent again).
+			// An unchanged pull: describe, open the view, close it.
 			srv.requests.Store(0)
 			again, err = syncer.Run(ctx, p, restored, owner.id, syncer.Options{Active: wallet.KeepDestinationActive})
 			if err != nil || again.Kind != syncer.KindUnchanged {
