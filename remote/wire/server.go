@@ -295,30 +295,40 @@ func (h *Handler) closeView(c *call) (any, []wallet.Row, func(), error) {
 }
 
 func (h *Handler) begin(c *call) (any, []wallet.Row, func(), error) {
-	key, err := h.session(c)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	dst, err := h.destination(c)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	st, err := dst.Begin(c.ctx, scoped(key))
-	st.Checkpoint = unscoped(st.Checkpoint, key)
+	var st wallet.DestinationState
+	err := h.atSession(c, func(dst wallet.Destination, key wallet.SessionKey) (cp *wallet.Checkpoint, err error) {
+		st, err = dst.Begin(c.ctx, key)
+		return &st.Checkpoint, err
+	})
 	return st, nil, nil, err
 }
 
 func (h *Handler) checkpoint(c *call) (any, []wallet.Row, func(), error) {
-	key, err := h.session(c)
-	if err != nil {
-		return nil, nil, nil, err
+	var cp wallet.Checkpoint
+	err := h.atSession(c, func(dst wallet.Destination, key wallet.SessionKey) (_ *wallet.Checkpoint, err error) {
+		cp, err = dst.Checkpoint(c.ctx, key)
+		return &cp, err
+	})
+	return cp, nil, nil, err
+}
+
+// atSession reads a session request, refuses another identity's session, and runs fn at
+// the destination with the scoped key; the checkpoint fn points to gets the client's key.
+func (h *Handler) atSession(c *call, fn func(wallet.Destination, wallet.SessionKey) (*wallet.Checkpoint, error)) error {
+	var req sessionRequest
+	if _, err := c.decode(h.codec, &req); err != nil {
+		return err
+	}
+	if req.Session.IdentityKey != c.identity {
+		return fmt.Errorf("session of another identity: %w", wallet.ErrUnauthorized)
 	}
 	dst, err := h.destination(c)
 	if err != nil {
-		return nil, nil, nil, err
+		return err
 	}
-	cp, err := dst.Checkpoint(c.ctx, scoped(key))
-	return unscoped(cp, key), nil, nil, err
+	cp, err := fn(dst, scoped(req.Session))
+	*cp = unscoped(*cp, req.Session)
+	return err
 }
 
 func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
@@ -350,18 +360,6 @@ func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
 	ack, err := dst.Commit(c.ctx, b)
 	ack.Checkpoint = unscoped(ack.Checkpoint, key)
 	return ack, nil, nil, err
-}
-
-// session reads a session request and refuses another identity's session.
-func (h *Handler) session(c *call) (wallet.SessionKey, error) {
-	var req sessionRequest
-	if _, err := c.decode(h.codec, &req); err != nil {
-		return req.Session, err
-	}
-	if req.Session.IdentityKey != c.identity {
-		return req.Session, fmt.Errorf("session of another identity: %w", wallet.ErrUnauthorized)
-	}
-	return req.Session, nil
 }
 
 // scoped is the session key the backend sees: the source storage qualified by the
