@@ -43,7 +43,7 @@ type server struct {
 }
 
 // newStore makes an empty wallet file on chain.
-func newStore(t *testing.T, chain wallet.Chain) *localstore.Store {
+func newStore(t testing.TB, chain wallet.Chain) *localstore.Store {
 	t.Helper()
 	s, err := localstore.Create(context.Background(), filepath.Join(t.TempDir(), "wallet.sqlite"), localstore.CreateOptions{Chain: chain, StorageName: "test"}, localstore.Options{})
 	if err != nil {
@@ -54,7 +54,7 @@ func newStore(t *testing.T, chain wallet.Chain) *localstore.Store {
 }
 
 // seed fills s with the small fixture for u.
-func seed(t *testing.T, s *localstore.Store, u user, n uint64) {
+func seed(t testing.TB, s *localstore.Store, u user, n uint64) {
 	t.Helper()
 	if _, err := localstore.Seed(context.Background(), s, localstore.FixtureSmall, localstore.SeedOptions{Seed: n, IdentityKey: u.id}); err != nil {
 		t.Fatal(err)
@@ -62,12 +62,12 @@ func seed(t *testing.T, s *localstore.Store, u user, n uint64) {
 }
 
 // startServer serves store through a Handler behind auth.Server's middleware.
-func startServer(t *testing.T, store *localstore.Store, opts HandlerOptions) *server {
+func startServer(t testing.TB, store *localstore.Store, opts HandlerOptions) *server {
 	t.Helper()
 	return startBackend(t, StoreBackend{store}, store, opts)
 }
 
-func startBackend(t *testing.T, b Backend, store *localstore.Store, opts HandlerOptions) *server {
+func startBackend(t testing.TB, b Backend, store *localstore.Store, opts HandlerOptions) *server {
 	t.Helper()
 	serverKey := fixtureUser(1 << 40).key
 	as, err := auth.NewServer(context.Background(), auth.NewProtoWallet(serverKey), auth.ServerOptions{MaxBodyBytes: MaxBodyBytes})
@@ -96,7 +96,7 @@ func startBackend(t *testing.T, b Backend, store *localstore.Store, opts Handler
 }
 
 // authClient signs as u against srv.
-func authClient(t *testing.T, srv *server, u user) *auth.Client {
+func authClient(t testing.TB, srv *server, u user) *auth.Client {
 	t.Helper()
 	c, err := auth.NewClient(srv.URL, auth.NewProtoWallet(u.key), auth.ClientOptions{MaxResponseBytes: MaxBodyBytes})
 	if err != nil {
@@ -106,7 +106,7 @@ func authClient(t *testing.T, srv *server, u user) *auth.Client {
 }
 
 // provider is a Provider signing as u against srv.
-func provider(t *testing.T, srv *server, u user, opts ProviderOptions) *Provider {
+func provider(t testing.TB, srv *server, u user, opts ProviderOptions) *Provider {
 	t.Helper()
 	p, err := NewProvider(authClient(t, srv, u), opts)
 	if err != nil {
