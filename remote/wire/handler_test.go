@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/internal/providertest"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -108,7 +109,7 @@ func TestHandler_ViewsForgotten(t *testing.T) {
 	if err != nil || res.State != syncer.StateCompleted || forgets != 2 {
 		t.Fatalf("pull across forgotten views: %+v, %v (%d forgets)", res, err, forgets)
 	}
-	assertSameWallet(t, store, restored, owner.id)
+	providertest.SameWallet(t, store, restored, owner.id)
 }
 
 // TestHandler_RefusesWhatIsNotTheWire: requests outside the wire's shape are refused

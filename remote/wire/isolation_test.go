@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/internal/providertest"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -139,8 +140,8 @@ func TestIsolation_OtherIdentityRefused(t *testing.T) {
 	if cp, err := pb.Checkpoint(ctx, sessionB); err != nil || cp != cpB {
 		t.Fatalf("B's checkpoint after A's attempts: %+v, %v; want %+v", cp, err, cpB)
 	}
-	assertSameWallet(t, localB, pb, b.id)
-	assertSameWallet(t, localA, pa, a.id)
+	providertest.SameWallet(t, localB, pb, b.id)
+	providertest.SameWallet(t, localA, pa, a.id)
 	v, err := pb.OpenView(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

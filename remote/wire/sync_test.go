@@ -3,31 +3,10 @@ package wire
 import (
 	"testing"
 
-	"walletsync/internal/logical"
+	"walletsync/internal/providertest"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
-
-// sameWallet ignores what two stores legitimately differ in after a sync (the list of
-// internal/providertest, where the toolbox's findOrInsertUser and proof-request merge
-// explain each entry).
-var sameWallet = logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
-	"users.created_at", "output_baskets.created_at"}}
-
-func assertSameWallet(t *testing.T, a, b wallet.Source, id string) {
-	t.Helper()
-	wa, err := logical.Read(t.Context(), a, id, sameWallet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb, err := logical.Read(t.Context(), b, id, sameWallet)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := logical.Diff(wa, wb); d != "" {
-		t.Fatalf("the wallets differ:\n%s", d)
-	}
-}
 
 // TestSync_PushPullThroughTheWire: a backup pushed to a walletsync server and restored
 // from it into an empty wallet holds the source's wallet, in both encodings; an unchanged
@@ -50,7 +29,7 @@ func TestSync_PushPullThroughTheWire(t *testing.T) {
 			if n := srv.requests.Load(); n != 3+res.Pages {
 				t.Errorf("push of %d pages took %d HTTP requests, want %d", res.Pages, n, 3+res.Pages)
 			}
-			assertSameWallet(t, local, srv.store, owner.id)
+			providertest.SameWallet(t, local, srv.store, owner.id)
 
 			srv.requests.Store(0)
 			again, err := syncer.Run(ctx, local, p, owner.id, syncer.Options{Active: wallet.KeepSourceActive})
@@ -66,7 +45,7 @@ func TestSync_PushPullThroughTheWire(t *testing.T) {
 			if err != nil || res.State != syncer.StateCompleted {
 				t.Fatalf("pull: %+v, %v", res, err)
 			}
-			assertSameWallet(t, local, restored, owner.id)
+			providertest.SameWallet(t, local, restored, owner.id)
 
 			// An unchanged pull: describe, open the view, close it.
 			srv.requests.Store(0)
