@@ -118,3 +118,44 @@ func startToolboxServer(t *testing.T) string {
 	}
 	return "http://127.0.0.1:" + strconv.Itoa(m.Port)
 }
+
+// TestProvider_Negotiates: a Provider uses what the server advertises: the other encoding
+// when its preferred one is not offered (an older or smaller server), and nothing at all
+// when no version or encoding is shared.
+func TestProvider_Negotiates(t *testing.T) {
+	owner := fixtureUser(95)
+	store := newStore(t, wallet.ChainTest)
+	seed(t, store, owner, 95)
+	for _, tc := range []struct {
+		name    string
+		caps    Capabilities
+		want    Encoding
+		wantErr error
+	}{
+		{"JSONOnlyServer", Capabilities{Wire: "walletsync", Versions: []int{Version}, Encodings: []Encoding{EncodingJSON}}, EncodingJSON, nil},
+		{"NewerServer", Capabilities{Wire: "walletsync", Versions: []int{Version, Version + 1}, Encodings: []Encoding{"brotli", EncodingZstd}}, EncodingZstd, nil},
+		{"NoSharedVersion", Capabilities{Wire: "walletsync", Versions: []int{Version + 1}, Encodings: []Encoding{EncodingZstd}}, "", ErrIncompatible},
+		{"NoSharedEncoding", Capabilities{Wire: "walletsync", Versions: []int{Version}, Encodings: []Encoding{"brotli"}}, "", ErrIncompatible},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, store, HandlerOptions{})
+			real := srv.handler
+			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == Prefix+pathCapabilities {
+					json.NewEncoder(w).Encode(tc.caps)
+					return
+				}
+				real.ServeHTTP(w, r)
+			})
+			as, _ := auth.NewServer(context.Background(), auth.NewProtoWallet(fixtureUser(96).key), auth.ServerOptions{MaxBodyBytes: MaxBodyBytes})
+			hs := httptest.NewServer(as.Middleware(inner))
+			defer hs.Close()
+			c, _ := auth.NewClient(hs.URL, auth.NewProtoWallet(owner.key), auth.ClientOptions{MaxResponseBytes: MaxBodyBytes})
+			p, _ := NewProvider(c, ProviderOptions{Encoding: EncodingZstd})
+			_, _, err := p.Describe(t.Context())
+			if _, enc := p.Negotiated(); !errors.Is(err, tc.wantErr) || enc != tc.want {
+				t.Fatalf("negotiated %q, %v; want %q, %v", enc, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
