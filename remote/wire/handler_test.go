@@ -1,15 +1,20 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"walletsync/internal/providertest"
+	"walletsync/remote/auth"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -173,5 +178,47 @@ func TestHandler_RowTooLargeKeepsItsCharge(t *testing.T) {
 	req.Limits = wallet.Limits{Rows: 1, Bytes: big.Charge}
 	if page, err := v.ReadPage(ctx, req); err != nil || len(page.Rows) != 1 {
 		t.Fatalf("the row alone: %d rows, %v", len(page.Rows), err)
+	}
+}
+
+// TestHandler_TamperedFrameRefused: a binary frame is signed byte for byte (DoContent), so
+// one byte changed in transit makes the server refuse the request before the wire sees it.
+func TestHandler_TamperedFrameRefused(t *testing.T) {
+	ctx := t.Context()
+	owner := fixtureUser(73)
+	local := newStore(t, wallet.ChainTest)
+	seed(t, local, owner, 73)
+	srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{})
+	target, _ := url.Parse(srv.URL)
+	rp := httputil.NewSingleHostReverseProxy(target)
+	director := rp.Director
+	rp.Director = func(r *http.Request) {
+		director(r)
+		if r.URL.Path == Prefix+pathCommit {
+			b, _ := io.ReadAll(r.Body)
+			b[len(b)-1] ^= 1
+			r.Body = io.NopCloser(bytes.NewReader(b))
+		}
+	}
+	px := httptest.NewServer(rp)
+	defer px.Close()
+	c, err := auth.NewClient(px.URL, auth.NewProtoWallet(owner.key), auth.ClientOptions{MaxResponseBytes: MaxBodyBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := NewProvider(c, ProviderOptions{})
+	_, err = syncer.Run(ctx, local, p, owner.id, syncer.Options{Active: wallet.KeepSourceActive})
+	var rej *auth.RejectedError
+	if !errors.As(err, &rej) || rej.Status != http.StatusUnauthorized {
+		t.Fatalf("push through a tampering proxy: %v, want the server's unsigned 401", err)
+	}
+	// No page was committed (the session's retries read the checkpoint, which stayed zero).
+	v, err := srv.store.OpenView(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	if _, err := v.ReadPage(ctx, wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: owner.id}); !errors.Is(err, wallet.ErrNotFound) {
+		t.Fatalf("the server holds the user after refused commits: %v", err)
 	}
 }

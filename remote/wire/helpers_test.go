@@ -37,9 +37,8 @@ type server struct {
 	*httptest.Server
 	handler *Handler
 	store   *localstore.Store
-	// requests counts every HTTP request, handshakes included; wire counts those that
-	// reached the wire handler.
-	requests, wire atomic.Int64
+	// requests counts every HTTP request, handshakes included.
+	requests atomic.Int64
 }
 
 // newStore makes an empty wallet file on chain.
@@ -76,10 +75,7 @@ func startBackend(t testing.TB, b Backend, store *localstore.Store, opts Handler
 	}
 	srv := &server{handler: NewHandler(b, opts), store: store}
 	mux := http.NewServeMux()
-	mux.Handle(Prefix, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		srv.wire.Add(1)
-		srv.handler.ServeHTTP(w, r)
-	}))
+	mux.Handle(Prefix, srv.handler)
 	wrapped := as.Middleware(mux)
 	srv.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		srv.requests.Add(1)
