@@ -50,8 +50,9 @@ type ProviderOptions struct {
 	// each answer's retry hint says (at least 50 ms, at most 5 s each time). 0 returns
 	// the *wallet.BusyError at once.
 	BusyWait time.Duration
-	// CloseTimeout bounds View.Close, which has no context of its own (default 10 s): a
-	// view whose close is lost is reaped by the server at the end of its lifetime.
+	// CloseTimeout bounds View.Close and View.Resume, which have no context of their own
+	// (default 10 s). A view whose close is lost is reaped by the server at the end of its
+	// lifetime.
 	CloseTimeout time.Duration
 }
 

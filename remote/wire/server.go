@@ -121,7 +121,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if name == pathCapabilities {
-		h.capabilities(w, body)
+		h.capabilities(w)
 		return
 	}
 	ep := endpoints[name]
@@ -154,14 +154,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // capabilities answers in plain JSON, whatever the request's type, so that any client (and
-// Probe) can read it before it knows anything else.
-func (h *Handler) capabilities(w http.ResponseWriter, body []byte) {
-	var req capabilitiesRequest
-	if len(body) > 0 {
-		json.Unmarshal(body, &req) // informative only: the answer lists everything
-	}
-	caps := h.Capabilities()
-	b, _ := json.Marshal(caps)
+// Probe) can read it before it knows anything else. What the client offers (its request)
+// does not change the answer, which lists everything; the client chooses.
+func (h *Handler) capabilities(w http.ResponseWriter) {
+	b, _ := json.Marshal(h.Capabilities())
 	w.Header().Set("Content-Type", "application/json")
 	w.Write(b)
 }
