@@ -1,7 +1,9 @@
 package wire
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	"walletsync/internal/providertest"
 	"walletsync/syncer"
@@ -60,5 +62,42 @@ func TestSync_PushPullThroughTheWire(t *testing.T) {
 				t.Errorf("after the syncs the server retains %+v, want nothing", st)
 			}
 		})
+	}
+}
+
+// TestSync_ConcurrentIdentities: identities pushing and pulling at once through one server
+// file each end with their own wallet, whole; pulls that find the file's one snapshot view
+// taken wait for it (ProviderOptions.BusyWait) instead of failing.
+func TestSync_ConcurrentIdentities(t *testing.T) {
+	ctx := t.Context()
+	srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{})
+	const n = 4
+	errs := make(chan error, n)
+	var checks []func()
+	for i := range n {
+		u := fixtureUser(uint64(200 + i))
+		local, restored := newStore(t, wallet.ChainTest), newStore(t, wallet.ChainTest)
+		seed(t, local, u, uint64(200+i))
+		p := provider(t, srv, u, ProviderOptions{BusyWait: time.Minute})
+		go func() {
+			if _, err := syncer.Run(ctx, local, p, u.id, syncer.Options{MaxRows: 4, Active: wallet.KeepSourceActive}); err != nil {
+				errs <- fmt.Errorf("push %d: %w", i, err)
+				return
+			}
+			if _, err := syncer.Run(ctx, p, restored, u.id, syncer.Options{MaxRows: 4, Active: wallet.KeepDestinationActive}); err != nil {
+				errs <- fmt.Errorf("pull %d: %w", i, err)
+				return
+			}
+			errs <- nil
+		}()
+		checks = append(checks, func() { providertest.SameWallet(t, local, restored, u.id) })
+	}
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, check := range checks {
+		check()
 	}
 }
