@@ -46,6 +46,8 @@ fuzz ./remote/auth FuzzClientVerify
 fuzz ./remote/auth FuzzVerifyNonce
 fuzz ./remote/auth FuzzParseKeyFile
 fuzz ./remote/auth FuzzDecodeUTF8
+fuzz ./remote/wire FuzzDecodeFrame
+fuzz ./remote/wire FuzzDecodeError
 fuzz ./bundle FuzzDecodeManifest
 fuzz ./remote/toolbox FuzzParseRequest
 fuzz ./remote/toolbox FuzzParseResponse

@@ -3,6 +3,7 @@ package wallet
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Typed errors. Every package wraps these with %w and a lowercase action, so callers tell
@@ -77,6 +78,9 @@ var (
 	ErrCursorMismatch = errors.New("cursor belongs to another view or table")
 	// ErrRowTooLarge: the first row of a page does not fit the page's byte budget.
 	ErrRowTooLarge = errors.New("row larger than the page budget")
+	// ErrServerBusy: a remote provider refused the request for now (its open views or its
+	// memory budget are full); the same request may succeed later (see BusyError).
+	ErrServerBusy = errors.New("server busy")
 )
 
 // LockedError reports the holder of a wallet file's writer lock.
@@ -142,6 +146,23 @@ func (e *RowTooLargeError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrRowTooLarge) true.
 func (e *RowTooLargeError) Unwrap() error { return ErrRowTooLarge }
+
+// BusyError is a remote provider's "busy, retry after" answer: it applied nothing, and the
+// same request may be sent again after RetryAfter.
+type BusyError struct {
+	Reason     string        // what is full, in words ("open views of this identity")
+	RetryAfter time.Duration // the server's hint; 0 when it gave none
+}
+
+func (e *BusyError) Error() string {
+	if e.RetryAfter <= 0 {
+		return fmt.Sprintf("server busy: %s", e.Reason)
+	}
+	return fmt.Sprintf("server busy: %s; retry after %v", e.Reason, e.RetryAfter)
+}
+
+// Unwrap makes errors.Is(err, ErrServerBusy) true.
+func (e *BusyError) Unwrap() error { return ErrServerBusy }
 
 // SchemaError reports why a store's schema was refused.
 type SchemaError struct {

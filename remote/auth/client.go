@@ -114,14 +114,26 @@ func (c *Client) ServerIdentity() string {
 // returned response has been verified; any status is returned as it is (the JSON-RPC
 // layer above reads 200 bodies with an "error" member as failures).
 func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*Response, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
-	defer cancel()
 	if body != nil && !c.rawBody {
 		var err error
 		if body, err = CanonicalJSON(body); err != nil {
 			return nil, fmt.Errorf("auth request %s %s: %w", method, path, err)
 		}
 	}
+	contentType := ""
+	if body != nil {
+		contentType = "application/json"
+	}
+	return c.DoContent(ctx, method, path, contentType, body)
+}
+
+// DoContent is Do for a body of any content type, sent and signed byte for byte as given.
+// walletsync's Server signs the bytes it receives whatever their type; the TypeScript
+// middleware signs no body unless its type is exactly application/json, so a body of
+// another type verifies only with a walletsync server (walletsync's binary wire).
+func (c *Client) DoContent(ctx context.Context, method, path, contentType string, body []byte) (*Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.Timeout)
+	defer cancel()
 	if !strings.HasPrefix(path, "/") {
 		return nil, fmt.Errorf("auth request %s %q: the path must start with '/'", method, path)
 	}
@@ -134,7 +146,7 @@ func (c *Client) Do(ctx context.Context, method, path string, body []byte) (*Res
 		if err != nil {
 			return nil, fmt.Errorf("auth request %s %s: %w", method, path, err)
 		}
-		resp, err := c.exchange(ctx, sess, method, u, body)
+		resp, err := c.exchange(ctx, sess, method, u, contentType, body)
 		var rej *RejectedError
 		if errors.As(err, &rej) && (rej.Status == http.StatusUnauthorized || rej.Status == http.StatusInternalServerError) && attempt == 0 {
 			c.drop(sess)
@@ -252,15 +264,15 @@ func rejected(status int, body []byte) *RejectedError {
 }
 
 // exchange sends one signed request on sess and verifies the response.
-func (c *Client) exchange(ctx context.Context, sess *clientSession, method string, u *url.URL, body []byte) (*Response, error) {
+func (c *Client) exchange(ctx context.Context, sess *clientSession, method string, u *url.URL, contentType string, body []byte) (*Response, error) {
 	rid := make([]byte, 32)
 	rand.Read(rid)
 	nonceBytes := make([]byte, 32)
 	rand.Read(nonceBytes)
 	reqNonce := base64.StdEncoding.EncodeToString(nonceBytes)
 	h := http.Header{}
-	if body != nil {
-		h.Set("Content-Type", "application/json")
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
 	}
 	payload := requestPayload(rid, method, u.EscapedPath(), u.RawQuery, signedHeaders(h, true), body)
 	sig, err := c.signer.CreateSignature(ctx, payload, ProtocolSignature, reqNonce+" "+sess.serverNonce, Counterparty(sess.serverKey))

@@ -1,0 +1,161 @@
+package wire
+
+import (
+	"bufio"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"testing"
+	"time"
+
+	"walletsync/remote/auth"
+	"walletsync/wallet"
+)
+
+func TestProbe_WalletsyncServer(t *testing.T) {
+	srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{Views: ViewOptions{MaxLifetime: 10 * time.Minute}})
+	caps, err := Probe(t.Context(), srv.URL, authClient(t, srv, fixtureUser(91)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if caps.Wire != "walletsync" || len(caps.Versions) != 1 || caps.Versions[0] != Version || len(caps.Encodings) != 2 ||
+		caps.Limits.MaxFrameBytes != wallet.MaxFrameBytes || caps.Limits.MaxLifetime != (10*time.Minute).Milliseconds() {
+		t.Fatalf("capabilities %+v", caps)
+	}
+}
+
+// TestProbe_OtherServers: a BRC-104 server without the wire, and the real toolbox
+// StorageServer, are told apart from a walletsync server with ErrNotWalletsync; a Provider
+// against one fails the same way on its first request.
+func TestProbe_OtherServers(t *testing.T) {
+	u := fixtureUser(92)
+	t.Run("AuthenticatedWithoutTheWire", func(t *testing.T) {
+		as, err := auth.NewServer(context.Background(), auth.NewProtoWallet(fixtureUser(93).key), auth.ServerOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := httptest.NewServer(as.Middleware(http.NotFoundHandler()))
+		defer hs.Close()
+		c, err := auth.NewClient(hs.URL, auth.NewProtoWallet(u.key), auth.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Probe(t.Context(), hs.URL, c); !errors.Is(err, ErrNotWalletsync) {
+			t.Fatalf("probe: %v, want ErrNotWalletsync", err)
+		}
+		p, _ := NewProvider(c, ProviderOptions{})
+		if _, _, err := p.Describe(t.Context()); !errors.Is(err, ErrNotWalletsync) {
+			t.Fatalf("provider: %v, want ErrNotWalletsync", err)
+		}
+	})
+	t.Run("ToolboxStorageServer", func(t *testing.T) {
+		url := startToolboxServer(t)
+		c, err := auth.NewClient(url, auth.NewProtoWallet(u.key), auth.ClientOptions{Timeout: 20 * time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Probe(t.Context(), url, c); !errors.Is(err, ErrNotWalletsync) {
+			t.Fatalf("probe: %v, want ErrNotWalletsync", err)
+		}
+	})
+	t.Run("NoServer", func(t *testing.T) {
+		hs := httptest.NewServer(http.NotFoundHandler())
+		hs.Close()
+		c, _ := auth.NewClient(hs.URL, auth.NewProtoWallet(u.key), auth.ClientOptions{Timeout: 5 * time.Second})
+		if _, err := Probe(t.Context(), hs.URL, c); err == nil || errors.Is(err, ErrNotWalletsync) {
+			t.Fatalf("probe of a closed port: %v, want a failure that says nothing about the wire", err)
+		}
+	})
+}
+
+// startToolboxServer runs the real @bsv/wallet-toolbox 2.1.26 StorageServer
+// (interop/storage-server.mjs) on 127.0.0.1 and returns its URL; it stops with the test.
+func startToolboxServer(t *testing.T) string {
+	t.Helper()
+	_, file, _, _ := runtime.Caller(0)
+	script := filepath.Join(filepath.Dir(file), "..", "..", "interop", "storage-server.mjs")
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatalf("node is not on PATH; the toolbox peer needs it: %v", err)
+	}
+	cmd := exec.Command(node, script, "--db", filepath.Join(t.TempDir(), "server.sqlite"), "--key", hex.EncodeToString(fixtureUser(94).key.Serialize()))
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		stdin.Close() // the script exits when its stdin closes
+		done := make(chan struct{})
+		go func() { cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	ready := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		ready <- line
+	}()
+	var m struct{ Port int }
+	select {
+	case line := <-ready:
+		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Port == 0 {
+			t.Fatalf("storage-server.mjs: %q: %v (is the peer installed? npm ci in interop/)", line, err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("storage-server.mjs did not start")
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(m.Port)
+}
+
+// TestProvider_Negotiates: a Provider uses what the server advertises: the other encoding
+// when its preferred one is not offered (an older or smaller server), and nothing at all
+// when no version or encoding is shared.
+func TestProvider_Negotiates(t *testing.T) {
+	owner := fixtureUser(95)
+	store := newStore(t, wallet.ChainTest)
+	seed(t, store, owner, 95)
+	for _, tc := range []struct {
+		name    string
+		caps    Capabilities
+		want    Encoding
+		wantErr error
+	}{
+		{"JSONOnlyServer", Capabilities{Wire: "walletsync", Versions: []int{Version}, Encodings: []Encoding{EncodingJSON}}, EncodingJSON, nil},
+		{"NewerServer", Capabilities{Wire: "walletsync", Versions: []int{Version, Version + 1}, Encodings: []Encoding{"brotli", EncodingZstd}}, EncodingZstd, nil},
+		{"NoSharedVersion", Capabilities{Wire: "walletsync", Versions: []int{Version + 1}, Encodings: []Encoding{EncodingZstd}}, "", ErrIncompatible},
+		{"NoSharedEncoding", Capabilities{Wire: "walletsync", Versions: []int{Version}, Encodings: []Encoding{"brotli"}}, "", ErrIncompatible},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, store, HandlerOptions{})
+			real := srv.handler
+			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == Prefix+pathCapabilities {
+					json.NewEncoder(w).Encode(tc.caps)
+					return
+				}
+				real.ServeHTTP(w, r)
+			})
+			as, _ := auth.NewServer(context.Background(), auth.NewProtoWallet(fixtureUser(96).key), auth.ServerOptions{MaxBodyBytes: MaxBodyBytes})
+			hs := httptest.NewServer(as.Middleware(inner))
+			defer hs.Close()
+			c, _ := auth.NewClient(hs.URL, auth.NewProtoWallet(owner.key), auth.ClientOptions{MaxResponseBytes: MaxBodyBytes})
+			p, _ := NewProvider(c, ProviderOptions{Encoding: EncodingZstd})
+			_, _, err := p.Describe(t.Context())
+			if _, enc := p.Negotiated(); !errors.Is(err, tc.wantErr) || enc != tc.want {
+				t.Fatalf("negotiated %q, %v; want %q, %v", enc, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}

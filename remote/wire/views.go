@@ -1,0 +1,292 @@
+package wire
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"walletsync/wallet"
+)
+
+// Retained views. A client's view of a server's store lives on the server between
+// requests: a wallet.View the backend opened, addressed by a random handle, owned by the
+// identity that opened it. It lives at most its lifetime, counted from the open request
+// (the backend's view enforces the same lifetime on its own clocks), and is released
+// exactly once: by the client's close, by expiry (a timer reaps it even when nobody asks
+// again), or by the server's Close. Views live in memory only, so a restart forgets them;
+// the client then gets wallet.ErrSnapshotClosed and opens a new one, resuming from the
+// destination's checkpoint as the page session does for any view that ends.
+//
+// Quotas bound what views cost the server. Open views are counted globally and per
+// identity. Memory is counted as the byte limit of each read in flight, reserved before the
+// backend reads and freed once the answer is encoded: a page's byte limit (its charge, see
+// wallet.CellCharge) is at least twice the bytes its rows hold in memory, so the budget
+// bounds the pages a server holds at once. A read over a budget is admitted only while
+// nothing else is reserved under it, so that a one-row page of a row near the 64 MiB frame
+// ceiling can always be served, alone. A refusal is a *wallet.BusyError with a retry hint.
+
+// ViewOptions are the lifetimes and quotas of retained views. Zero fields take the defaults.
+type ViewOptions struct {
+	DefaultLifetime     time.Duration // 5 minutes
+	MaxLifetime         time.Duration // 1 hour
+	MaxViews            int           // 8 open views on the server
+	MaxBytes            int64         // 128 MiB of reads in flight on the server
+	MaxViewsPerIdentity int           // 1 open view per identity
+	MaxBytesPerIdentity int64         // 32 MiB of reads in flight per identity
+}
+
+// Defaults of ViewOptions.
+const (
+	DefaultViewLifetime        = 5 * time.Minute
+	MaxViewLifetime            = time.Hour
+	DefaultMaxViews            = 8
+	DefaultMaxBytes            = 128 << 20
+	DefaultMaxViewsPerIdentity = 1
+	DefaultMaxBytesPerIdentity = 32 << 20
+)
+
+// busyRetryAfter is the retry hint of a quota refusal. Views are held for one sync and
+// closed at its end, usually within seconds, so a second is the useful granularity; the
+// hint never promises that the retry succeeds.
+const busyRetryAfter = time.Second
+
+func (o ViewOptions) withDefaults() ViewOptions {
+	if o.DefaultLifetime <= 0 {
+		o.DefaultLifetime = DefaultViewLifetime
+	}
+	if o.MaxLifetime <= 0 {
+		o.MaxLifetime = MaxViewLifetime
+	}
+	o.MaxLifetime = min(o.MaxLifetime, MaxViewLifetime)
+	o.DefaultLifetime = min(o.DefaultLifetime, o.MaxLifetime)
+	if o.MaxViews <= 0 {
+		o.MaxViews = DefaultMaxViews
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.MaxViewsPerIdentity <= 0 {
+		o.MaxViewsPerIdentity = DefaultMaxViewsPerIdentity
+	}
+	if o.MaxBytesPerIdentity <= 0 {
+		o.MaxBytesPerIdentity = DefaultMaxBytesPerIdentity
+	}
+	return o
+}
+
+// usage is what one identity, or the whole server, holds.
+type usage struct {
+	views int
+	bytes int64
+}
+
+// views is the registry of retained views.
+type views struct {
+	opts ViewOptions
+
+	mu       sync.Mutex
+	byHandle map[string]*retained
+	total    usage
+	identity map[string]*usage
+}
+
+// retained is one view on the server.
+type retained struct {
+	handle   string
+	identity string
+	view     wallet.View
+	deadline time.Time
+	timer    *time.Timer
+	reading  bool // a read is in flight (guarded by views.mu)
+	released bool // guarded by views.mu: set once, by the one release that closes the view
+}
+
+func newViews(opts ViewOptions) *views {
+	return &views{opts: opts.withDefaults(), byHandle: map[string]*retained{}, identity: map[string]*usage{}}
+}
+
+// ViewStats is a snapshot of the retained views, for metrics.
+type ViewStats struct {
+	Open          int   // views open now
+	ReservedBytes int64 // byte limits of the reads in flight
+}
+
+func (vs *views) stats() ViewStats {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return ViewStats{Open: vs.total.views, ReservedBytes: vs.total.bytes}
+}
+
+// lifetime checks a requested lifetime: 0 takes the default.
+func (vs *views) lifetime(ms int64) (time.Duration, error) {
+	d := time.Duration(ms) * time.Millisecond
+	if ms == 0 {
+		d = vs.opts.DefaultLifetime
+	}
+	if ms < 0 || ms > int64(vs.opts.MaxLifetime/time.Millisecond) {
+		return 0, fmt.Errorf("view lifetime %dms outside 1ms..%v: %w", ms, vs.opts.MaxLifetime, wallet.ErrInvalidArgument)
+	}
+	return d, nil
+}
+
+// open opens a view through open for identity, within the quotas.
+func (vs *views) open(ctx context.Context, identity string, lifetime time.Duration, open func(context.Context, time.Duration) (wallet.View, error)) (*retained, error) {
+	start := time.Now()
+	vs.mu.Lock()
+	u := vs.usage(identity)
+	switch {
+	case u.views >= vs.opts.MaxViewsPerIdentity:
+		vs.mu.Unlock()
+		return nil, vs.busy(fmt.Sprintf("this identity holds %d open views, its quota", u.views), true)
+	case vs.total.views >= vs.opts.MaxViews:
+		vs.mu.Unlock()
+		return nil, vs.busy(fmt.Sprintf("the server holds %d open views, its quota", vs.total.views), false)
+	}
+	u.views++ // reserved while the backend opens, so that concurrent opens cannot overshoot
+	vs.total.views++
+	vs.mu.Unlock()
+
+	// The view outlives the request that opens it: only its release ends it.
+	v, err := open(context.WithoutCancel(ctx), lifetime)
+	if err != nil {
+		vs.unreserveView(identity)
+		if errors.Is(err, wallet.ErrSnapshotBusy) {
+			// The backend's own view slots are taken (a localstore file has one).
+			return nil, &quotaError{busy: &wallet.BusyError{Reason: "the store's snapshot views are all open", RetryAfter: busyRetryAfter}}
+		}
+		return nil, err
+	}
+	b := make([]byte, 16)
+	rand.Read(b)
+	r := &retained{handle: hex.EncodeToString(b), identity: identity, view: v, deadline: start.Add(lifetime)}
+	vs.mu.Lock()
+	vs.byHandle[r.handle] = r
+	// Under mu: a timer that fires at once finds the view registered.
+	r.timer = time.AfterFunc(time.Until(r.deadline), func() { vs.release(r) })
+	vs.mu.Unlock()
+	return r, nil
+}
+
+func (vs *views) busy(reason string, identity bool) error {
+	return &quotaError{busy: &wallet.BusyError{Reason: reason, RetryAfter: busyRetryAfter}, identity: identity}
+}
+
+// usage returns identity's usage, creating it; mu must be held.
+func (vs *views) usage(identity string) *usage {
+	u := vs.identity[identity]
+	if u == nil {
+		u = &usage{}
+		vs.identity[identity] = u
+	}
+	return u
+}
+
+func (vs *views) unreserveView(identity string) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	u := vs.identity[identity]
+	u.views--
+	vs.total.views--
+	vs.forget(identity, u)
+}
+
+// forget drops an identity's usage once it holds nothing; mu must be held.
+func (vs *views) forget(identity string, u *usage) {
+	if u.views == 0 && u.bytes == 0 {
+		delete(vs.identity, identity)
+	}
+}
+
+// get returns identity's view by handle. A handle that is unknown, released or another
+// identity's gets the same wallet.ErrSnapshotClosed, so that no answer tells another
+// identity's views from views that never existed.
+func (vs *views) get(identity, handle string) (*retained, error) {
+	vs.mu.Lock()
+	r := vs.byHandle[handle]
+	vs.mu.Unlock()
+	if r == nil || r.identity != identity {
+		return nil, fmt.Errorf("view %.16s: %w", handle, wallet.ErrSnapshotClosed)
+	}
+	if !time.Now().Before(r.deadline) {
+		vs.release(r)
+		return nil, fmt.Errorf("view %.16s: %w", handle, wallet.ErrSnapshotExpired)
+	}
+	return r, nil
+}
+
+// read runs fn as r's one read, with bytes reserved under the memory budgets; done frees
+// them and must be called once the answer is encoded.
+func (vs *views) read(r *retained, bytes int64, fn func(wallet.View) error) (done func(), err error) {
+	vs.mu.Lock()
+	if r.released {
+		vs.mu.Unlock()
+		return nil, fmt.Errorf("view %.16s: %w", r.handle, wallet.ErrSnapshotClosed)
+	}
+	if r.reading {
+		vs.mu.Unlock()
+		return nil, wallet.ErrConcurrentRead
+	}
+	u := vs.usage(r.identity)
+	switch {
+	case u.bytes > 0 && u.bytes+bytes > vs.opts.MaxBytesPerIdentity:
+		vs.mu.Unlock()
+		return nil, vs.busy(fmt.Sprintf("this identity's reads in flight hold %d bytes of its %d", u.bytes, vs.opts.MaxBytesPerIdentity), true)
+	case vs.total.bytes > 0 && vs.total.bytes+bytes > vs.opts.MaxBytes:
+		vs.mu.Unlock()
+		return nil, vs.busy(fmt.Sprintf("reads in flight hold %d bytes of the server's %d", vs.total.bytes, vs.opts.MaxBytes), false)
+	}
+	u.bytes += bytes
+	vs.total.bytes += bytes
+	r.reading = true
+	vs.mu.Unlock()
+
+	done = func() {
+		vs.mu.Lock()
+		defer vs.mu.Unlock()
+		u := vs.identity[r.identity]
+		u.bytes -= bytes
+		vs.total.bytes -= bytes
+		vs.forget(r.identity, u)
+	}
+	err = fn(r.view)
+	vs.mu.Lock()
+	r.reading = false
+	vs.mu.Unlock()
+	return done, err
+}
+
+// release closes r's view exactly once, whoever asks first (its client, its timer, the
+// server's Close); the view's quota is freed only after the backend's Close returned, which
+// waits for a read in flight to drain.
+func (vs *views) release(r *retained) {
+	vs.mu.Lock()
+	if r.released {
+		vs.mu.Unlock()
+		return
+	}
+	r.released = true
+	delete(vs.byHandle, r.handle)
+	if r.timer != nil {
+		r.timer.Stop()
+	}
+	vs.mu.Unlock()
+	r.view.Close()
+	vs.unreserveView(r.identity)
+}
+
+// closeAll releases every view (a server shutting down).
+func (vs *views) closeAll() {
+	vs.mu.Lock()
+	all := make([]*retained, 0, len(vs.byHandle))
+	for _, r := range vs.byHandle {
+		all = append(all, r)
+	}
+	vs.mu.Unlock()
+	for _, r := range all {
+		vs.release(r)
+	}
+}
