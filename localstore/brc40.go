@@ -217,11 +217,16 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 			return err
 		}
 		st.UpdatedAt = wallet.Now()
-		return saveSyncState(ctx, tx, st)
+		if err := saveSyncState(ctx, tx, st); err != nil {
+			return err
+		}
+		s.hook(HookRowsWritten)
+		return nil
 	})
 	if err != nil {
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
+	s.hook(HookCommitted)
 	return res, nil
 }
 

@@ -40,6 +40,20 @@ func Run(tb testing.TB, out any, command string, args ...string) {
 // Try runs one peer command and returns its failure as an error, for tests that expect the
 // toolbox to refuse something.
 func Try(ctx context.Context, out any, command string, args ...string) error {
+	return TryScript(ctx, out, "peer.mjs", command, args...)
+}
+
+// RunScript is Run for another script of interop/ that follows peer.mjs's conventions
+// (cli.mjs: one JSON object on stdout, exit code 1 on failure).
+func RunScript(tb testing.TB, out any, script, command string, args ...string) {
+	tb.Helper()
+	if err := TryScript(tb.Context(), out, script, command, args...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TryScript is Try for another script of interop/ (see RunScript).
+func TryScript(ctx context.Context, out any, script, command string, args ...string) error {
 	d := dir()
 	if _, err := os.Stat(filepath.Join(d, "node_modules", "@bsv", "wallet-toolbox")); err != nil {
 		return fmt.Errorf("the @bsv/wallet-toolbox peer is not installed in %s: run ./scripts/test.sh (or npm ci there)", d)
@@ -50,7 +64,7 @@ func Try(ctx context.Context, out any, command string, args ...string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(d, "peer.mjs"), command}, args...)...)
+	cmd := exec.CommandContext(ctx, node, append([]string{filepath.Join(d, script), command}, args...)...)
 	// The toolbox's localeCompare takes its locale from LC_ALL first; pin the one BRC-38's
 	// canonical order is defined in.
 	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "TZ=UTC")
@@ -58,7 +72,7 @@ func Try(ctx context.Context, out any, command string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	if runErr != nil {
-		return fmt.Errorf("toolbox peer %s %v: %w\nstdout: %s\nstderr: %s", command, args, runErr, stdout.String(), lastLines(stderr.String(), 20))
+		return fmt.Errorf("toolbox peer %s %s %v: %w\nstdout: %s\nstderr: %s", script, command, args, runErr, stdout.String(), lastLines(stderr.String(), 20))
 	}
 	if out != nil {
 		if err := json.Unmarshal(stdout.Bytes(), out); err != nil {

@@ -75,6 +75,8 @@ type Options struct {
 	Logger *slog.Logger
 	// Store tunes the store (tests set CommitHook to kill the process mid-commit).
 	Store localstore.Options
+
+	wrapStore func(toolbox.Store) toolbox.Store // test seam: hold a call in flight
 }
 
 // Server is an open storage server: its store, its handlers and its metrics. Run serves it.
@@ -146,7 +148,11 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	inner := http.NewServeMux()
-	inner.Handle("/{$}", toolbox.NewServer(s.store, toolbox.ServerOptions{Logger: s.log, Observe: s.metrics.call}))
+	var backend toolbox.Store = s.store
+	if s.opts.wrapStore != nil {
+		backend = s.opts.wrapStore(backend)
+	}
+	inner.Handle("/{$}", toolbox.NewServer(backend, toolbox.ServerOptions{Logger: s.log, Observe: s.metrics.call}))
 	for _, m := range s.opts.Mounts {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)

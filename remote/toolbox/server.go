@@ -148,9 +148,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.answer(w, http.StatusOK, AppendResult(nil, req.ID, nil), label, "ok", start)
 		return
 	case !served && s.unimplemented[req.Method]:
-		we := &WalletError{Name: "WERR_NOT_IMPLEMENTED", Message: fmt.Sprintf("%s is not implemented by walletsync serve.", req.Method)}
-		s.answer(w, http.StatusOK, AppendWalletError(nil, req.ID, we), label, we.Name, start)
-		return
+		run = s.notImplemented
 	case !served:
 		rpcErr := &RPCError{Code: CodeMethodNotFound, Message: "Method not found: " + req.Method}
 		s.answer(w, http.StatusBadRequest, AppendRPCError(nil, req.ID, rpcErr), "unknown", "method_not_found", start)
@@ -158,7 +156,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	result, err := run(r.Context(), identity, req.Params)
 	if err != nil {
-		we := WalletErrorFor(err, "")
+		var bad *wallet.SyncMessageError
+		parameter := ""
+		if errors.As(err, &bad) {
+			parameter = bad.Path
+		}
+		we := WalletErrorFor(err, parameter)
 		if we.Name == "WERR_INTERNAL" {
 			s.log.Warn("toolbox wire: internal error", "method", req.Method, "identity", wallet.ShortKey(identity, 12), "err", err)
 		}
@@ -245,6 +248,16 @@ func settingsJSON(st wallet.Settings) (json.RawMessage, error) {
 		DBType             string `json:"dbtype"`
 		MaxOutputScript    int64  `json:"maxOutputScript"`
 	}{wallet.FormatTime(st.CreatedAt), wallet.FormatTime(st.UpdatedAt), st.StorageIdentityKey, st.StorageName, string(st.Chain), st.DBType, st.MaxOutputScript})
+}
+
+// notImplemented answers a StorageKnex method walletsync serve does not run, after
+// validateParam0 as the StorageServer runs it first: a request naming another identity is
+// WERR_UNAUTHORIZED, whatever the method.
+func (s *Server) notImplemented(ctx context.Context, identity string, params []json.RawMessage) (json.RawMessage, error) {
+	if err := s.authorize(ctx, identity, params); err != nil {
+		return nil, err
+	}
+	return nil, &WalletError{Name: "WERR_NOT_IMPLEMENTED", Message: "Not implemented by walletsync serve."}
 }
 
 // makeAvailable answers the settings row after validateParam0, which makes the caller's
@@ -343,15 +356,19 @@ func syncStateJSON(st wallet.SyncState, isNew bool) ([]byte, error) {
 		st.SyncStateID, st.Status, 0, st.RefNum, string(syncMap)})
 }
 
-// chunkArgs decodes params[0] as RequestSyncChunkArgs (strictly, see wallet); its
-// identityKey is the caller's, authorize has checked it.
-func chunkArgs(params []json.RawMessage) (wallet.RequestSyncChunkArgs, error) {
+// chunkArgs decodes params[0] as RequestSyncChunkArgs (strictly, see wallet) and refuses
+// args for another identity than the caller's. authorize has refused those already; the
+// store is handed the args' identity, so the check is made again where it is used.
+func chunkArgs(identity string, params []json.RawMessage) (wallet.RequestSyncChunkArgs, error) {
 	var args wallet.RequestSyncChunkArgs
 	if len(params) == 0 {
 		return args, invalidParameter("args", "a RequestSyncChunkArgs object")
 	}
 	if err := json.Unmarshal(params[0], &args); err != nil {
 		return args, fmt.Errorf("read args: %w", err)
+	}
+	if args.IdentityKey != identity {
+		return args, unauthorized("identityKey does not match authentiation")
 	}
 	return args, nil
 }
@@ -360,7 +377,7 @@ func (s *Server) getSyncChunk(ctx context.Context, identity string, params []jso
 	if err := s.authorize(ctx, identity, params); err != nil {
 		return nil, err
 	}
-	args, err := chunkArgs(params)
+	args, err := chunkArgs(identity, params)
 	if err != nil {
 		return nil, err
 	}
@@ -375,7 +392,7 @@ func (s *Server) processSyncChunk(ctx context.Context, identity string, params [
 	if err := s.authorize(ctx, identity, params); err != nil {
 		return nil, err
 	}
-	args, err := chunkArgs(params)
+	args, err := chunkArgs(identity, params)
 	if err != nil {
 		return nil, err
 	}
