@@ -48,6 +48,7 @@ fuzz ./remote/auth FuzzDecodeUTF8
 fuzz ./bundle FuzzDecodeManifest
 fuzz ./remote/toolbox FuzzParseRequest
 fuzz ./remote/toolbox FuzzParseResponse
+fuzz ./remote/toolbox FuzzServer_Call
 
 echo "== desktop build and smoke test"
 ./scripts/desktop.sh
