@@ -100,7 +100,7 @@ func pubHex(k *secp256k1.PrivateKey) string {
 // running is an in-process server on 127.0.0.1.
 type running struct {
 	*Server
-	URL  string
+	Listening
 	stop func() error // cancels Run and returns its error
 }
 
@@ -128,8 +128,7 @@ func startServer(t testing.TB, opts Options) *running {
 	go func() { done <- srv.Run(ctx, func(at Listening) { urls <- at }) }()
 	r := &running{Server: srv}
 	select {
-	case at := <-urls:
-		r.URL = at.URL
+	case r.Listening = <-urls:
 	case err := <-done:
 		cancel()
 		t.Fatalf("server did not start: %v", err)

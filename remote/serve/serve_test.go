@@ -460,18 +460,9 @@ func TestServe_KilledMidCommitThenBackupCompletes(t *testing.T) {
 // The metrics listener serves /metrics, /healthz and /readyz on its own address; the main
 // one then keeps them behind authentication.
 func TestServe_MetricsListen(t *testing.T) {
-	srv, err := Open(t.Context(), Options{DBPath: filepath.Join(t.TempDir(), "s.sqlite"), Signer: auth.NewProtoWallet(randomKey(t)),
-		Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(t.Context())
-	at := make(chan Listening, 1)
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx, func(l Listening) { at <- l }) }()
-	l := <-at
+	l := startServer(t, Options{MetricsListen: "127.0.0.1:0"})
 	if l.MetricsURL == l.URL {
-		t.Fatalf("one address for both: %+v", l)
+		t.Fatalf("one address for both: %+v", l.Listening)
 	}
 	for _, p := range []string{"/metrics", "/healthz", "/readyz"} {
 		if status, body := get(t, l.MetricsURL+p); status != 200 {
@@ -484,8 +475,7 @@ func TestServe_MetricsListen(t *testing.T) {
 	if status, body := get(t, l.MetricsURL+"/metrics"); status != 200 || !strings.Contains(body, "walletsync_serve_in_flight_requests 0") {
 		t.Fatalf("metrics: %d %s", status, body)
 	}
-	cancel()
-	if err := <-done; err != nil {
+	if err := l.stop(); err != nil {
 		t.Fatal(err)
 	}
 }
