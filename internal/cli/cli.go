@@ -68,6 +68,7 @@ func commands() []subcommand {
 		{name: "bench sync-child", hidden: true, run: bench.RunSyncChild},
 		{name: "bench portable", summary: "measure BRC-39 export and restore (Argon2id apart) against @bsv/wallet-toolbox's, and their memory", run: bench.RunPortable},
 		{name: "bench portable-child", hidden: true, run: bench.RunPortableChild},
+		{name: "bench serve", summary: "measure a toolbox wallet's backup to walletsync serve against the toolbox's own StorageServer", run: bench.RunServe},
 	}
 }
 
