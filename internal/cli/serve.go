@@ -29,8 +29,8 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
-	for name, v := range map[string]string{"listen": *listen, "db": *db, "key-file": *keyFile} {
-		if err := command.Required(name, v); err != nil {
+	for _, f := range []struct{ name, value string }{{"listen", *listen}, {"db", *db}, {"key-file", *keyFile}} {
+		if err := command.Required(f.name, f.value); err != nil {
 			return err
 		}
 	}
