@@ -493,3 +493,29 @@ func TestServe_RefusesStoreOfAnotherChain(t *testing.T) {
 		t.Fatalf("open a main-chain store as test: %v, want ErrWrongChain", err)
 	}
 }
+
+// A body declared larger than the toolbox's 30 MB is refused with 413 before it is read.
+func TestServe_RefusesLargeBodyUnread(t *testing.T) {
+	srv := startServer(t, Options{})
+	const size = 31 << 20
+	req, err := http.NewRequest(http.MethodPost, srv.URL+"/", io.LimitReader(zeros{}, size))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = size
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413", resp.StatusCode)
+	}
+	if n := srv.metrics.bytesIn.Load(); n > 1<<20 {
+		t.Fatalf("the server read %d bytes of a body it refused", n)
+	}
+}
+
+type zeros struct{}
+
+func (zeros) Read(p []byte) (int, error) { clear(p); return len(p), nil }
