@@ -28,6 +28,11 @@ const server = new StorageServer(storage, { port: 0, wallet: new ProtoWallet(key
 const http = server.app.listen(0, '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: http.address().port, identityKey: key.toPublicKey().toString() }) + '\n')
 })
+// Node closes an idle keep-alive connection after 5 s; a client that read its wallet for
+// longer (a large chunk on a busy machine) then sends its next POST on a socket the server
+// is closing, and undici's fetch fails it without retrying. walletsync serve keeps idle
+// connections 2 minutes: so does this server, for the tests and the bench that compare them.
+http.keepAliveTimeout = 120_000
 process.stdin.resume()
 process.stdin.on('end', async () => {
   http.close()

@@ -245,11 +245,16 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 			return err
 		}
 		st.UpdatedAt = wallet.Now()
-		return saveSyncState(ctx, tx, st)
+		if err := saveSyncState(ctx, tx, st); err != nil {
+			return err
+		}
+		s.hook(HookRowsWritten)
+		return nil
 	})
 	if err != nil {
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
+	s.hook(HookCommitted)
 	return res, nil
 }
 
@@ -377,52 +382,60 @@ func (s syncMapIDs) record(t *wallet.Table, src, local int64) error {
 // second row, which ProcessSyncChunk then refuses (wallet.ErrAmbiguousSyncState), as the
 // toolbox does.
 func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
+	st, _, err := s.FindOrInsertSyncStateAuth(ctx, identityKey, producerSIK, producerName)
+	return st, err
+}
+
+// FindOrInsertSyncStateAuth is FindOrInsertSyncState that also reports whether the state
+// was made by this call, as the toolbox's findOrInsertSyncStateAuth answers {syncState,
+// isNew}.
+func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error) {
 	if producerSIK == "" || producerName == "" {
-		return wallet.SyncState{}, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
+		return wallet.SyncState{}, false, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
 	}
-	var st wallet.SyncState
-	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
+	err = s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, _, err := ensureUser(ctx, tx, identityKey)
 		if err != nil {
 			return err
 		}
-		st, err = findOrInsertSyncState(ctx, tx, userID, producerSIK, producerName)
+		st, isNew, err = findOrInsertSyncState(ctx, tx, userID, producerSIK, producerName)
 		return err
 	})
 	if err != nil {
-		return wallet.SyncState{}, fmt.Errorf("find or insert sync state: %w", err)
+		return wallet.SyncState{}, false, fmt.Errorf("find or insert sync state: %w", err)
 	}
-	return st, nil
+	return st, isNew, nil
 }
 
-// findOrInsertSyncState is the toolbox's findOrInsertSyncStateAuth for a user that exists.
-func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, producerSIK, producerName string) (wallet.SyncState, error) {
+// findOrInsertSyncState is the toolbox's findOrInsertSyncStateAuth for a user that exists;
+// isNew reports that it made the row.
+func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error) {
 	states, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ? AND storageName = ?", userID, producerSIK, producerName)
 	if err != nil {
-		return wallet.SyncState{}, err
+		return wallet.SyncState{}, false, err
 	}
 	switch len(states) {
 	case 0:
 	case 1:
-		return states[0], nil
+		return states[0], false, nil
 	default:
-		return wallet.SyncState{}, fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
+		return wallet.SyncState{}, false, fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
 	}
 	ref, err := newRefNum()
 	if err != nil {
-		return wallet.SyncState{}, err
+		return wallet.SyncState{}, false, err
 	}
 	now := wallet.Now()
-	st := wallet.SyncState{CreatedAt: now, UpdatedAt: now, UserID: userID, StorageIdentityKey: producerSIK, StorageName: producerName,
+	st = wallet.SyncState{CreatedAt: now, UpdatedAt: now, UserID: userID, StorageIdentityKey: producerSIK, StorageName: producerName,
 		Status: "unknown", RefNum: ref, SyncMap: wallet.NewSyncMap()}
 	row, err := st.Row()
 	if err != nil {
-		return wallet.SyncState{}, err
+		return wallet.SyncState{}, false, err
 	}
 	w := newRowWriter(tx)
 	defer w.close()
 	st.SyncStateID, err = w.insert(ctx, wallet.SyncStates, row, false)
-	return st, err
+	return st, true, err
 }
 
 // newRefNum returns a fresh sync_states.refNum as the toolbox makes one: 12 random bytes in

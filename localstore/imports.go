@@ -457,7 +457,7 @@ func forgetSession(ctx context.Context, tx *sql.Tx, sourceStorage string) error 
 // completeProducerState brings the producer's sync state to where mergeBRC38's two chunks
 // leave it and returns it.
 func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, session string, from wallet.Settings) (wallet.SyncState, error) {
-	st, err := findOrInsertSyncState(ctx, tx, userID, from.StorageIdentityKey, from.StorageName)
+	st, _, err := findOrInsertSyncState(ctx, tx, userID, from.StorageIdentityKey, from.StorageName)
 	if err != nil {
 		return st, err
 	}

@@ -47,8 +47,8 @@ type Options struct {
 	BusyTimeout time.Duration
 	// Logger receives the store's rare notices (migrations, reinstalled triggers).
 	Logger *slog.Logger
-	// CommitHook, when set, is called at the durable boundaries of every page commit
-	// (HookRowsWritten, HookCommitted). It exists for fault injection: crash tests kill the
+	// CommitHook, when set, is called at the durable boundaries of every page commit and
+	// every BRC-40 chunk ProcessSyncChunk commits (HookRowsWritten, HookCommitted). It exists for fault injection: crash tests kill the
 	// process there. Production code leaves it nil.
 	CommitHook func(point string)
 

@@ -51,6 +51,7 @@ fuzz ./remote/wire FuzzDecodeError
 fuzz ./bundle FuzzDecodeManifest
 fuzz ./remote/toolbox FuzzParseRequest
 fuzz ./remote/toolbox FuzzParseResponse
+fuzz ./remote/toolbox FuzzServer_Call
 
 echo "== desktop build and smoke test"
 ./scripts/desktop.sh

@@ -373,8 +373,13 @@ func printPortableBench(w io.Writer, rep portableBenchReport) {
 		rep.Toolbox.Export.FileIOSeconds, rep.Toolbox.Import.FileIOSeconds)
 	fmt.Fprintf(w, "  walletsync / toolbox, time excl. Argon2id: export %.3fx, import %.3fx (goal <= %.1fx)\n",
 		rep.ExportRatio, rep.ImportRatio, portableRatioGoal)
+	printGoals(w, rep.Goals)
+}
+
+// printGoals lists a bench's goals with their values and verdicts.
+func printGoals(w io.Writer, goals []benchGoal) {
 	fmt.Fprintln(w, "  goals:")
-	for _, g := range rep.Goals {
+	for _, g := range goals {
 		verdict := "met"
 		if !g.Met {
 			verdict = "NOT met"

@@ -43,6 +43,7 @@ func commands() []subcommand {
 		{name: "wallet check", summary: "run SQLite's integrity and foreign key checks on a wallet", run: runWalletCheck},
 		{name: "key create", summary: "create an identity key file (mode 0600) for remote storage and print its public key", run: runKeyCreate},
 		{name: "key show", summary: "print the public key of an identity key file", run: runKeyShow},
+		{name: "serve", summary: "serve wallet storage to toolbox wallets (JSON-RPC over BRC-104) from one SQLite store, until Ctrl-C", run: runServe},
 		{name: "agent", summary: "run the background agent with its dashboard (until Ctrl-C)", run: runAgent},
 		{name: "service", summary: "install, uninstall, start, stop or show the platform service", run: runService},
 		{name: "status", summary: "show the running agent's health and destinations", run: runStatus},
@@ -67,6 +68,7 @@ func commands() []subcommand {
 		{name: "bench sync-child", hidden: true, run: bench.RunSyncChild},
 		{name: "bench portable", summary: "measure BRC-39 export and restore (Argon2id apart) against @bsv/wallet-toolbox's, and their memory", run: bench.RunPortable},
 		{name: "bench portable-child", hidden: true, run: bench.RunPortableChild},
+		{name: "bench serve", summary: "measure a toolbox wallet's backup to walletsync serve against the toolbox's own StorageServer", run: bench.RunServe},
 	}
 }
 

@@ -73,6 +73,10 @@ func TestCLI_Usage(t *testing.T) {
 		{[]string{"run"}, 2, "name one destination"},
 		{[]string{"cancel", "--json"}, 2, "name one task"},
 		{[]string{"service", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{[]string{"serve"}, 2, "--listen is required"},
+		{[]string{"serve", "--listen", ":0", "--db", "x.sqlite", "--key-file", "k"}, 2, "--db must be sqlite:PATH"},
+		{[]string{"serve", "--listen", ":0", "--db", "sqlite:x", "--key-file", "k", "--chain", "teratest"}, 2, "--chain must be test or main"},
+		{[]string{"serve", "--listen", ":0", "--db", "sqlite:x", "--key-file", "k", "--tls-cert", "c"}, 2, "--tls-cert and --tls-key go together"},
 	}
 	for _, tt := range tests {
 		code, out, stderr := walletsync(t, tt.args...)

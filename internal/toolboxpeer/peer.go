@@ -44,9 +44,23 @@ func Run(tb testing.TB, out any, command string, args ...string) {
 // Try runs one peer command and returns its failure as an error, for tests that expect the
 // toolbox to refuse something.
 func Try(ctx context.Context, out any, command string, args ...string) error {
+	return TryScript(ctx, out, "peer.mjs", command, args...)
+}
+
+// RunScript is Run for another script of interop/ that follows peer.mjs's conventions
+// (cli.mjs: one JSON object on stdout, exit code 1 on failure).
+func RunScript(tb testing.TB, out any, script, command string, args ...string) {
+	tb.Helper()
+	if err := TryScript(tb.Context(), out, script, command, args...); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// TryScript is Try for another script of interop/ (see RunScript).
+func TryScript(ctx context.Context, out any, script, command string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	cmd, err := nodeCommand(ctx, "peer.mjs", append([]string{command}, args...)...)
+	cmd, err := nodeCommand(ctx, script, append([]string{command}, args...)...)
 	if err != nil {
 		return err
 	}
@@ -54,7 +68,7 @@ func Try(ctx context.Context, out any, command string, args ...string) error {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
 	if runErr != nil {
-		return fmt.Errorf("toolbox peer %s %v: %w\nstdout: %s\nstderr: %s", command, args, runErr, stdout.String(), lastLines(stderr.String(), 20))
+		return fmt.Errorf("toolbox peer %s %s %v: %w\nstdout: %s\nstderr: %s", script, command, args, runErr, stdout.String(), lastLines(stderr.String(), 20))
 	}
 	if out != nil {
 		if err := json.Unmarshal(stdout.Bytes(), out); err != nil {

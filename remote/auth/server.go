@@ -101,6 +101,13 @@ func (s *Server) ForgetSessions() {
 
 type identityKey struct{}
 
+// WithIdentity returns ctx carrying key as the authenticated client's identity, as
+// Middleware passes it to its handler; handler tests and fuzzers that run a handler without
+// the middleware use it. Only a server's own code can set it: nothing a client sends does.
+func WithIdentity(ctx context.Context, key string) context.Context {
+	return context.WithValue(ctx, identityKey{}, key)
+}
+
 // Identity returns the authenticated client's identity key (66 lower-case hex digits) that
 // Server.Middleware put in a request's context; ok is false outside it.
 func Identity(ctx context.Context) (key string, ok bool) {
@@ -307,7 +314,7 @@ func (s *Server) general(w http.ResponseWriter, r *http.Request, next http.Handl
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	rec := &responseRecorder{header: http.Header{}, status: http.StatusOK}
-	next.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, identityKey{}, sess.clientKey)))
+	next.ServeHTTP(rec, r.WithContext(WithIdentity(ctx, sess.clientKey)))
 	if err := s.sign(ctx, w, rec, rid, h.Get(hRequestID), sess); err != nil {
 		s.opts.Logger.Error("auth: sign the response", "path", r.URL.Path, "err", err)
 		s.refuse(w, r, http.StatusInternalServerError, "ERR_INTERNAL_SERVER_ERROR", "could not sign the response")

@@ -1,0 +1,210 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+
+	"walletsync/internal/command"
+	"walletsync/internal/safefile"
+	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/serve"
+)
+
+// serveGoal is the issue's goal for a toolbox wallet's backup: walletsync serve takes at
+// most 1/5 of the toolbox StorageServer's time.
+const serveGoal = 0.2
+
+// serveBackup is one side's two measured backups, as storage-client.mjs reports them: the
+// first (WalletStorageManager.setActive, which resolves the fresh backup and pushes every
+// row) and an unchanged updateBackups after it.
+type serveBackup struct {
+	Server    string    `json:"server"`
+	First     serveStep `json:"first"`
+	Unchanged serveStep `json:"unchanged"`
+}
+
+// serveStep is one backup: wall time in the TS client, requests sent, rows inserted and
+// updated at the server.
+type serveStep struct {
+	Seconds  float64 `json:"seconds"`
+	Requests int     `json:"requests"`
+	Inserts  int     `json:"inserts"`
+	Updates  int     `json:"updates"`
+}
+
+// serveBenchReport is the result of `walletsync bench serve`.
+type serveBenchReport struct {
+	Fixture        string      `json:"fixture"`
+	Walletsync     serveBackup `json:"walletsync"`
+	Toolbox        serveBackup `json:"toolbox"`
+	FirstRatio     float64     `json:"firstRatio"`     // walletsync / toolbox
+	UnchangedRatio float64     `json:"unchangedRatio"` // walletsync / toolbox
+	Goals          []benchGoal `json:"goals"`
+}
+
+// RunServe is `walletsync bench serve`: the TypeScript StorageClient of @bsv/wallet-toolbox
+// 2.1.26, in a WalletStorageManager whose active store is the fixture wallet, backs the
+// wallet up to `walletsync serve` (in this process, over loopback) and to the toolbox's
+// own StorageServer (Node), in the same run, each from its own copy of the wallet to a new
+// store: the first backup and an unchanged one, with the requests each sent. Both servers
+// authenticate with BRC-104; the client's side (Node, its local SQLite reads, signing) is
+// the same code on both, so the ratio understates the difference between the servers.
+func RunServe(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("bench serve", "[--fixture toolbox|small] [--interop DIR] [--dir D] [--json]", out)
+	setup := benchFlags(fs, "toolbox: the toolbox's own sync benchmark shape; small: for tests")
+	interop := fs.String("interop", "", "the folder of the installed toolbox peer, interop/ of the walletsync source (default: found from the current folder up)")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	peerDir, err := findToolboxPeer(*interop)
+	if err != nil {
+		return err
+	}
+	f, path, _, progress, err := setup.prepare(ctx, out)
+	if err != nil {
+		return err
+	}
+	work, err := os.MkdirTemp("", "walletsync-bench-serve-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	userKey := hex.EncodeToString(localstore.FixtureRootKey(1)) // benchWallet's user is seed 1's
+
+	serverKey, err := auth.CreateKeyFile(filepath.Join(work, "server.key"))
+	if err != nil {
+		return err
+	}
+	raw := serverKey.Key.Bytes()
+	serverKeyHex := hex.EncodeToString(raw[:]) // the toolbox server runs under the same identity
+	srv, err := serve.Open(ctx, serve.Options{DBPath: filepath.Join(work, "walletsync-server.sqlite"), Signer: auth.NewProtoWallet(serverKey),
+		Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		return err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	urls, done := make(chan serve.Listening, 1), make(chan error, 1)
+	go func() { done <- srv.Run(sctx, func(l serve.Listening) { urls <- l }) }()
+	var wsURL string
+	select {
+	case l := <-urls:
+		wsURL = l.URL
+	case err := <-done:
+		return err
+	}
+	defer func() { stop(); <-done }()
+	tbURL, stopToolbox, err := startToolboxServer(ctx, peerDir, filepath.Join(work, "toolbox-server.sqlite"), serverKeyHex)
+	if err != nil {
+		return err
+	}
+	defer stopToolbox()
+
+	rep := serveBenchReport{Fixture: string(f)}
+	for _, side := range []struct {
+		key, name, url string
+		into           *serveBackup
+	}{{"walletsync", "walletsync serve", wsURL, &rep.Walletsync}, {"toolbox", "toolbox StorageServer", tbURL, &rep.Toolbox}} {
+		fmt.Fprintf(progress, "measuring a backup to the %s...\n", side.name)
+		// Each side gets its own copy: setActive writes the active store's user row.
+		src := filepath.Join(work, "source-"+side.key+".sqlite")
+		if err := safefile.CopyNew(path, src); err != nil {
+			return err
+		}
+		b, err := clientBackup(ctx, peerDir, side.url, userKey, src)
+		if err != nil {
+			return fmt.Errorf("backup to the %s: %w", side.name, err)
+		}
+		*side.into = b
+		side.into.Server = side.name
+	}
+	rep.FirstRatio = rep.Walletsync.First.Seconds / max(rep.Toolbox.First.Seconds, 1e-9)
+	rep.UnchangedRatio = rep.Walletsync.Unchanged.Seconds / max(rep.Toolbox.Unchanged.Seconds, 1e-9)
+	rep.Goals = []benchGoal{
+		{Name: "first backup time, walletsync serve / toolbox StorageServer, " + rep.Fixture + " fixture", Value: rep.FirstRatio, Limit: serveGoal, Unit: "x", Met: rep.FirstRatio <= serveGoal},
+	}
+	return command.Report(out, *setup.asJSON, rep, func(w io.Writer) { printServeBench(w, rep) })
+}
+
+// clientBackup runs storage-client.mjs backup (setActive, then one updateBackups).
+func clientBackup(ctx context.Context, peerDir, url, key, db string) (serveBackup, error) {
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(peerDir, "storage-client.mjs"), "backup", "--url", url, "--key", key, "--db", db, "--times", "1")
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "TZ=UTC")
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return serveBackup{}, fmt.Errorf("%w: %s %s", err, bytes.TrimSpace(stdout.Bytes()), lastLine(stderr.String()))
+	}
+	var res struct {
+		SetActive struct {
+			Requests         int
+			Ms               float64
+			Inserts, Updates int
+		}
+		Updates []struct {
+			Requests         int
+			Ms               float64
+			Inserts, Updates int
+		}
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || len(res.Updates) != 1 {
+		return serveBackup{}, fmt.Errorf("read storage-client.mjs's report %q: %v", stdout.Bytes(), err)
+	}
+	u := res.Updates[0]
+	return serveBackup{
+		First:     serveStep{Seconds: res.SetActive.Ms / 1000, Requests: res.SetActive.Requests, Inserts: res.SetActive.Inserts, Updates: res.SetActive.Updates},
+		Unchanged: serveStep{Seconds: u.Ms / 1000, Requests: u.Requests, Inserts: u.Inserts, Updates: u.Updates},
+	}, nil
+}
+
+// startToolboxServer runs interop/storage-server.mjs on db with the private key keyHex and
+// returns its URL and a function that stops it.
+func startToolboxServer(ctx context.Context, peerDir, db, keyHex string) (string, func(), error) {
+	cmd := exec.CommandContext(ctx, "node", filepath.Join(peerDir, "storage-server.mjs"), "--db", db, "--key", keyHex)
+	cmd.Env = append(os.Environ(), "LC_ALL=C.UTF-8", "LANG=C.UTF-8", "TZ=UTC")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return "", nil, err
+	}
+	stop := func() { stdin.Close(); cmd.Wait() }
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	var ready struct{ Port int }
+	if err == nil {
+		err = json.Unmarshal([]byte(line), &ready)
+	}
+	if err != nil {
+		stop()
+		return "", nil, fmt.Errorf("start the toolbox StorageServer: %v: %s", err, lastLine(stderr.String()))
+	}
+	return "http://127.0.0.1:" + strconv.Itoa(ready.Port), stop, nil
+}
+
+func printServeBench(w io.Writer, rep serveBenchReport) {
+	fmt.Fprintf(w, "bench serve: the toolbox's StorageClient backs the %s fixture up (WalletStorageManager setActive, then an unchanged updateBackups)\n", rep.Fixture)
+	fmt.Fprintf(w, "  %-22s %10s %9s %8s   %10s %9s\n", "server", "first s", "requests", "inserts", "unchanged s", "requests")
+	for _, s := range []serveBackup{rep.Walletsync, rep.Toolbox} {
+		fmt.Fprintf(w, "  %-22s %10.2f %9d %8d   %10.2f %9d\n", s.Server, s.First.Seconds, s.First.Requests, s.First.Inserts, s.Unchanged.Seconds, s.Unchanged.Requests)
+	}
+	fmt.Fprintf(w, "  walletsync / toolbox: first backup %.2fx, unchanged backup %.2fx\n", rep.FirstRatio, rep.UnchangedRatio)
+	printGoals(w, rep.Goals)
+}

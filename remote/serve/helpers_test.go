@@ -1,0 +1,361 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
+	"walletsync/internal/crashtest"
+	"walletsync/internal/logical"
+	"walletsync/internal/toolboxpeer"
+	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/toolbox"
+	"walletsync/wallet"
+)
+
+func TestMain(m *testing.M) {
+	if k, task, ok := crashtest.Child(); ok {
+		runCrashChild(k, task)
+	}
+	os.Exit(m.Run())
+}
+
+// crashTask is what a crash child serves: the store and the key file.
+type crashTask struct {
+	DB, KeyFile string
+}
+
+// runCrashChild serves until its Killer's boundary kills it; the first line on stdout is
+// the server's URL.
+func runCrashChild(k *crashtest.Killer, raw []byte) {
+	var task crashTask
+	if err := json.Unmarshal(raw, &task); err != nil {
+		crashtest.Fail("task: %v", err)
+	}
+	key, err := auth.LoadKeyFile(task.KeyFile)
+	if err != nil {
+		crashtest.Fail("%v", err)
+	}
+	srv, err := Open(context.Background(), Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0",
+		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}})
+	if err != nil {
+		crashtest.Fail("%v", err)
+	}
+	err = srv.Run(context.Background(), func(at Listening) { fmt.Println(at.URL) })
+	crashtest.Fail("the server stopped before its boundary: %v", err)
+}
+
+// fixtureWallet is a seeded toolbox-schema wallet and the root key of its user.
+type fixtureWallet struct {
+	Path     string
+	Identity string
+	KeyHex   string
+}
+
+// seedWallet makes a test-chain wallet holding fixture f for the user of seed.
+func seedWallet(t testing.TB, f localstore.Fixture, seed uint64) fixtureWallet {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), fmt.Sprintf("source-%d.sqlite", seed))
+	s, err := localstore.Create(t.Context(), path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "source"}, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := localstore.Seed(t.Context(), s, f, localstore.SeedOptions{Seed: seed}); err != nil {
+		t.Fatal(err)
+	}
+	return fixtureWallet{Path: path, Identity: localstore.FixtureIdentity(seed), KeyHex: hex.EncodeToString(localstore.FixtureRootKey(seed))}
+}
+
+func randomKey(t testing.TB) *secp256k1.PrivateKey {
+	t.Helper()
+	k, err := secp256k1.GeneratePrivateKeyFromRand(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+func keyHex(k *secp256k1.PrivateKey) string {
+	b := k.Key.Bytes()
+	return hex.EncodeToString(b[:])
+}
+
+func pubHex(k *secp256k1.PrivateKey) string {
+	return hex.EncodeToString(k.PubKey().SerializeCompressed())
+}
+
+// running is an in-process server on 127.0.0.1.
+type running struct {
+	*Server
+	Listening
+	stop func() error // cancels Run and returns its error
+}
+
+// startServer opens a server on a new store (with opts' seams) and runs it until the test
+// ends or stop is called.
+func startServer(t testing.TB, opts Options) *running {
+	t.Helper()
+	if opts.DBPath == "" {
+		opts.DBPath = filepath.Join(t.TempDir(), "server.sqlite")
+	}
+	if opts.Signer == nil {
+		opts.Signer = auth.NewProtoWallet(randomKey(t))
+	}
+	opts.Listen = "127.0.0.1:0"
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	srv, err := Open(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urls := make(chan Listening, 1)
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx, func(at Listening) { urls <- at }) }()
+	r := &running{Server: srv}
+	select {
+	case r.Listening = <-urls:
+	case err := <-done:
+		cancel()
+		t.Fatalf("server did not start: %v", err)
+	}
+	var stopped bool
+	var runErr error
+	r.stop = func() error {
+		if !stopped {
+			stopped = true
+			cancel()
+			runErr = <-done
+		}
+		return runErr
+	}
+	t.Cleanup(func() { r.stop() })
+	return r
+}
+
+// rpcCaller sends raw JSON-RPC calls as one identity through walletsync's BRC-104 client.
+type rpcCaller struct {
+	t  testing.TB
+	c  *auth.Client
+	id int64
+}
+
+func newCaller(t testing.TB, url string, key *secp256k1.PrivateKey) *rpcCaller {
+	t.Helper()
+	c, err := auth.NewClient(url, auth.NewProtoWallet(key), auth.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &rpcCaller{t: t, c: c}
+}
+
+// call sends method with params (each marshaled with encoding/json) and returns the HTTP
+// status and the body.
+func (r *rpcCaller) call(ctx context.Context, method string, params ...any) (int, []byte, error) {
+	raw := make([]json.RawMessage, len(params))
+	for i, p := range params {
+		if b, ok := p.(json.RawMessage); ok {
+			raw[i] = b
+			continue
+		}
+		b, err := json.Marshal(p)
+		if err != nil {
+			return 0, nil, err
+		}
+		raw[i] = b
+	}
+	r.id++
+	body, err := toolbox.AppendRequest(nil, method, r.id, raw...)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := r.c.Do(ctx, "POST", "/", body)
+	if err != nil {
+		return 0, nil, err
+	}
+	return resp.Status, resp.Body, nil
+}
+
+// mustCall is call that fails the test on a transport error.
+func (r *rpcCaller) mustCall(method string, params ...any) (int, []byte) {
+	r.t.Helper()
+	status, body, err := r.call(r.t.Context(), method, params...)
+	if err != nil {
+		r.t.Fatalf("%s: %v", method, err)
+	}
+	return status, body
+}
+
+// errorName returns the WERR_* name of an HTTP-200 error answer, or "".
+func errorName(t testing.TB, body []byte) string {
+	t.Helper()
+	var ans struct {
+		Error *struct{ Name string } `json:"error"`
+	}
+	if err := json.Unmarshal(body, &ans); err != nil {
+		t.Fatalf("answer %.200q: %v", body, err)
+	}
+	if ans.Error == nil {
+		return ""
+	}
+	return ans.Error.Name
+}
+
+// logicalWallet reads one user's rows from a store file in walletsync's id-free form,
+// without what each store makes its own (see idFree).
+func logicalWallet(t testing.TB, path, identity string, ignore ...string) logical.Wallet {
+	t.Helper()
+	s, err := localstore.Open(t.Context(), path, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	w, err := logical.Read(t.Context(), s, identity, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// sameWallet fails unless the user's rows in the two files are the same, both in
+// walletsync's reading (every foreign key through the natural key it points to) and in the
+// toolbox's (StorageKnex's finders, every value but the stores' own ids), leaving out the
+// columns ignore names ("table.column").
+func sameWallet(t testing.TB, want, got, identity string, ignore ...string) {
+	t.Helper()
+	if d := logical.Diff(logicalWallet(t, want, identity, ignore...), logicalWallet(t, got, identity, ignore...)); d != "" {
+		t.Fatalf("walletsync reads %s and %s differently:\n%s", want, got, d)
+	}
+	var a, b toolboxpeer.Dump
+	toolboxpeer.Run(t, &a, "dump", "--db", want, "--identity", identity)
+	toolboxpeer.Run(t, &b, "dump", "--db", got, "--identity", identity)
+	ta, tb := idFree(t, a, ignore), idFree(t, b, ignore)
+	for table, rows := range ta {
+		if !slices.Equal(rows, tb[table]) {
+			t.Fatalf("the toolbox reads %s differently: %d rows vs %d\nfirst: %v\nsecond: %v", table, len(rows), len(tb[table]), first(rows), first(tb[table]))
+		}
+	}
+	if len(ta["transactions"]) == 0 || len(ta["outputs"]) == 0 {
+		t.Fatalf("the toolbox read no rows: %v", ta)
+	}
+}
+
+func first(rows []string) string {
+	if len(rows) == 0 {
+		return "(none)"
+	}
+	return rows[0]
+}
+
+// idFree renders a toolbox dump without what two stores legitimately differ in: their own
+// ids (every *Id column, outputs.spentBy, proven_tx_reqs.notify's transaction ids; the
+// foreign keys are compared by walletsync's reading), the creation time of the user row
+// and of the default basket (each store makes its own), the sync states (each store keeps
+// its own), and proven_tx_reqs.notified, which BRC-40's merge clears on the consumer (the
+// toolbox's addNotifyTransactionId does). Each table becomes its sorted rows as JSON.
+func idFree(t testing.TB, d toolboxpeer.Dump, ignore []string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for table, rows := range d {
+		if table == "sync_states" {
+			continue
+		}
+		texts := []string{}
+		for _, r := range rows {
+			for k := range r {
+				if strings.HasSuffix(k, "Id") || k == "spentBy" || (table == "proven_tx_reqs" && (k == "notify" || k == "notified")) || slices.Contains(ignore, table+"."+k) {
+					delete(r, k)
+				}
+			}
+			if table == "proven_tx_reqs" {
+				// As JSON values: walletsync's merge writes united history notes with
+				// their keys sorted, the toolbox in the order they arrived.
+				var v any
+				if err := json.Unmarshal([]byte(r["history"].(string)), &v); err != nil {
+					t.Fatalf("proven_tx_reqs.history: %v", err)
+				}
+				r["history"] = v
+			}
+			if table == "users" || (table == "output_baskets" && r["name"] == "default") {
+				delete(r, "created_at")
+			}
+			b, err := json.Marshal(r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			texts = append(texts, string(b))
+		}
+		slices.Sort(texts)
+		out[table] = texts
+	}
+	return out
+}
+
+// backupResult is storage-client.mjs backup's report.
+type backupResult struct {
+	SetActive step   `json:"setActive"`
+	Updates   []step `json:"updates"`
+	Server    string `json:"server"`
+}
+
+type step struct {
+	Requests int     `json:"requests"`
+	Ms       float64 `json:"ms"`
+	Inserts  int     `json:"inserts"`
+	Updates  int     `json:"updates"`
+}
+
+// backup runs the toolbox's WalletStorageManager with src active and url as its backup.
+func backup(t testing.TB, url string, src fixtureWallet) backupResult {
+	t.Helper()
+	var res backupResult
+	toolboxpeer.RunScript(t, &res, "storage-client.mjs", "backup", "--url", url, "--key", src.KeyHex, "--db", src.Path)
+	return res
+}
+
+// clientCall runs one StorageClient method through storage-client.mjs call.
+type clientAnswer struct {
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Name    string `json:"name"`
+		Message string `json:"message"`
+		IsWERR  bool   `json:"isWERR"`
+	} `json:"error"`
+}
+
+func clientCall(t testing.TB, url, keyHex, method string, params ...any) clientAnswer {
+	t.Helper()
+	b, err := json.Marshal(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ans clientAnswer
+	toolboxpeer.RunScript(t, &ans, "storage-client.mjs", "call", "--url", url, "--key", keyHex, "--method", method, "--params", string(b))
+	return ans
+}
+
+// waitFor polls cond until it holds or the test's time runs out.
+func waitFor(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

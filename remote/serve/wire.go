@@ -1,0 +1,35 @@
+package serve
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"walletsync/localstore"
+	"walletsync/remote/wire"
+)
+
+// WireMount is walletsync's paged wire (package wire) over the server's store, mounted at
+// wire.Prefix: walletsync agents sync through it with consistent views, keyset pages and
+// atomic page+checkpoint commits, beside the toolbox wire on POST /. Its retained views add
+// their gauges to /metrics, and are released when the server stops.
+func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
+	return Mount{
+		Prefix:       wire.Prefix,
+		MaxBodyBytes: wire.MaxBodyBytes,
+		New: func(store *localstore.Store) (http.Handler, error) {
+			return wireHandler{wire.NewHandler(wire.StoreBackend{Store: store}, wire.HandlerOptions{Views: views, Logger: log})}, nil
+		},
+	}
+}
+
+// wireHandler adds the wire's view gauges to /metrics.
+type wireHandler struct{ *wire.Handler }
+
+// WriteMetrics writes the retained views open now and the bytes their reads reserve.
+func (h wireHandler) WriteMetrics(w io.Writer) {
+	st := h.Stats()
+	fmt.Fprintf(w, "# HELP walletsync_serve_views_open Retained views of the paged wire open now.\n# TYPE walletsync_serve_views_open gauge\nwalletsync_serve_views_open %d\n", st.Open)
+	fmt.Fprintf(w, "# HELP walletsync_serve_views_reserved_bytes Byte limits of the page reads in flight on retained views.\n# TYPE walletsync_serve_views_reserved_bytes gauge\nwalletsync_serve_views_reserved_bytes %d\n", st.ReservedBytes)
+}

@@ -1,0 +1,54 @@
+package toolbox
+
+// knexMethodNames are the functions of @bsv/wallet-toolbox 2.1.26's StorageKnex that
+// walletsync serve does not run. The StorageServer dispatches any StorageKnex function by
+// name, so a client may name any; walletsync serve answers each of these with
+// WERR_NOT_IMPLEMENTED (HTTP 200), which the TypeScript client rebuilds, and a name that is
+// neither here nor one of the methods it serves with JSON-RPC -32601, as the StorageServer
+// answers an unknown name. Listed from StorageKnex's prototype chain (constructor left
+// out), sorted.
+const knexMethodNames = `
+	abortAction adminStats allocateChangeInput attemptToPostReqsToNetwork checkOutputIsUtxo
+	coerceBooleanFields coerceDateFields confirmSpendableOutputs countCertificateFields
+	countCertificates countChangeInputs countCommissions countMonitorEvents countOutputBaskets
+	countOutputTagMaps countOutputTags countOutputs countProvenTxReqs countProvenTxs
+	countSyncStates countTransactions countTxLabelMaps countTxLabels countUsers createAction
+	dbTypeSubstring deserialiseFromKnex dropAllData extendOutput findCertificateById
+	findCertificateFields findCertificateFieldsQuery findCertificates findCertificatesAuth
+	findCertificatesQuery findCommissionById findCommissions findCommissionsQuery
+	findMonitorEventById findMonitorEvents findMonitorEventsQuery findOrInsertOutputBasket
+	findOrInsertOutputBasketsBulk findOrInsertOutputTag findOrInsertOutputTagMap
+	findOrInsertOutputTagsBulk findOrInsertProvenTx findOrInsertProvenTxReq
+	findOrInsertTransaction findOrInsertTxLabel findOrInsertTxLabelMap findOutputBasketById
+	findOutputBaskets findOutputBasketsAuth findOutputBasketsQuery findOutputById
+	findOutputTagById findOutputTagMaps findOutputTagMapsQuery findOutputTags
+	findOutputTagsQuery findOutputs findOutputsAuth findOutputsByIds findOutputsByOutpoints
+	findOutputsQuery findProvenTxById findProvenTxReqById findProvenTxReqs
+	findProvenTxReqsQuery findProvenTxs findProvenTxsQuery findStaleMerkleRoots
+	findStaleMerkleRootsQuery findSyncStateById findSyncStates findSyncStatesQuery
+	findTransactionById findTransactions findTransactionsQuery findTxLabelById findTxLabelMaps
+	findTxLabelMapsQuery findTxLabels findTxLabelsQuery findUserById findUserByIdentityKey
+	findUsers findUsersQuery getBeefForTransaction getCount getLabelsForTransactionId
+	getOutputTagMapsForUser getOutputTagMapsForUserQuery getProvenOrRawTx getProvenOrReq
+	getProvenTxReqsForUser getProvenTxReqsForUserQuery getProvenTxsForUser
+	getProvenTxsForUserQuery getRawTxOfKnownValidTransaction getRawTxSlice
+	getReqsAndBeefToShareWithWorld getServices getTagsForOutputId getTxLabelMapsForUser
+	getTxLabelMapsForUserQuery getValidBeefForKnownTxid getValidBeefForTxid
+	handleProvenTxBranch insertCertificate insertCertificateAuth insertCertificateField
+	insertCommission insertMonitorEvent insertOutput insertOutputBasket insertOutputTag
+	insertOutputTagMap insertProvenTx insertProvenTxReq insertSyncState insertTransaction
+	insertTxLabel insertTxLabelMap insertUser internalizeAction isAvailable isStorageProvider
+	listActions listCertificates listOutputs mergeReqToBeefToShareExternally
+	normaliseKnexRawResult processAction purgeData readSettings recentlyActiveUsers
+	relinquishCertificate relinquishOutput reviewStatus serialiseForKnex setServices setupQuery
+	sumSpendableSatoshisInBasket tagOutput toDb transaction updateCertificate
+	updateCertificateField updateCommission updateMonitorEvent updateOutput updateOutputBasket
+	updateOutputTag updateOutputTagMap updateProvenTx updateProvenTxReq
+	updateProvenTxReqDynamics updateProvenTxReqWithNewProvenTx updateSyncState
+	updateTransaction updateTransactionStatus updateTransactionsStatus updateTxLabel
+	updateTxLabelMap updateUser upsertProvenTxReq validateDate validateDateForWhere
+	validateEntities validateEntity validateEntityDate validateEntityForInsert
+	validateOptionalDate validateOptionalEntityDate validateOutputScript
+	validatePartialForUpdate validateRawTransaction verifyKnownValidTransaction
+	verifyReadyForDatabaseAccess
+`
