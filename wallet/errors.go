@@ -70,6 +70,9 @@ var (
 	// ErrChunkTooLarge: a BRC-40 chunk does not fit what its consumer accepts in one request
 	// (a toolbox StorageServer's 30 MB body limit). Nothing was sent; a smaller chunk may fit.
 	ErrChunkTooLarge = errors.New("chunk larger than the consumer accepts")
+	// ErrNotActive: two stores of a wallet name different active stores (toolbox
+	// WERR_NOT_ACTIVE); a sync does not choose between them, the person does.
+	ErrNotActive = errors.New("stores disagree about the wallet's active store")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")

@@ -52,7 +52,7 @@ func commands() []subcommand {
 		{name: "pause", summary: "hold a destination's (or all) scheduled runs back", run: runPause},
 		{name: "resume", summary: "let a destination's (or all) scheduled runs go again", run: runResume},
 		{name: "tray", summary: "show the agent's health in the system tray, with back up now, pause and open dashboard", run: runTray},
-		{name: "sync", summary: "copy a wallet to a SQLite backup wallet, page by page, resumable", run: runSync},
+		{name: "sync", summary: "copy a wallet to a SQLite backup wallet page by page, or push it to or pull it from a storage server; resumable", run: runSync},
 		{name: "export", summary: "write a wallet to an encrypted BRC-39 backup file (or, asked for, plaintext BRC-38)", run: runExport},
 		{name: "verify", summary: "check a backup file's password, tag and document without importing it", run: runVerify},
 		{name: "import", summary: "preview or import a backup file into a wallet (merge or restore), resumable", run: runImport},
