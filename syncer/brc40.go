@@ -26,13 +26,15 @@ const (
 	// halves the chunk.
 	DefaultChunkRoughSize = wallet.DefaultChunkMaxRoughSize
 	// DefaultChunkTarget is the time the adaptive budget aims for per chunk (request and
-	// merge). The consumer's merge is nearly all of it (a toolbox server commits each row
-	// on its own, about 1.5 ms a row on this machine's disk), so 1 s keeps chunks near the
-	// 1,000-row cap there while a cancel waits for at most about a second of merging.
-	DefaultChunkTarget = time.Second
-	// DefaultSettle is how long a run watches a sync state that an earlier run advanced
-	// before trusting it (see ChunkOptions.Settle).
-	DefaultSettle = 3 * time.Second
+	// merge). A toolbox server's merge is nearly all of it, since it commits each row on its
+	// own: about 1.5 ms a row on a quiet disk, 25 ms on a busy one. 5 s keeps chunks at the
+	// 1,000-row cap on the first, and on the second still large enough that the fixed cost
+	// of a chunk (two requests, and the server's parse and save of its sync map, which grows
+	// with the wallet) stays a small share; a cancel waits for at most one such merge.
+	DefaultChunkTarget = 5 * time.Second
+	// DefaultSettle is how long after its last save a run distrusts a sync state (see
+	// ChunkOptions.Settle): twice the time a chunk's merge aims for.
+	DefaultSettle = 2 * DefaultChunkTarget
 	// DefaultMaxBackoff caps the delay between retries.
 	DefaultMaxBackoff = 4 * time.Second
 	// DefaultChunkRetries bounds the retries after the consumer or the producer was
@@ -70,10 +72,11 @@ type ChunkOptions struct {
 	// Settle guards a resumed run against its predecessor's last chunk: a server keeps
 	// merging a chunk after the process that sent it was killed, and a run that read the
 	// state before that chunk landed would send it again, which the server counts twice
-	// (its offsets then skip rows). So when the state shows an earlier chunk (its
-	// updated_at is past its created_at), the run reads it again after Settle and goes on
-	// only once two reads agree. Default DefaultSettle; -1: never (a consumer whose merge
-	// dies with the process, such as the local wallet).
+	// (its offsets then skip rows). So a run that finds the state saved less than Settle ago
+	// (by its updated_at, the server's clock, against this one's) waits until Settle has
+	// passed since that save, reads the state again, and goes on once it has stopped moving.
+	// Default DefaultSettle; -1: never (a consumer whose merge dies with the process, such
+	// as the local wallet). A server clock more than Settle behind this one's defeats it.
 	Settle time.Duration
 	// Total, when known, is the number of rows the run will move, for progress and ETA.
 	Total int64
@@ -408,12 +411,16 @@ func (s *chunkSession) readState(ctx context.Context) (wallet.SyncState, error) 
 
 // settle returns the state once no earlier chunk can still be landing (ChunkOptions.Settle).
 func (s *chunkSession) settle(ctx context.Context, st wallet.SyncState) (wallet.SyncState, error) {
-	if s.opts.Settle < 0 || !st.UpdatedAt.After(st.CreatedAt) {
+	if s.opts.Settle < 0 {
 		return st, nil
 	}
 	for i := 0; i <= s.opts.Retries; i++ {
+		wait := time.Until(st.UpdatedAt.Add(s.opts.Settle))
+		if !st.UpdatedAt.After(st.CreatedAt) || wait <= 0 {
+			return st, nil // never advanced, or not for a while
+		}
 		select {
-		case <-time.After(s.opts.Settle):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return st, ctx.Err()
 		}

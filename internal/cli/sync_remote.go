@@ -15,6 +15,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
+	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -76,7 +77,11 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	if isURL(r.from) && isURL(r.to) {
 		return fmt.Errorf("%w: one side of a sync must be a wallet file", command.ErrUsage)
 	}
-	opts := syncer.ChunkOptions{MaxItems: r.maxItems, MaxRoughSize: r.maxBytes, Active: wallet.KeepSourceActive}
+	budget, err := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
+	if err != nil {
+		return err
+	}
+	opts := syncer.ChunkOptions{MaxItems: r.maxItems, MaxRoughSize: r.maxBytes, Active: wallet.KeepSourceActive, Budget: budget}
 	if isURL(r.from) {
 		opts.Active = wallet.KeepDestinationActive
 	}

@@ -34,9 +34,6 @@ type Options struct {
 // Read pages every table of the user through one view of src and returns the canonical
 // form. It fails on a foreign key that points to no row of the view.
 func Read(ctx context.Context, src wallet.Source, identityKey string, opts Options) (Wallet, error) {
-	if len(opts.Tables) == 0 {
-		opts.Tables = wallet.SyncOrder
-	}
 	v, err := src.OpenView(ctx, 10*time.Minute)
 	if err != nil {
 		return nil, err
@@ -50,6 +47,17 @@ func Read(ctx context.Context, src wallet.Source, identityKey string, opts Optio
 			return nil, err
 		}
 		raw[t.Name] = rows
+	}
+	return FromRows(raw, opts)
+}
+
+// FromRows returns the canonical form of one user's rows, given per table (in the types
+// wallet.Row documents) however they were read: through a view, or through another
+// implementation such as the toolbox itself. raw must hold every table the tables of opts
+// refer to. It fails on a foreign key that points to no row of raw.
+func FromRows(raw map[wallet.TableName][]wallet.Row, opts Options) (Wallet, error) {
+	if len(opts.Tables) == 0 {
+		opts.Tables = wallet.SyncOrder
 	}
 	r := resolver{byID: map[wallet.TableName]map[int64]wallet.Row{}}
 	for _, t := range wallet.AllTables {

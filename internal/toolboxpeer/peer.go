@@ -104,3 +104,37 @@ func dumpValue(v any) any {
 	}
 	return v
 }
+
+// Rows returns the dump as walletsync rows (in the types wallet.Row documents), table by
+// table, so that a store the toolbox read can be compared with logical.FromRows whatever
+// ids it gave the rows. Tables the dump has that walletsync does not know are left out.
+func (d Dump) Rows() (map[wallet.TableName][]wallet.Row, error) {
+	out := map[wallet.TableName][]wallet.Row{}
+	for name, list := range d {
+		t, err := wallet.LookupTable(wallet.TableName(name))
+		if err != nil {
+			continue
+		}
+		rows := make([]wallet.Row, len(list))
+		for i, m := range list {
+			r := make(wallet.Row, len(t.Columns))
+			for j, c := range t.Columns {
+				v := m[c.Name]
+				if s, ok := v.(string); ok && c.Kind == wallet.KindBlob {
+					b, err := hex.DecodeString(s)
+					if err != nil {
+						return nil, fmt.Errorf("%s.%s: %w", name, c.Name, err)
+					}
+					v = b
+				}
+				r[j] = v
+			}
+			if err := t.Normalize(r); err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", name, i, err)
+			}
+			rows[i] = r
+		}
+		out[t.Name] = rows
+	}
+	return out, nil
+}

@@ -48,30 +48,36 @@ func StartServer(tb testing.TB, keyHex string) *Server {
 }
 
 func (s *Server) start() {
-	tb := s.tb
-	tb.Helper()
+	s.tb.Helper()
+	if err := s.TryRestart(); err != nil {
+		s.tb.Fatal(err)
+	}
+}
+
+// TryRestart is Restart for a goroutine other than the test's: it returns its failure.
+func (s *Server) TryRestart() error {
 	d := dir()
 	if _, err := os.Stat(filepath.Join(d, "node_modules", "@bsv", "wallet-toolbox")); err != nil {
-		tb.Fatalf("the @bsv/wallet-toolbox peer is not installed in %s: run ./scripts/test.sh (or npm ci there)", d)
+		return fmt.Errorf("the @bsv/wallet-toolbox peer is not installed in %s: run ./scripts/test.sh (or npm ci there)", d)
 	}
 	node, err := exec.LookPath("node")
 	if err != nil {
-		tb.Fatalf("node is not on PATH; the toolbox server needs Node 20: %v", err)
+		return fmt.Errorf("node is not on PATH; the toolbox server needs Node 20: %w", err)
 	}
 	cmd := exec.Command(node, filepath.Join(d, "storage-server.mjs"), "--db", s.DB, "--key", s.keyHex, "--port", strconv.Itoa(s.port))
 	cmd.Env = append(os.Environ(), "TZ=UTC")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	stderr := &lockedWriter{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
+		return err
 	}
 	done := make(chan struct{})
 	line := make(chan string, 1)
@@ -91,19 +97,22 @@ func (s *Server) start() {
 		if err := json.Unmarshal([]byte(l), &ready); err != nil {
 			cmd.Process.Kill()
 			<-done
-			tb.Fatalf("storage-server.mjs: %q: %v\n%s", l, err, stderr.String())
+			return fmt.Errorf("storage-server.mjs: %q: %w\n%s", l, err, stderr.String())
 		}
 	case <-time.After(60 * time.Second):
 		cmd.Process.Kill()
 		<-done
-		tb.Fatalf("storage-server.mjs did not start\n%s", stderr.String())
+		return fmt.Errorf("storage-server.mjs did not start\n%s", stderr.String())
 	}
 	s.mu.Lock()
 	s.cmd, s.stdin, s.done, s.stderr = cmd, stdin, done, stderr
-	s.port = ready.Port
-	s.URL = "http://127.0.0.1:" + strconv.Itoa(ready.Port)
-	s.IdentityKey = ready.IdentityKey
 	s.mu.Unlock()
+	if s.URL == "" { // the first start; a restart keeps the port, key and so the URL
+		s.port = ready.Port
+		s.URL = "http://127.0.0.1:" + strconv.Itoa(ready.Port)
+		s.IdentityKey = ready.IdentityKey
+	}
+	return nil
 }
 
 // Stop closes the server's stdin, on which it closes its store and exits; a server that
