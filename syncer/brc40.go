@@ -265,11 +265,15 @@ func (s *chunkSession) settleActive(ctx context.Context, fromUser, toUser wallet
 	}
 	// The toolbox's setActive(current active) with the new backup as a conflicting active:
 	// merge it into the producer first (it holds nothing but its default rows, so this is
-	// two small requests), then make the producer's user row the newer one.
+	// two small requests), then make the producer's user row the newer one. The merge is a
+	// pull: the producer's active store stays.
 	merge := s.opts
-	merge.Active, merge.Progress, merge.Total, merge.Budget = wallet.KeepDestinationActive, nil, 0, nil
-	sub, err := RunChunks(ctx, s.to, s.from, s.identity, merge)
-	s.res.Requests += sub.Requests
+	merge.Progress, merge.Total, merge.Budget = nil, 0, nil
+	sub := &chunkSession{from: s.to, to: s.from, identity: s.identity, opts: merge, start: time.Now(),
+		fromSettings: s.toSettings, toSettings: s.fromSettings, active: fromUser.ActiveStorage}
+	err := sub.loop(ctx)
+	s.res.Requests += sub.res.Requests
+	s.res.Retries += sub.res.Retries
 	if err != nil {
 		return fmt.Errorf("merge the new backup into %s: %w", s.fromSettings.StorageName, err)
 	}

@@ -65,6 +65,7 @@ func commands() []subcommand {
 		{name: "bench scheduler", summary: "measure foreground latency while a background copy (backup or restore) runs: idle, exclusive, paged", run: bench.RunScheduler},
 		{name: "bench sync", summary: "measure a full, an unchanged and an incremental sync against the raw SQLite floor", run: bench.RunSync},
 		{name: "bench sync-child", hidden: true, run: bench.RunSyncChild},
+		{name: "bench remote", summary: "push a wallet to a toolbox storage server and pull it back, walletsync against the toolbox's own client", run: bench.RunRemote},
 		{name: "bench portable", summary: "measure BRC-39 export and restore (Argon2id apart) against @bsv/wallet-toolbox's, and their memory", run: bench.RunPortable},
 		{name: "bench portable-child", hidden: true, run: bench.RunPortableChild},
 	}

@@ -26,7 +26,8 @@ type Server struct {
 	// DB is the server's SQLite file, which Dump reads once the server is stopped.
 	DB string
 
-	tb     testing.TB
+	tb     testing.TB // nil for NewServer's
+	dir    string     // holds storage-server.mjs and node_modules
 	keyHex string
 	port   int
 
@@ -41,22 +42,28 @@ type Server struct {
 // the private key keyHex (64 hex digits). It is stopped when the test ends.
 func StartServer(tb testing.TB, keyHex string) *Server {
 	tb.Helper()
-	s := &Server{tb: tb, keyHex: keyHex, DB: filepath.Join(tb.TempDir(), "server.sqlite")}
-	s.start()
+	s := &Server{tb: tb, dir: dir(), keyHex: keyHex, DB: filepath.Join(tb.TempDir(), "server.sqlite")}
+	if err := s.TryRestart(); err != nil {
+		tb.Fatal(err)
+	}
 	tb.Cleanup(s.Stop)
 	return s
 }
 
-func (s *Server) start() {
-	s.tb.Helper()
+// NewServer starts a server outside a test (a benchmark): interopDir holds
+// storage-server.mjs with the toolbox installed, db is its store (created when missing).
+// The caller stops it.
+func NewServer(interopDir, db, keyHex string) (*Server, error) {
+	s := &Server{dir: interopDir, keyHex: keyHex, DB: db}
 	if err := s.TryRestart(); err != nil {
-		s.tb.Fatal(err)
+		return nil, err
 	}
+	return s, nil
 }
 
 // TryRestart is Restart for a goroutine other than the test's: it returns its failure.
 func (s *Server) TryRestart() error {
-	d := dir()
+	d := s.dir
 	if _, err := os.Stat(filepath.Join(d, "node_modules", "@bsv", "wallet-toolbox")); err != nil {
 		return fmt.Errorf("the @bsv/wallet-toolbox peer is not installed in %s: run ./scripts/test.sh (or npm ci there)", d)
 	}
@@ -147,10 +154,13 @@ func (s *Server) Kill() {
 	<-done
 }
 
-// Restart starts the server again on the same port, store and key, after Stop or Kill.
+// Restart starts the server again on the same port, store and key, after Stop or Kill; a
+// failure fails the test.
 func (s *Server) Restart() {
 	s.tb.Helper()
-	s.start()
+	if err := s.TryRestart(); err != nil {
+		s.tb.Fatal(err)
+	}
 }
 
 // Stderr returns what the server has logged so far.
