@@ -45,6 +45,7 @@ fuzz ./remote/auth FuzzClientVerify
 fuzz ./remote/auth FuzzVerifyNonce
 fuzz ./remote/auth FuzzParseKeyFile
 fuzz ./remote/auth FuzzDecodeUTF8
+fuzz ./remote/toolbox FuzzClientAnswers
 fuzz ./bundle FuzzDecodeManifest
 fuzz ./remote/toolbox FuzzParseRequest
 fuzz ./remote/toolbox FuzzParseResponse

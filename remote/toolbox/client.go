@@ -141,9 +141,13 @@ func (c *Client) FindOrInsertUser(ctx context.Context, identityKey string) (wall
 	if err != nil {
 		return wallet.SyncUser{}, fmt.Errorf("findOrInsertUser: %w", err)
 	}
+	// Normalize gave each column its kind's type, or nil where the column may be NULL.
 	get := func(name string) any { return r[wallet.Users.Col(name)] }
-	u := wallet.SyncUser{UserID: get("userId").(int64), IdentityKey: get("identityKey").(string),
-		ActiveStorage: get("activeStorage").(string), UpdatedAt: get("updated_at").(time.Time), IsNew: res.IsNew}
+	u := wallet.SyncUser{IsNew: res.IsNew}
+	u.UserID, _ = get("userId").(int64)
+	u.IdentityKey, _ = get("identityKey").(string)
+	u.ActiveStorage, _ = get("activeStorage").(string)
+	u.UpdatedAt, _ = get("updated_at").(time.Time)
 	if u.IdentityKey != identityKey {
 		return wallet.SyncUser{}, fmt.Errorf("findOrInsertUser answered for another identity: %w", wallet.ErrRemote)
 	}

@@ -1,8 +1,10 @@
 package toolbox
 
 import (
+	"context"
 	"encoding/hex"
 	"errors"
+	"net/http"
 	"testing"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
@@ -108,4 +110,45 @@ func TestClient_BackupMethods(t *testing.T) {
 	if s := c.Stats(); s.Requests < 10 || s.BytesSent == 0 || s.Retries != 0 {
 		t.Fatalf("stats %+v", s)
 	}
+}
+
+// answerDoer answers every request with one fixed HTTP 200 body.
+type answerDoer []byte
+
+func (d answerDoer) Do(context.Context, string, string, []byte) (*auth.Response, error) {
+	return &auth.Response{Status: http.StatusOK, Body: d}, nil
+}
+
+// FuzzClientAnswers gives every client method arbitrary answers from the server: each
+// either decodes one or fails with an error matching wallet.ErrRemote; none panics.
+func FuzzClientAnswers(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","result":{"storageIdentityKey":"02aa","storageName":"s","chain":"test","dbtype":"SQLite","maxOutputScript":1024,"created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"},"id":1}`,
+		`{"jsonrpc":"2.0","result":{"user":{"userId":1,"identityKey":"02aa","activeStorage":"02bb","created_at":"2026-01-01T00:00:00.000Z","updated_at":"1971-01-01T00:00:00.000Z"},"isNew":false},"id":1}`,
+		`{"jsonrpc":"2.0","result":{"syncState":{"syncStateId":1,"userId":1,"storageIdentityKey":"02cc","storageName":"n","status":"unknown","init":0,"refNum":"r","syncMap":"{}","created_at":"2026-01-01T00:00:00.000Z","updated_at":"2026-01-01T00:00:00.000Z"},"isNew":true},"id":1}`,
+		`{"jsonrpc":"2.0","result":{"done":true,"updates":0,"inserts":0},"id":1}`,
+		`{"jsonrpc":"2.0","error":{"isError":true,"name":"WERR_UNAUTHORIZED","message":"no"},"id":1}`,
+		`{"jsonrpc":"2.0","result":{"user":{"userId":"x"}},"id":1}`,
+		`{"jsonrpc":"2.0","result":null,"id":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		c := NewClient(answerDoer(body), ClientOptions{Retries: -1})
+		ctx := context.Background()
+		key := localstore.FixtureIdentity(1)
+		args := wallet.SyncState{SyncMap: wallet.NewSyncMap(), StorageIdentityKey: key}.MakeRequestSyncChunkArgs(key, key, 0, 0)
+		chunk := wallet.SyncChunk{FromStorageIdentityKey: key, ToStorageIdentityKey: key, UserIdentityKey: key, Rows: map[wallet.TableName][]wallet.Row{}}
+		_, err1 := c.MakeAvailable(ctx)
+		_, err2 := c.FindOrInsertUser(ctx, key)
+		_, err3 := c.FindOrInsertSyncState(ctx, key, key, "n")
+		_, err4 := c.GetSyncChunk(ctx, args)
+		_, err5 := c.ProcessSyncChunk(ctx, args, chunk)
+		err6 := c.SetActive(ctx, key, key)
+		for i, err := range []error{err1, err2, err3, err4, err5, err6} {
+			if err != nil && !errors.Is(err, wallet.ErrRemote) && !errors.Is(err, wallet.ErrBadSyncMessage) {
+				t.Fatalf("call %d: %v does not match ErrRemote", i+1, err)
+			}
+		}
+	})
 }

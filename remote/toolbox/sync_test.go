@@ -1,4 +1,4 @@
-package toolbox
+package toolbox_test
 
 import (
 	"bufio"
@@ -16,12 +16,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	_ "modernc.org/sqlite"
 
 	"walletsync/internal/logical"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/internal/walletsynctest"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -52,8 +55,19 @@ func openStore(t *testing.T, path string) *localstore.Store {
 	return s
 }
 
+// newTestClient returns a client of srv signing as the fixture identity of seed.
+func newTestClient(t *testing.T, srv *toolboxpeer.Server, seed uint64) *toolbox.Client {
+	t.Helper()
+	priv := secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))
+	a, err := auth.NewClient(srv.URL, auth.NewProtoWallet(priv), auth.ClientOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return toolbox.NewClient(a, toolbox.ClientOptions{})
+}
+
 // push runs a BRC-40 push of the wallet at path to c and returns its result.
-func push(t *testing.T, path string, c *Client, opts syncer.ChunkOptions) syncer.Result {
+func push(t *testing.T, path string, c *toolbox.Client, opts syncer.ChunkOptions) syncer.Result {
 	t.Helper()
 	s := openStore(t, path)
 	defer s.Close()
@@ -288,7 +302,7 @@ func TestRunChunks_WrongKey(t *testing.T) {
 		} else {
 			res, err = syncer.RunChunks(t.Context(), c, s, localstore.FixtureIdentity(fixtureSeed), syncer.ChunkOptions{Active: active})
 		}
-		var we *WalletError
+		var we *toolbox.WalletError
 		if !errors.Is(err, wallet.ErrUnauthorized) || !errors.As(err, &we) || we.Name != "WERR_UNAUTHORIZED" || res.State != syncer.StateFailed {
 			t.Fatalf("%s with another identity's key: %+v, %v", active, res, err)
 		}
