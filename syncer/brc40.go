@@ -73,8 +73,8 @@ type ChunkOptions struct {
 	// merging a chunk after the process that sent it was killed, and a run that read the
 	// state before that chunk landed would send it again, which the server counts twice
 	// (its offsets then skip rows). So a run that finds the state saved less than Settle ago
-	// (by its updated_at, the server's clock, against this one's) waits until Settle has
-	// passed since that save, reads the state again, and goes on once it has stopped moving.
+	// (by its updated_at, the server's clock, against this one's) watches it until it moves
+	// (that chunk landed) or Settle has passed since the save (none was in flight).
 	// Default DefaultSettle; -1: never (a consumer whose merge dies with the process, such
 	// as the local wallet). A server clock more than Settle behind this one's defeats it.
 	Settle time.Duration
@@ -413,18 +413,22 @@ func (s *chunkSession) readState(ctx context.Context) (wallet.SyncState, error) 
 	return st, nil
 }
 
-// settle returns the state once no earlier chunk can still be landing (ChunkOptions.Settle).
+// settle returns the state once no earlier chunk can still be landing (ChunkOptions.Settle):
+// at once when it was not saved within Settle; else as soon as it moves (the one chunk a
+// killed run can have left in flight has landed), or once Settle has passed since its save
+// with no move. It reads the state about once a second meanwhile.
 func (s *chunkSession) settle(ctx context.Context, st wallet.SyncState) (wallet.SyncState, error) {
-	if s.opts.Settle < 0 {
-		return st, nil
+	if s.opts.Settle < 0 || !st.UpdatedAt.After(st.CreatedAt) {
+		return st, nil // never advanced: no chunk of an earlier run landed, none can be landing
 	}
-	for i := 0; i <= s.opts.Retries; i++ {
-		wait := time.Until(st.UpdatedAt.Add(s.opts.Settle))
-		if !st.UpdatedAt.After(st.CreatedAt) || wait <= 0 {
-			return st, nil // never advanced, or not for a while
+	saved := st.UpdatedAt
+	for {
+		wait := time.Until(saved.Add(s.opts.Settle))
+		if wait <= 0 {
+			return st, nil
 		}
 		select {
-		case <-time.After(wait):
+		case <-time.After(min(wait, time.Second)):
 		case <-ctx.Done():
 			return st, ctx.Err()
 		}
@@ -432,12 +436,10 @@ func (s *chunkSession) settle(ctx context.Context, st wallet.SyncState) (wallet.
 		if err != nil {
 			return st, err
 		}
-		if again.UpdatedAt.Equal(st.UpdatedAt) {
+		if !again.UpdatedAt.Equal(saved) {
 			return again, nil
 		}
-		st = again
 	}
-	return st, fmt.Errorf("the consumer's sync state keeps changing: another sync of this wallet is running: %w", wallet.ErrBusy)
 }
 
 // backoff waits before the next attempt after a store was unavailable: Backoff, doubled
