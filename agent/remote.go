@@ -62,7 +62,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
 			"sign with the wallet's identity key")
 	}
-	client, err := auth.NewClient(d.Path, signer, auth.ClientOptions{MaxResponseBytes: wallet.MaxFrameBytes})
+	client, err := toolbox.Dial(d.Path, signer, toolbox.ClientOptions{})
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return err
 	}
 	h.Logf("push to storage server %s started (%s)", d.Name, reason)
-	res, err := syncer.RunChunks(ctx, w.store, toolbox.NewClient(client, toolbox.ClientOptions{}), identity, syncer.ChunkOptions{
+	res, err := syncer.RunChunks(ctx, w.store, client, identity, syncer.ChunkOptions{
 		Active: wallet.KeepSourceActive, Budget: budget,
 		Progress: func(p syncer.Progress) error {
 			h.SyncProgress(p)

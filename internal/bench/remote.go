@@ -149,11 +149,10 @@ func RunRemote(ctx context.Context, args []string, out io.Writer) error {
 // wsRemote pushes the wallet at db to url (KeepSourceActive), or pulls url into a new wallet
 // at db, with walletsync as the CLI runs it, and measures it.
 func wsRemote(ctx context.Context, db, url, identity string, active wallet.ActivePolicy) (remoteSide, int64, error) {
-	a, err := auth.NewClient(url, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(1))), auth.ClientOptions{MaxResponseBytes: wallet.MaxFrameBytes})
+	client, err := toolbox.Dial(url, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(1))), toolbox.ClientOptions{})
 	if err != nil {
 		return remoteSide{}, 0, err
 	}
-	client := toolbox.NewClient(a, toolbox.ClientOptions{})
 	var s *localstore.Store
 	if active == wallet.KeepSourceActive {
 		s, err = localstore.Open(ctx, db, localstore.Options{})

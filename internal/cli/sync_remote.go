@@ -66,11 +66,11 @@ func remoteFor(rawURL string, signer auth.Signer) (*toolbox.Client, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%w: %q is not a storage server URL", command.ErrUsage, rawURL)
 	}
-	a, err := auth.NewClient(rawURL, signer, auth.ClientOptions{MaxResponseBytes: wallet.MaxFrameBytes})
+	c, err := toolbox.Dial(rawURL, signer, toolbox.ClientOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}
-	return toolbox.NewClient(a, toolbox.ClientOptions{}), nil
+	return c, nil
 }
 
 func (r remoteSync) run(ctx context.Context, out io.Writer) error {

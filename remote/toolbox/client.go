@@ -96,6 +96,16 @@ func NewClient(doer Doer, opts ClientOptions) *Client {
 	return &Client{doer: doer, opts: opts.withDefaults()}
 }
 
+// Dial returns a client of the StorageServer at baseURL that signs as signer over a new
+// BRC-104 session, with answers bounded by the frame ceiling (wallet.MaxFrameBytes).
+func Dial(baseURL string, signer auth.Signer, opts ClientOptions) (*Client, error) {
+	a, err := auth.NewClient(baseURL, signer, auth.ClientOptions{MaxResponseBytes: wallet.MaxFrameBytes})
+	if err != nil {
+		return nil, err
+	}
+	return NewClient(a, opts), nil
+}
+
 // Stats returns what the client has sent and received so far.
 func (c *Client) Stats() Stats {
 	return Stats{Requests: c.requests.Load(), BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), Retries: c.retries.Load()}

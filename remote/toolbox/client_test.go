@@ -18,12 +18,11 @@ import (
 // newTestClient returns a client of srv signing as the fixture identity of seed.
 func newTestClient(t *testing.T, srv *toolboxpeer.Server, seed uint64) *Client {
 	t.Helper()
-	priv := secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))
-	a, err := auth.NewClient(srv.URL, auth.NewProtoWallet(priv), auth.ClientOptions{})
+	c, err := Dial(srv.URL, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))), ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewClient(a, ClientOptions{})
+	return c
 }
 
 func serverKey(seed uint64) string { return hex.EncodeToString(localstore.FixtureRootKey(seed)) }

@@ -58,12 +58,11 @@ func openStore(t *testing.T, path string) *localstore.Store {
 // newTestClient returns a client of srv signing as the fixture identity of seed.
 func newTestClient(t *testing.T, srv *toolboxpeer.Server, seed uint64) *toolbox.Client {
 	t.Helper()
-	priv := secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))
-	a, err := auth.NewClient(srv.URL, auth.NewProtoWallet(priv), auth.ClientOptions{})
+	c, err := toolbox.Dial(srv.URL, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))), toolbox.ClientOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return toolbox.NewClient(a, toolbox.ClientOptions{})
+	return c
 }
 
 // push runs a BRC-40 push of the wallet at path to c and returns its result.
