@@ -40,6 +40,9 @@ const (
 	// DefaultChunkRetries bounds the retries after the consumer or the producer was
 	// unavailable: with DefaultBackoff doubling up to DefaultMaxBackoff, about 30 s.
 	DefaultChunkRetries = 10
+	// chunkBudgetTable is the name the budget keeps its cost model under: a chunk spans
+	// tables, and its cost is one request and one merge whatever they are.
+	chunkBudgetTable = wallet.TableName("brc40 chunk")
 )
 
 // ChunkOptions tune RunChunks. The zero value is the defaults, except Active, which the
@@ -211,10 +214,6 @@ type chunkSession struct {
 	itemsCap int64
 	// failures counts the store's unavailable answers in a row.
 	failures int
-	// at is the table the next chunk most likely begins in (where the last one ended): the
-	// budget keeps a cost model per table, so that 64 proofs of 120 KB do not size the
-	// chunks of labels that follow.
-	at wallet.TableName
 }
 
 func (s *chunkSession) run(ctx context.Context) error {
@@ -325,7 +324,7 @@ func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState) (bool,
 	}
 	limits := wallet.Limits{Rows: int(s.itemsCap), Bytes: s.opts.MaxRoughSize}
 	if s.opts.Budget != nil {
-		limits = s.opts.Budget.Next(s.tableAt(), limits)
+		limits = s.opts.Budget.Next(chunkBudgetTable, limits)
 	}
 	args := state.MakeRequestSyncChunkArgs(s.identity, s.toSettings.StorageIdentityKey, limits.Bytes, int64(limits.Rows))
 	began := time.Now()
@@ -373,10 +372,7 @@ func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState) (bool,
 	s.res.Inserts += res.Inserts
 	s.res.Updates += res.Updates
 	if s.opts.Budget != nil {
-		s.opts.Budget.Observe(s.tableAt(), rows, bytes, tm.Read+took)
-	}
-	if last := lastTable(chunk); last != "" {
-		s.at = last
+		s.opts.Budget.Observe(chunkBudgetTable, rows, bytes, tm.Read+took)
 	}
 	pr = s.progress(StateCommitted)
 	pr.PageRows, pr.PageBytes, pr.Table, pr.Timings = rows, bytes, firstTable(chunk), tm
@@ -498,24 +494,6 @@ func chunkSize(c wallet.SyncChunk) (int, int64, error) {
 		}
 	}
 	return rows, size, nil
-}
-
-// tableAt is the table the budget sizes the next chunk for.
-func (s *chunkSession) tableAt() wallet.TableName {
-	if s.at == "" {
-		return wallet.Entities[0].Name
-	}
-	return s.at
-}
-
-// lastTable names the last table with rows in the chunk.
-func lastTable(c wallet.SyncChunk) wallet.TableName {
-	for i := len(wallet.Entities) - 1; i >= 0; i-- {
-		if t := wallet.Entities[i]; len(c.Rows[t.Name]) > 0 {
-			return t.Name
-		}
-	}
-	return ""
 }
 
 // firstTable names the first table with rows in the chunk, for progress.
