@@ -352,7 +352,7 @@ func TestSyncCLI_KilledPushResumes(t *testing.T) {
 	t.Logf("kill times from seed %d", seed)
 	args := []string{"sync", "--from", src, "--to", srv.URL, "--key-file", keyFile, "--max-items", "3", "--json"}
 	kills, landed := 0, 0
-	for i := 0; i < 5; i++ {
+	for i := 0; i < 4; i++ {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		cmd := exec.CommandContext(ctx, exe, args...)
 		stdout, err := cmd.StdoutPipe()
