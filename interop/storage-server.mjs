@@ -29,6 +29,12 @@ const server = new StorageServer(storage, { port: 0, wallet: new ProtoWallet(key
 const http = server.app.listen(Number(flags.port ?? 0), '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: http.address().port, identityKey: key.toPublicKey().toString() }) + '\n')
 })
+// Node closes an idle keep-alive connection after 5 s, and undici's fetch (the toolbox's
+// StorageClient) may reuse it in that instant and fail with "fetch failed" after a long pause
+// of its own (a pull's local writes); a deployed server behind a proxy keeps connections
+// longer. Both clients get the same server.
+http.keepAliveTimeout = 120_000
+http.headersTimeout = 125_000
 process.stdin.resume()
 process.stdin.on('end', async () => {
   http.close()
