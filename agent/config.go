@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -50,6 +51,9 @@ const (
 	// DestinationBundles is a folder of whole-store bundles (package bundle): every identity,
 	// the settings and sync states, as one verifiable snapshot of the wallet file.
 	DestinationBundles DestinationKind = "bundles"
+	// DestinationStorageServer is a @bsv/wallet-toolbox storage server (Path is its URL),
+	// kept in sync with BRC-40 chunks as the wallet's identity.
+	DestinationStorageServer DestinationKind = "storage-server"
 )
 
 // Destination is one place a wallet is kept safe.
@@ -60,6 +64,10 @@ type Destination struct {
 	Path string          `json:"path"` // the backup wallet file or the backup folder
 	// Wallet is the Path of the WalletRef it backs up; empty when there is only one.
 	Wallet string `json:"wallet,omitempty"`
+	// WalletURL, for a storage server, is the BRC-100 wallet that signs as the identity
+	// (e.g. http://127.0.0.1:3321); when empty the identity's private key signs, kept in the
+	// secrets file under StorageKeySecret(ID).
+	WalletURL string `json:"walletURL,omitempty"`
 	// Schedule is when the destination is brought up to date; a file that leaves it out
 	// gets on change, with the default debounce.
 	Schedule Schedule `json:"schedule"`
@@ -285,8 +293,12 @@ func (c Config) Validate() error {
 			return bad("destinations[%d]: id %q is repeated or not 1-64 of a-z, 0-9, '-', '_'", i, d.ID)
 		case d.Name == "":
 			return bad("destination %s: no name", d.ID)
-		case d.Kind != DestinationSQLite && d.Kind != DestinationFolder && d.Kind != DestinationBundles:
-			return bad("destination %s: kind %q, want %q, %q or %q", d.ID, d.Kind, DestinationSQLite, DestinationFolder, DestinationBundles)
+		case d.Kind != DestinationSQLite && d.Kind != DestinationFolder && d.Kind != DestinationBundles && d.Kind != DestinationStorageServer:
+			return bad("destination %s: kind %q, want %q, %q, %q or %q", d.ID, d.Kind, DestinationSQLite, DestinationFolder, DestinationBundles, DestinationStorageServer)
+		case d.Kind == DestinationStorageServer && !httpURL(d.Path):
+			return bad("destination %s: a storage server's path is its http(s) URL, not %q", d.ID, d.Path)
+		case d.WalletURL != "" && (d.Kind != DestinationStorageServer || !httpURL(d.WalletURL)):
+			return bad("destination %s: walletURL %q: only a storage server takes one, an http(s) URL", d.ID, d.WalletURL)
 		case d.Path == "":
 			return bad("destination %s: no path", d.ID)
 		case d.Wallet != "" && !wallets[d.Wallet]:
@@ -365,6 +377,12 @@ func (s Schedule) validate(onChange bool) error {
 
 // validKey reports whether s is 1-64 of a-z, 0-9, '-', '_': safe in a URL path, a file
 // name and a log line.
+// httpURL reports an http(s) URL with a host.
+func httpURL(s string) bool {
+	u, err := url.Parse(s)
+	return err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.Host != ""
+}
+
 func validKey(s string) bool {
 	if len(s) == 0 || len(s) > 64 {
 		return false

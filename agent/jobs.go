@@ -39,6 +39,8 @@ func (a *Agent) RunDestination(id, reason string) (Task, error) {
 		return a.tasks.Start(KindBackup, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })
 	case DestinationBundles:
 		return a.tasks.Start(KindBundle, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) })
+	case DestinationStorageServer:
+		return a.tasks.Start(KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.storageServerJob(ctx, h, d, ref, reason) })
 	}
 	return Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 }

@@ -3,7 +3,8 @@
 // 2.0.5, StorageKnex on SQLite, a ProtoWallet identity, monetize: false) on 127.0.0.1, for
 // remote/auth's Go client tests.
 //
-// usage: node storage-server.mjs --db FILE --key HEX
+// usage: node storage-server.mjs --db FILE --key HEX [--port N]
+// (--port 0 or none: any free port; a test that restarts the server passes the port it had.)
 // Prints one line {"port": N, "identityKey": HEX} once it listens, then serves until its stdin
 // closes (the Go test holds it open and closes it, or dies), and exits.
 process.env.TZ = 'UTC'
@@ -25,14 +26,15 @@ await storage.migrate('ts-server', key.toPublicKey().toString())
 await storage.makeAvailable()
 
 const server = new StorageServer(storage, { port: 0, wallet: new ProtoWallet(key), monetize: false })
-const http = server.app.listen(0, '127.0.0.1', () => {
+const http = server.app.listen(Number(flags.port ?? 0), '127.0.0.1', () => {
   process.stdout.write(JSON.stringify({ port: http.address().port, identityKey: key.toPublicKey().toString() }) + '\n')
 })
-// Node closes an idle keep-alive connection after 5 s; a client that read its wallet for
-// longer (a large chunk on a busy machine) then sends its next POST on a socket the server
-// is closing, and undici's fetch fails it without retrying. walletsync serve keeps idle
-// connections 2 minutes: so does this server, for the tests and the bench that compare them.
+// Node closes an idle keep-alive connection after 5 s, and undici's fetch (the toolbox's
+// StorageClient) may reuse it in that instant and fail with "fetch failed" after a long pause
+// of its own (a pull's local writes); a deployed server behind a proxy keeps connections
+// longer. Both clients get the same server.
 http.keepAliveTimeout = 120_000
+http.headersTimeout = 125_000
 process.stdin.resume()
 process.stdin.on('end', async () => {
   http.close()

@@ -89,10 +89,11 @@ func newRow(t *wallet.Table, f fields) wallet.Row {
 	return r
 }
 
-// FindOrInsertUser is the toolbox's findOrInsertUser: the users row of identityKey (in
-// wallet.Users column order), created as EnsureUser creates it when missing; isNew reports
-// that this call made it.
-func (s *Store) FindOrInsertUser(ctx context.Context, identityKey string) (user wallet.Row, isNew bool, err error) {
+// FindOrInsertUserRow is the toolbox's findOrInsertUser as a server answers it: the whole
+// users row of identityKey (in wallet.Users column order), created as EnsureUser creates it
+// when missing; isNew reports that this call made it. (FindOrInsertUser is the same for a
+// sync, which needs only the user's keys and times.)
+func (s *Store) FindOrInsertUserRow(ctx context.Context, identityKey string) (user wallet.Row, isNew bool, err error) {
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		id, created, err := ensureUser(ctx, tx, identityKey)
 		if err != nil {
@@ -109,28 +110,4 @@ func (s *Store) FindOrInsertUser(ctx context.Context, identityKey string) (user 
 		return nil, false, fmt.Errorf("find or insert user: %w", err)
 	}
 	return user, isNew, nil
-}
-
-// SetActive is the toolbox's setActive for the user identityKey: it names
-// storageIdentityKey as the user's active store and sets the row's updated_at to now (the
-// toolbox's updateUser does), so that the change travels to the other stores as a newer
-// user row. It returns the number of rows changed, 1, or 0 when the user does not exist.
-func (s *Store) SetActive(ctx context.Context, identityKey, storageIdentityKey string) (int64, error) {
-	if storageIdentityKey == "" {
-		return 0, fmt.Errorf("set active: empty storage identity key: %w", wallet.ErrInvalidArgument)
-	}
-	var n int64
-	err := s.writeTx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, "UPDATE users SET activeStorage = ?, updated_at = ? WHERE identityKey = ?",
-			storageIdentityKey, wallet.FormatTime(wallet.Now()), identityKey)
-		if err != nil {
-			return classify(err)
-		}
-		n, err = res.RowsAffected()
-		return err
-	})
-	if err != nil {
-		return 0, fmt.Errorf("set active: %w", err)
-	}
-	return n, nil
 }

@@ -48,6 +48,7 @@ fuzz ./remote/auth FuzzParseKeyFile
 fuzz ./remote/auth FuzzDecodeUTF8
 fuzz ./remote/wire FuzzDecodeFrame
 fuzz ./remote/wire FuzzDecodeError
+fuzz ./remote/toolbox FuzzClientAnswers
 fuzz ./bundle FuzzDecodeManifest
 fuzz ./remote/toolbox FuzzParseRequest
 fuzz ./remote/toolbox FuzzParseResponse

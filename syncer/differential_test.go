@@ -155,13 +155,9 @@ func toolboxReading(t *testing.T, app *toolboxpeer.Script, path, id string, opts
 	if err := app.Call(map[string]any{"cmd": "dump", "db": path, "identity": id}, &d); err != nil {
 		t.Fatal(err)
 	}
-	raw := map[wallet.TableName][]wallet.Row{}
-	for _, tb := range wallet.AllTables {
-		rows, err := d.Rows(tb)
-		if err != nil {
-			t.Fatal(err)
-		}
-		raw[tb.Name] = rows
+	raw, err := d.Rows()
+	if err != nil {
+		t.Fatal(err)
 	}
 	w, err := logical.FromRows(raw, opts)
 	if err != nil {

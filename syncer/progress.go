@@ -65,8 +65,11 @@ type Counters struct {
 	Inserts int64 `json:"inserts"`
 	Updates int64 `json:"updates"`
 	Bytes   int64 `json:"bytes"`
-	// Requests counts calls to the destination (descriptions, checkpoints, commits).
+	// Requests counts calls to the destination (descriptions, checkpoints, commits); in a
+	// BRC-40 session (RunChunks), calls to either store.
 	Requests int64 `json:"requests"`
+	// Retries counts the attempts a BRC-40 session repeated because a store was unavailable.
+	Retries int64 `json:"retries,omitempty"`
 }
 
 // Progress is one state change of a session.
@@ -81,6 +84,8 @@ type Progress struct {
 	Counters
 	// Checkpoint is the last durable checkpoint.
 	Checkpoint wallet.Checkpoint `json:"checkpoint"`
+	// Total is the number of rows the session will move, when known (0: unknown).
+	Total int64 `json:"total,omitempty"`
 	// Err is set in the failed state.
 	Err string `json:"error,omitempty"`
 }

@@ -470,20 +470,10 @@ func (s *session) commit(ctx context.Context, b wallet.Batch) (wallet.Ack, time.
 // grant takes a background write grant for one commit, when the session has an access
 // queue and does not already hold the whole store.
 func (s *session) grant(ctx context.Context) (*scheduler.Grant, time.Duration, error) {
-	if s.opts.Grants == nil || s.held != nil {
+	if s.held != nil {
 		return nil, 0, nil
 	}
-	began := time.Now()
-	g, err := s.opts.Grants.Acquire(ctx, scheduler.Background, scheduler.Write)
-	wait := time.Since(began)
-	if err != nil {
-		return nil, wait, fmt.Errorf("wait for the write grant: %w", err)
-	}
-	if !s.opts.Grants.Valid() {
-		s.opts.Grants.Release(g)
-		return nil, wait, wallet.ErrStaleSession
-	}
-	return g, wait, nil
+	return acquireWrite(ctx, s.opts.Grants)
 }
 
 // permanent reports errors that a retry cannot fix.

@@ -63,6 +63,17 @@ var (
 	// toolbox.WalletError for the name and message it sent). Errors that carry it may also
 	// match a more precise sentinel above.
 	ErrRemote = errors.New("storage server refused the request")
+	// ErrUnavailable: a storage server could not be reached, or its answer was lost (a
+	// connection refused or reset, a timeout, a 5xx from a proxy or a restarting server).
+	// The outcome of the request is unknown: a read may be sent again; a write is settled
+	// by reading the server's state, never by sending it blindly again.
+	ErrUnavailable = errors.New("storage server unavailable")
+	// ErrChunkTooLarge: a BRC-40 chunk does not fit what its consumer accepts in one request
+	// (a toolbox StorageServer's 30 MB body limit). Nothing was sent; a smaller chunk may fit.
+	ErrChunkTooLarge = errors.New("chunk larger than the consumer accepts")
+	// ErrNotActive: two stores of a wallet name different active stores (toolbox
+	// WERR_NOT_ACTIVE); a sync does not choose between them, the person does.
+	ErrNotActive = errors.New("stores disagree about the wallet's active store")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -16,14 +17,17 @@ import (
 	"walletsync/wallet"
 )
 
-// runSync pushes a wallet to a SQLite destination file page by page.
+// runSync pushes a wallet to a SQLite destination file page by page, or pushes it to or
+// pulls it from a storage server (see runRemoteSync) when --to or --from is a URL.
 func runSync(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("sync", "--from WALLET.sqlite --to DEST.sqlite [--identity HEX] [--max-items N] [--max-bytes N] [--json]", out)
-	from := fs.String("from", "", "the wallet to copy from")
-	to := fs.String("to", "", "the destination wallet file (created in the toolbox schema if missing)")
-	identity := fs.String("identity", "", "the user to sync (default: the source's only user)")
+	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--identity HEX] [--max-items N] [--max-bytes N] [--json]", out)
+	from := fs.String("from", "", "the wallet to copy from, or the storage server URL to pull from")
+	to := fs.String("to", "", "the destination wallet file (created in the toolbox schema if missing), or the storage server URL to push to")
+	identity := fs.String("identity", "", "the user to sync (default: the source's only user; from a server, the signer's identity)")
 	maxItems := fs.Int("max-items", syncer.DefaultMaxRows, fmt.Sprintf("rows per page, 1..%d", syncer.MaxRows))
-	maxBytes := fs.Int64("max-bytes", syncer.DefaultMaxBytes, fmt.Sprintf("rough bytes per page, 1..%d", syncer.MaxBytes))
+	maxBytes := fs.Int64("max-bytes", syncer.DefaultMaxBytes, fmt.Sprintf("rough bytes per page, 1..%d (a storage server's chunks: default %d, up to %d)", syncer.MaxBytes, syncer.DefaultChunkRoughSize, wallet.MaxPageBytes))
+	keyFile := fs.String("key-file", "", "with a storage server: the wallet's identity key file (see `walletsync key`)")
+	walletURL := fs.String("wallet-url", "", "with a storage server: the BRC-100 wallet that signs as the identity instead of a key file, e.g. http://127.0.0.1:3321")
 	asJSON := fs.Bool("json", false, "print one JSON object per progress event, then the result")
 	if err := command.Parse(fs, args); err != nil {
 		return err
@@ -33,6 +37,21 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	}
 	if err := command.Required("to", *to); err != nil {
 		return err
+	}
+	if isURL(*from) || isURL(*to) {
+		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON}
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "max-items":
+				r.maxItems = int64(*maxItems)
+			case "max-bytes":
+				r.maxBytes = *maxBytes
+			}
+		})
+		return r.run(ctx, out)
+	}
+	if *keyFile != "" || *walletURL != "" {
+		return fmt.Errorf("%w: --key-file and --wallet-url sign for a storage server; neither --from nor --to is a URL", command.ErrUsage)
 	}
 	if safefile.SameFile(*from, *to) {
 		return fmt.Errorf("%w: --to %s is the wallet --from names; choose another file", command.ErrUsage, *to)
@@ -78,23 +97,8 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	defer dst.Close()
 
 	bar := command.NewProgressLine(out)
-	var meter stats.Rate
 	enc := json.NewEncoder(out)
-	opts.Progress = func(p syncer.Progress) error {
-		if *asJSON {
-			return enc.Encode(p)
-		}
-		now := time.Now()
-		meter.Observe(now, p.Rows, p.Bytes)
-		rate, _ := meter.PerSecond(now)
-		known := total // a full traversal's; what an incremental run reads is not counted
-		if p.Kind != syncer.KindFull {
-			known = 0
-		}
-		bar.Update(false, "%-10s %-18s %6d pages %9s %s",
-			p.State, p.Table, p.Pages, command.HumanBytes(p.Bytes), command.ProgressText(p.Rows, known, rate))
-		return nil
-	}
+	opts.Progress = progressPrinter(bar, enc, *asJSON, "pages", total)
 	res, err := syncer.Run(ctx, src, dst, *identity, opts)
 	if *asJSON {
 		if encErr := enc.Encode(res); encErr != nil {
@@ -130,6 +134,29 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		return command.ErrCancelled
 	}
 	return err
+}
+
+// progressPrinter prints a session's progress: one JSON object per event, or a progress
+// line with the rows done of the total, the rate and the time left where the total is known
+// (the session's own, or total for a full copy). unit names what the session counts in
+// Pages ("pages", "chunks").
+func progressPrinter(bar *command.ProgressLine, enc *json.Encoder, asJSON bool, unit string, total int64) func(syncer.Progress) error {
+	var meter stats.Rate
+	return func(p syncer.Progress) error {
+		if asJSON {
+			return enc.Encode(p)
+		}
+		now := time.Now()
+		meter.Observe(now, p.Rows, p.Bytes)
+		rate, _ := meter.PerSecond(now)
+		known := p.Total
+		if known == 0 && p.Kind == syncer.KindFull { // what an incremental run reads is not counted
+			known = total
+		}
+		bar.Update(false, "%-10s %-18s %6d %s %9s %s",
+			p.State, p.Table, p.Pages, unit, command.HumanBytes(p.Bytes), command.ProgressText(p.Rows, known, rate))
+		return nil
+	}
 }
 
 // openSource opens a wallet to read from: for writing when it can, so that walletsync's

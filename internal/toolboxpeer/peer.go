@@ -206,47 +206,6 @@ func DumpRows(t *wallet.Table, rows []wallet.Row) []map[string]any {
 	return out
 }
 
-// Rows returns the rows of t in d as walletsync rows (the inverse of DumpRows), so that a
-// dump goes through the same canonical comparison as walletsync's own reading.
-func (d Dump) Rows(t *wallet.Table) ([]wallet.Row, error) {
-	out := make([]wallet.Row, 0, len(d[string(t.Name)]))
-	for _, m := range d[string(t.Name)] {
-		r := make(wallet.Row, len(t.Columns))
-		for i, c := range t.Columns {
-			v := m[c.Name]
-			if v == nil {
-				continue
-			}
-			var err error
-			switch c.Kind {
-			case wallet.KindInt:
-				f, ok := v.(float64)
-				if !ok || f != float64(int64(f)) {
-					err = fmt.Errorf("not an integer: %v", v)
-				}
-				r[i] = int64(f)
-			case wallet.KindTime:
-				r[i], err = wallet.ParseTime(fmt.Sprint(v))
-			case wallet.KindBlob:
-				r[i], err = hex.DecodeString(fmt.Sprint(v))
-			case wallet.KindBool:
-				b, ok := v.(bool)
-				if !ok {
-					err = fmt.Errorf("not a boolean: %v", v)
-				}
-				r[i] = b
-			default:
-				r[i] = fmt.Sprint(v)
-			}
-			if err != nil {
-				return nil, fmt.Errorf("dump %s.%s: %w", t.Name, c.Name, err)
-			}
-		}
-		out = append(out, r)
-	}
-	return out, nil
-}
-
 func dumpValue(v any) any {
 	switch x := v.(type) {
 	case time.Time:
@@ -257,4 +216,38 @@ func dumpValue(v any) any {
 		return float64(x) // as encoding/json decodes a number into any
 	}
 	return v
+}
+
+// Rows returns the dump as walletsync rows (in the types wallet.Row documents), table by
+// table, so that a store the toolbox read can be compared with logical.FromRows whatever
+// ids it gave the rows. Tables the dump has that walletsync does not know are left out.
+func (d Dump) Rows() (map[wallet.TableName][]wallet.Row, error) {
+	out := map[wallet.TableName][]wallet.Row{}
+	for name, list := range d {
+		t, err := wallet.LookupTable(wallet.TableName(name))
+		if err != nil {
+			continue
+		}
+		rows := make([]wallet.Row, len(list))
+		for i, m := range list {
+			r := make(wallet.Row, len(t.Columns))
+			for j, c := range t.Columns {
+				v := m[c.Name]
+				if s, ok := v.(string); ok && c.Kind == wallet.KindBlob {
+					b, err := hex.DecodeString(s)
+					if err != nil {
+						return nil, fmt.Errorf("%s.%s: %w", name, c.Name, err)
+					}
+					v = b
+				}
+				r[j] = v
+			}
+			if err := t.Normalize(r); err != nil {
+				return nil, fmt.Errorf("%s[%d]: %w", name, i, err)
+			}
+			rows[i] = r
+		}
+		out[t.Name] = rows
+	}
+	return out, nil
 }

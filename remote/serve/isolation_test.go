@@ -31,7 +31,7 @@ func TestServe_IsolatesIdentities(t *testing.T) {
 	b := seedWallet(t, localstore.FixtureSmall, 6)
 	backup(t, srv.URL, b)
 	before := logicalWallet(t, srv.opts.DBPath, b.Identity)
-	bUser, _, err := srv.Store().FindOrInsertUser(t.Context(), b.Identity)
+	bUser, _, err := srv.Store().FindOrInsertUserRow(t.Context(), b.Identity)
 	if err != nil {
 		t.Fatal(err)
 	}

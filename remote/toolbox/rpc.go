@@ -214,6 +214,7 @@ var werrSentinels = []struct {
 }{
 	{"WERR_UNAUTHORIZED", wallet.ErrUnauthorized},
 	{"WERR_NETWORK_CHAIN", wallet.ErrWrongChain},
+	{"WERR_NOT_ACTIVE", wallet.ErrNotActive},
 	{"WERR_NOT_IMPLEMENTED", wallet.ErrNotImplemented},
 	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument},

@@ -23,9 +23,9 @@ import (
 type Store interface {
 	// Settings returns the store's settings row.
 	Settings(ctx context.Context) (wallet.Settings, error)
-	// FindOrInsertUser returns identityKey's users row, creating it (and its default
+	// FindOrInsertUserRow returns identityKey's users row, creating it (and its default
 	// basket) when missing; isNew reports that it did.
-	FindOrInsertUser(ctx context.Context, identityKey string) (user wallet.Row, isNew bool, err error)
+	FindOrInsertUserRow(ctx context.Context, identityKey string) (user wallet.Row, isNew bool, err error)
 	// FindOrInsertSyncStateAuth returns identityKey's sync state for the producer, creating
 	// the user and the state when missing; isNew reports that the state is new.
 	FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error)
@@ -34,9 +34,9 @@ type Store interface {
 	// ProcessSyncChunk is BRC-40's consumer for args.IdentityKey: the chunk's rows and the
 	// sync state commit together or not at all.
 	ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error)
-	// SetActive names storageIdentityKey as identityKey's active store and returns the
-	// number of users rows changed.
-	SetActive(ctx context.Context, identityKey, storageIdentityKey string) (int64, error)
+	// SetActive names storageIdentityKey as identityKey's active store; a missing user is
+	// wallet.ErrNotFound.
+	SetActive(ctx context.Context, identityKey, storageIdentityKey string) error
 }
 
 // ServerOptions tune a Server. The zero value is usable.
@@ -204,7 +204,7 @@ func (s *Server) authorize(ctx context.Context, identity string, params []json.R
 			}
 		}
 	}
-	if _, _, err := s.store.FindOrInsertUser(ctx, identity); err != nil {
+	if _, _, err := s.store.FindOrInsertUserRow(ctx, identity); err != nil {
 		return fmt.Errorf("find or insert the caller's user: %w", err)
 	}
 	return nil
@@ -292,7 +292,7 @@ func (s *Server) findOrInsertUser(ctx context.Context, identity string, params [
 	if len(params) == 0 || json.Unmarshal(params[0], &key) != nil || key != identity {
 		return nil, unauthorized("function may only access authenticated user.")
 	}
-	user, isNew, err := s.store.FindOrInsertUser(ctx, identity)
+	user, isNew, err := s.store.FindOrInsertUserRow(ctx, identity)
 	if err != nil {
 		return nil, err
 	}
@@ -418,8 +418,11 @@ func (s *Server) setActive(ctx context.Context, identity string, params []json.R
 	if err != nil {
 		return nil, err
 	}
-	n, err := s.store.SetActive(ctx, identity, sik)
-	if err != nil {
+	// The toolbox answers the number of users rows it changed.
+	n := 1
+	if err := s.store.SetActive(ctx, identity, sik); errors.Is(err, wallet.ErrNotFound) {
+		n = 0
+	} else if err != nil {
 		return nil, err
 	}
 	return fmt.Appendf(nil, "%d", n), nil

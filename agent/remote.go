@@ -1,0 +1,87 @@
+package agent
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"walletsync/remote/auth"
+	"walletsync/remote/toolbox"
+	"walletsync/scheduler"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// StorageKeySecret names, in the secrets file, the private key that signs for the storage
+// server destination id (64 hex digits): the identity's root key, since a toolbox server
+// gives out only the data of the identity that authenticates to it.
+func StorageKeySecret(id string) string { return "storage-key-" + id }
+
+// storageSigner returns who signs for d: its BRC-100 wallet, or the key in the secrets file.
+func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
+	if d.WalletURL != "" {
+		return auth.NewHTTPWallet(d.WalletURL, auth.HTTPWalletOptions{})
+	}
+	sec, err := a.secrets.Get(StorageKeySecret(d.ID))
+	if err != nil {
+		return nil, WithHint(fmt.Errorf("storage server %s: no signing key: %w", d.Name, err),
+			fmt.Sprintf("put the identity's key in the secrets (%s), or name the BRC-100 wallet that signs (walletURL)", StorageKeySecret(d.ID)))
+	}
+	key, err := auth.ParseKeyFile([]byte(strings.TrimSpace(sec.Reveal()) + "\n"))
+	if err != nil {
+		return nil, fmt.Errorf("storage server %s: the key in the secrets: %w", d.Name, err)
+	}
+	return auth.NewProtoWallet(key), nil
+}
+
+// storageServerJob pushes the wallet's identity to the storage server d with BRC-40 chunks
+// (syncer.RunChunks), as the toolbox's WalletStorageManager backs up to a StorageClient.
+// The server gives out only the signer's data, so only the signer's identity is pushed;
+// the wallet is only read (a new backup's first push also makes the wallet's user row the
+// newer one, as the toolbox's setActive does).
+func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+	w, err := a.wallet(ctx, ref.Path)
+	if err != nil {
+		return err
+	}
+	ids, err := w.identities(ctx, ref)
+	if err != nil {
+		return err
+	}
+	signer, err := a.storageSigner(d)
+	if err != nil {
+		return err
+	}
+	me, err := signer.IdentityKey(ctx)
+	if err != nil {
+		return fmt.Errorf("storage server %s: ask the signer for its identity: %w", d.Name, err)
+	}
+	identity := string(auth.CounterpartyKey(me))
+	if !slices.Contains(ids, identity) {
+		return WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
+			"sign with the wallet's identity key")
+	}
+	client, err := toolbox.Dial(d.Path, signer, toolbox.ClientOptions{})
+	if err != nil {
+		return err
+	}
+	budget, err := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
+	if err != nil {
+		return err
+	}
+	h.Logf("push to storage server %s started (%s)", d.Name, reason)
+	res, err := syncer.RunChunks(ctx, w.store, client, identity, syncer.ChunkOptions{
+		Active: wallet.KeepSourceActive, Budget: budget,
+		Progress: func(p syncer.Progress) error {
+			h.SyncProgress(p)
+			return nil
+		}})
+	h.SetResult(SyncResult{Sessions: []syncer.Result{res}})
+	if err != nil {
+		return err
+	}
+	h.Logf("%s: %s push, %d chunks, %d rows (%d inserted, %d updated), confirmed by the server",
+		wallet.ShortKey(identity, 12), res.Kind, res.Pages, res.Rows, res.Inserts, res.Updates)
+	return nil
+}

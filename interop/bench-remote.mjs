@@ -1,0 +1,78 @@
+#!/usr/bin/env node
+// bench-remote.mjs: @bsv/wallet-toolbox 2.1.26's own remote backup and restore, for
+// `walletsync bench remote`, the baseline measured in the same run: a WalletStorageManager with
+// the wallet's store as active and a StorageClient (AuthFetch, BRC-104) as backup, as a toolbox
+// wallet drives a storage server. Each command prints exactly one JSON object on stdout:
+// {seconds, requests, bytesSent} (pull adds inserts, updates); diagnostics go to stderr. Failure: exit 1
+// with {"error": "...", "name": "..."}.
+//
+//   push --db F --identity HEX --key HEX --url U
+//        the wallet F to the server U: makeAvailable, then setActive(F's key), which is how the
+//        toolbox resolves a new backup (it reports as a conflicting active: it first merges the
+//        backup into F, then pushes F to it, carrying F's user row as the newer one), or
+//        updateBackups() when the server's user already names F.
+//   pull --db NEW --identity HEX --key HEX --url U [--chain test]
+//        creates NEW (migrate, outside the timing) as the active store, then
+//        syncFromReader(identity, StorageClient(U)): the server's rows into NEW.
+//
+// requests and bytesSent count the StorageClient's JSON-RPC calls and their bodies
+// (JSON.stringify of the envelope, what AuthFetch sends); the handshake is in the time only.
+
+process.env.TZ = 'UTC'
+import { createRequire } from 'node:module'
+import { performance } from 'node:perf_hooks'
+import { need, openStore, newStorage, run } from './cli.mjs'
+
+for (const k of ['log', 'info', 'warn', 'debug']) console[k] = (...a) => console.error(...a)
+
+const require = createRequire(import.meta.url)
+const { PrivateKey, ProtoWallet } = require('@bsv/sdk')
+const { WalletStorageManager, StorageClient } = require('@bsv/wallet-toolbox/out/src/storage/index.all.js')
+
+/** countingClient returns a StorageClient for url signing as key, counting its calls. */
+function countingClient (key, url, counts) {
+  const client = new StorageClient(new ProtoWallet(PrivateKey.fromHex(key)), url)
+  const rpcCall = client.rpcCall.bind(client)
+  client.rpcCall = async (method, params) => {
+    counts.requests++
+    counts.bytesSent += Buffer.byteLength(JSON.stringify({ jsonrpc: '2.0', method, params, id: client.nextId }))
+    return await rpcCall(method, params)
+  }
+  return client
+}
+
+const commands = {
+  async push (f) {
+    const storage = await openStore(need(f, 'db'))
+    const identity = need(f, 'identity')
+    const counts = { requests: 0, bytesSent: 0 }
+    const client = countingClient(need(f, 'key'), need(f, 'url'), counts)
+    const t0 = performance.now()
+    const wsm = new WalletStorageManager(identity, storage, [client])
+    await wsm.makeAvailable()
+    if (wsm.getConflictingStores().length > 0) {
+      await wsm.setActive(storage.getSettings().storageIdentityKey)
+    } else {
+      await wsm.updateBackups()
+    }
+    const seconds = (performance.now() - t0) / 1000
+    return { seconds, ...counts }
+  },
+
+  async pull (f) {
+    const storage = newStorage(need(f, 'db'), f.chain ?? 'test')
+    await storage.migrate('toolbox pull', PrivateKey.fromRandom().toPublicKey().toString())
+    await storage.makeAvailable()
+    const identity = need(f, 'identity')
+    const counts = { requests: 0, bytesSent: 0 }
+    const client = countingClient(need(f, 'key'), need(f, 'url'), counts)
+    const t0 = performance.now()
+    const wsm = new WalletStorageManager(identity, storage, [])
+    await wsm.makeAvailable()
+    const r = await wsm.syncFromReader(identity, client)
+    const seconds = (performance.now() - t0) / 1000
+    return { seconds, ...counts, inserts: r.inserts, updates: r.updates }
+  }
+}
+
+await run(commands, 'usage: node bench-remote.mjs push|pull --db F --identity HEX --key HEX --url U')
