@@ -15,6 +15,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
+	"walletsync/remote/wire"
 	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -33,11 +34,14 @@ type remoteSync struct {
 	keyFile, walletURL string
 	maxItems, maxBytes int64 // 0: the chunk defaults
 	asJSON             bool
+	wire               string // auto, toolbox or walletsync
 }
 
 // remoteStats is what the result adds about the wire.
 type remoteStats struct {
 	syncer.Result
+	// Wire is the wire the sync spoke: "toolbox" (JSON-RPC) or "walletsync" (paged).
+	Wire   string        `json:"wire"`
 	Server toolbox.Stats `json:"server"`
 }
 
@@ -59,18 +63,36 @@ func (r remoteSync) signer() (auth.Signer, error) {
 }
 
 // remoteFor returns the storage server at rawURL as the sync talks to it, signing as
-// signer. It is the one place that chooses the wire; today every server is a toolbox
-// StorageServer (JSON-RPC over BRC-104).
-func remoteFor(rawURL string, signer auth.Signer) (*toolbox.Client, error) {
+// signer: walletsync's paged wire (a *wire.Provider) when the server is a walletsync server
+// and the person allowed it, else the toolbox's JSON-RPC (a *toolbox.Client). It is the one
+// place that chooses the wire. With "auto" it asks the server first, without authenticating
+// (wire.Detect): a toolbox StorageServer, or a server without the paged wire, gets the
+// toolbox's wire.
+func remoteFor(ctx context.Context, rawURL, wireName string, signer auth.Signer) (*toolbox.Client, *wire.Provider, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("%w: %q is not a storage server URL", command.ErrUsage, rawURL)
+		return nil, nil, fmt.Errorf("%w: %q is not a storage server URL", command.ErrUsage, rawURL)
+	}
+	switch {
+	case wireName == "toolbox":
+	case wire.Detect(ctx, rawURL):
+		ac, err := auth.NewClient(rawURL, signer, auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		if _, err := wire.Probe(ctx, rawURL, ac); err != nil {
+			return nil, nil, fmt.Errorf("ask %s for walletsync's wire: %w", rawURL, err)
+		}
+		p, err := wire.NewProvider(ac, wire.ProviderOptions{BusyWait: time.Minute})
+		return nil, p, err
+	case wireName == "walletsync":
+		return nil, nil, fmt.Errorf("%s does not serve walletsync's wire (its GET %s is not walletsync's): %w", rawURL, wire.Prefix, wire.ErrNotWalletsync)
 	}
 	c, err := toolbox.Dial(rawURL, signer, toolbox.ClientOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}
-	return c, nil
+	return c, nil, nil
 }
 
 func (r remoteSync) run(ctx context.Context, out io.Writer) error {
@@ -102,9 +124,12 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	if opts.Active == wallet.KeepDestinationActive {
 		serverURL = r.from
 	}
-	client, err := remoteFor(serverURL, signer)
+	client, provider, err := remoteFor(ctx, serverURL, r.wire, signer)
 	if err != nil {
 		return err
+	}
+	if provider != nil {
+		return r.paged(ctx, out, provider, signerKey, opts.Active)
 	}
 	var res syncer.Result
 	if opts.Active == wallet.KeepSourceActive {
@@ -115,7 +140,7 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	if errors.Is(err, wallet.ErrUnauthorized) {
 		err = fmt.Errorf("%w\nthe server accepts only the wallet's own identity: sign with the wallet's identity key (--key-file) or its BRC-100 wallet (--wallet-url)", err)
 	}
-	return r.report(out, remoteStats{Result: res, Server: client.Stats()}, err)
+	return r.report(out, remoteStats{Result: res, Wire: "toolbox", Server: client.Stats()}, err)
 }
 
 // push sends the wallet --from to the server.
@@ -180,6 +205,51 @@ func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Cli
 	return syncer.RunChunks(ctx, client, dst, identity, opts)
 }
 
+// paged pushes or pulls through walletsync's paged wire: the page session of a file sync,
+// with the server as the other store (its checkpoint and views kept on the server).
+func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, signerKey string, active wallet.ActivePolicy) error {
+	opts := syncer.Options{Active: active, MaxRows: int(r.maxItems), MaxBytes: r.maxBytes}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "pages", 0)
+	identity := r.identity
+	var res syncer.Result
+	var err error
+	if active == wallet.KeepSourceActive {
+		src, oerr := openSource(ctx, r.from)
+		if oerr != nil {
+			return oerr
+		}
+		defer src.Close()
+		if identity == "" {
+			if identity, err = onlyIdentity(ctx, src); err != nil {
+				return err
+			}
+		}
+		if identity != signerKey {
+			return fmt.Errorf("push %s: the signer is %s, not the wallet's identity %s: %w",
+				r.from, wallet.ShortKey(signerKey, 16), wallet.ShortKey(identity, 16), wallet.ErrUnauthorized)
+		}
+		res, err = syncer.Run(ctx, src, p, identity, opts)
+	} else {
+		if identity == "" {
+			identity = signerKey
+		}
+		settings, _, derr := p.Describe(ctx)
+		if derr != nil {
+			return fmt.Errorf("pull from %s: %w", r.from, derr)
+		}
+		dst, oerr := localstore.OpenOrCreate(ctx, r.to, localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
+		if oerr != nil {
+			return oerr
+		}
+		defer dst.Close()
+		res, err = syncer.Run(ctx, p, dst, identity, opts)
+	}
+	return r.report(out, remoteStats{Result: res, Wire: "walletsync"}, err)
+}
+
 // report prints the result: the JSON object, or a summary line.
 func (r remoteSync) report(out io.Writer, res remoteStats, err error) error {
 	if r.asJSON {
@@ -193,13 +263,18 @@ func (r remoteSync) report(out io.Writer, res remoteStats, err error) error {
 		if res.Kind != "" {
 			kind = string(res.Kind) + " sync"
 		}
-		fmt.Fprintf(out, "\n%s: %s, %d chunks, %d rows (%d inserted, %d updated), %s in %s; %d requests, %s sent, %s received, %d retries\n",
-			res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
-			res.Server.Requests, command.HumanBytes(res.Server.BytesSent), command.HumanBytes(res.Server.BytesReceived), res.Server.Retries)
-		if res.State == syncer.StateCompleted {
-			fmt.Fprintln(out, "the server confirmed every chunk; its sync state says where the next run starts")
+		if res.Wire == "walletsync" {
+			fmt.Fprintf(out, "\n%s: %s over walletsync's paged wire, %d pages, %d rows (%d inserted, %d updated), %s in %s\n",
+				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
 		} else {
-			fmt.Fprintln(out, "the server keeps its sync state: the next run continues from there")
+			fmt.Fprintf(out, "\n%s: %s, %d chunks, %d rows (%d inserted, %d updated), %s in %s; %d requests, %s sent, %s received, %d retries\n",
+				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+				res.Server.Requests, command.HumanBytes(res.Server.BytesSent), command.HumanBytes(res.Server.BytesReceived), res.Server.Retries)
+		}
+		if res.State == syncer.StateCompleted {
+			fmt.Fprintln(out, "the server confirmed every commit; its durable state says where the next run starts")
+		} else {
+			fmt.Fprintln(out, "the server keeps its durable state: the next run continues from there")
 		}
 	}
 	if res.State == syncer.StateCancelled {

@@ -1,15 +1,23 @@
 package cli
 
 import (
+	"context"
 	"encoding/hex"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"walletsync/internal/providertest"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/internal/walletsynctest"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/serve"
+	"walletsync/remote/wire"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
 func writeKeyFile(t *testing.T, seed uint64) string {
@@ -55,4 +63,58 @@ func TestCLI_SyncRemote(t *testing.T) {
 	if code != 0 || !strings.Contains(out, localstore.FixtureIdentity(1)) || !strings.Contains(out, "certificate_fields         12") {
 		t.Fatalf("the pulled wallet: exit %d\n%s", code, out)
 	}
+}
+
+// TestCLI_SyncServeChoosesTheWire pushes a wallet to `walletsync serve` and pulls it back:
+// with --wire auto the command finds the paged wire and speaks it, with --wire toolbox it
+// speaks the toolbox's JSON-RPC to the same server, and both pulls equal the wallet; against
+// the toolbox's own StorageServer, --wire walletsync is refused with the reason.
+func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
+	t.Parallel()
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall) // FixtureIdentity(1)
+	own := writeKeyFile(t, 1)
+	srv, err := serve.Open(t.Context(), serve.Options{DBPath: filepath.Join(t.TempDir(), "server.sqlite"),
+		Signer: auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(78))), Listen: "127.0.0.1:0",
+		Logger: slog.New(slog.DiscardHandler), Mounts: []serve.Mount{serve.WireMount(wire.ViewOptions{}, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urls, done := make(chan serve.Listening, 1), make(chan error, 1)
+	go func() { done <- srv.Run(ctx, func(at serve.Listening) { urls <- at }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	url := (<-urls).URL
+
+	for _, tc := range []struct{ wire, says string }{
+		{"auto", "over walletsync's paged wire"},
+		{"toolbox", "chunks"},
+	} {
+		code, out, stderr := walletsync(t, "sync", "--from", src, "--to", url, "--key-file", own, "--wire", tc.wire)
+		if code != 0 || !strings.Contains(out, "completed:") || !strings.Contains(out, tc.says) {
+			t.Fatalf("push, --wire %s: exit %d\n%s%s", tc.wire, code, out, stderr)
+		}
+		pulled := filepath.Join(t.TempDir(), "pulled.sqlite")
+		code, out, stderr = walletsync(t, "sync", "--from", url, "--to", pulled, "--key-file", own, "--wire", tc.wire, "--json")
+		if code != 0 || !strings.Contains(out, `"state":"completed"`) {
+			t.Fatalf("pull, --wire %s: exit %d\n%s%s", tc.wire, code, out, stderr)
+		}
+		a, b := openReadOnly(t, src), openReadOnly(t, pulled)
+		providertest.SameWallet(t, a, b, localstore.FixtureIdentity(1))
+	}
+
+	tb := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(77)))
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", tb.URL, "--key-file", own, "--wire", "walletsync")
+	if code != 1 || !strings.Contains(stderr, "walletsync's wire") {
+		t.Fatalf("--wire walletsync against a toolbox server: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+func openReadOnly(t *testing.T, path string) *localstore.Store {
+	t.Helper()
+	s, err := localstore.Open(t.Context(), path, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }

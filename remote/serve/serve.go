@@ -44,6 +44,9 @@ type Mount struct {
 	// MaxBodyBytes is the largest request body it takes (at least wallet.MaxFrameBytes is
 	// allowed); the BRC-104 middleware refuses a larger one before reading it.
 	MaxBodyBytes int64
+	// Hello, when set, answers an unauthenticated GET of Prefix, so that a client can tell
+	// which wires a server has before it authenticates.
+	Hello string
 	// New builds the handler over the server's store when the server opens. A handler
 	// that is also a MetricsWriter adds its samples to /metrics.
 	New func(store *localstore.Store) (http.Handler, error)
@@ -227,6 +230,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		case "/healthz", "/readyz", "/metrics":
 			if s.opts.MetricsListen == "" {
 				s.ops().ServeHTTP(w, r)
+				return
+			}
+		}
+		for _, m := range s.opts.Mounts {
+			if m.Hello != "" && r.URL.Path == m.Prefix {
+				text(w, http.StatusOK, m.Hello)
 				return
 			}
 		}

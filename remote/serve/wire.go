@@ -18,6 +18,7 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 	return Mount{
 		Prefix:       wire.Prefix,
 		MaxBodyBytes: wire.MaxBodyBytes,
+		Hello:        wire.Hello,
 		New: func(store *localstore.Store) (http.Handler, error) {
 			return wireHandler{wire.NewHandler(wire.StoreBackend{Store: store}, wire.HandlerOptions{Views: views, Logger: log})}, nil
 		},

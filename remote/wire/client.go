@@ -140,6 +140,29 @@ func Probe(ctx context.Context, baseURL string, client *auth.Client) (Capabiliti
 	return Capabilities{}, err
 }
 
+// Hello is what a walletsync server answers to an unauthenticated GET of Prefix (see Detect).
+const Hello = "walletsync paged wire " + "1\n"
+
+// Detect reports, without authenticating, whether the server at baseURL says it serves this
+// wire: a GET of Prefix answered with Hello. It costs one short request, where Probe against
+// a server without the wire may wait for its authentication to fail; a caller that chooses
+// a wire on its own asks Detect first and Probe only when it says yes.
+func Detect(ctx context.Context, baseURL string) bool {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+Prefix, nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
+	return resp.StatusCode == http.StatusOK && string(b) == Hello
+}
+
 // toolboxBanner reports whether GET / at baseURL answers the toolbox StorageServer's banner.
 func toolboxBanner(ctx context.Context, baseURL string) bool {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
