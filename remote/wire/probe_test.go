@@ -1,19 +1,15 @@
 package wire
 
 import (
-	"bufio"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
-	"runtime"
-	"strconv"
 	"testing"
 	"time"
+	"walletsync/internal/toolboxpeer"
 
 	"walletsync/remote/auth"
 	"walletsync/wallet"
@@ -56,7 +52,7 @@ func TestProbe_OtherServers(t *testing.T) {
 		}
 	})
 	t.Run("ToolboxStorageServer", func(t *testing.T) {
-		url := startToolboxServer(t)
+		url := toolboxpeer.StartServer(t, hex.EncodeToString(fixtureUser(94).key.Serialize())).URL
 		c, err := auth.NewClient(url, auth.NewProtoWallet(u.key), auth.ClientOptions{Timeout: 20 * time.Second})
 		if err != nil {
 			t.Fatal(err)
@@ -73,50 +69,6 @@ func TestProbe_OtherServers(t *testing.T) {
 			t.Fatalf("probe of a closed port: %v, want a failure that says nothing about the wire", err)
 		}
 	})
-}
-
-// startToolboxServer runs the real @bsv/wallet-toolbox 2.1.26 StorageServer
-// (interop/storage-server.mjs) on 127.0.0.1 and returns its URL; it stops with the test.
-func startToolboxServer(t *testing.T) string {
-	t.Helper()
-	_, file, _, _ := runtime.Caller(0)
-	script := filepath.Join(filepath.Dir(file), "..", "..", "interop", "storage-server.mjs")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatalf("node is not on PATH; the toolbox peer needs it: %v", err)
-	}
-	cmd := exec.Command(node, script, "--db", filepath.Join(t.TempDir(), "server.sqlite"), "--key", hex.EncodeToString(fixtureUser(94).key.Serialize()))
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		stdin.Close() // the script exits when its stdin closes
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	ready := make(chan string, 1)
-	go func() {
-		line, _ := bufio.NewReader(stdout).ReadString('\n')
-		ready <- line
-	}()
-	var m struct{ Port int }
-	select {
-	case line := <-ready:
-		if err := json.Unmarshal([]byte(line), &m); err != nil || m.Port == 0 {
-			t.Fatalf("storage-server.mjs: %q: %v (is the peer installed? npm ci in interop/)", line, err)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatal("storage-server.mjs did not start")
-	}
-	return "http://127.0.0.1:" + strconv.Itoa(m.Port)
 }
 
 // TestProvider_Negotiates: a Provider uses what the server advertises: the other encoding
