@@ -121,8 +121,18 @@ func classify(err error) (errorClass, string) {
 			break
 		}
 	}
-	if h, ok := errors.AsType[*hintError](err); ok {
-		return c, h.hint
+	if h := HintOf(err); h != "" {
+		return c, h
 	}
 	return c, c.hint
+}
+
+// HintOf returns the advice that WithHint attached to err or to an error it wraps, or ""
+// when there is none. Front ends (the dashboard through the API, the command line) show it
+// under the error, so the person reads what to do next, not only what failed.
+func HintOf(err error) string {
+	if h, ok := errors.AsType[*hintError](err); ok {
+		return h.hint
+	}
+	return ""
 }

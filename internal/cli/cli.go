@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+	"walletsync/agent"
 
 	"walletsync/internal/bench"
 	"walletsync/internal/command"
@@ -118,6 +119,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 130
 	}
 	fmt.Fprintf(stderr, "walletsync %s: %v\n", match.name, err)
+	if hint := agent.HintOf(err); hint != "" {
+		fmt.Fprintf(stderr, "  %s\n", hint)
+	}
 	return 1
 }
 

@@ -192,3 +192,22 @@ func TestCLI_StatusAndTasks(t *testing.T) {
 		t.Fatalf("status without an agent: exit %d, %q", code, stderr)
 	}
 }
+
+// TestCLI_ServiceStatusGivesTheHint runs `service status`: where the machine has a service
+// manager it reports the service; where it has none (a container), the failure is followed
+// by the advice the agent attached to it, so the person knows to start the agent by hand.
+func TestCLI_ServiceStatusGivesTheHint(t *testing.T) {
+	code, out, stderr := walletsync(t, "service", "status", "--data-dir="+t.TempDir())
+	switch code {
+	case 0:
+		if !strings.HasPrefix(out, "service (") {
+			t.Fatalf("service status: %q", out)
+		}
+	case 1:
+		if !strings.Contains(stderr, "no supported service manager") || !strings.Contains(stderr, "\n  ") || !strings.Contains(stderr, `"walletsync agent"`) {
+			t.Fatalf("service status without a service manager: %q; want the error and its hint", stderr)
+		}
+	default:
+		t.Fatalf("service status: exit %d, %q", code, stderr)
+	}
+}
