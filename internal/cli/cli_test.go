@@ -197,7 +197,7 @@ func TestCLI_StatusAndTasks(t *testing.T) {
 // manager it reports the service; where it has none (a container), the failure is followed
 // by the advice the agent attached to it, so the person knows to start the agent by hand.
 func TestCLI_ServiceStatusGivesTheHint(t *testing.T) {
-	code, out, stderr := walletsync(t, "service", "status", "--data-dir="+t.TempDir())
+	code, out, stderr := walletsync(t, "service", "--data-dir="+t.TempDir(), "status")
 	switch code {
 	case 0:
 		if !strings.HasPrefix(out, "service (") {
