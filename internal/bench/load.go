@@ -34,12 +34,6 @@ const (
 	loadErrorSamples = 10
 )
 
-// loadSameWallet is what a push may change and the comparison leaves out: the user row's
-// own times and active storage (a push keeps the source's), output baskets' creation times
-// and the proof requests' notification lists (merged by BRC-40's proof-request rule).
-var loadSameWallet = logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
-	"users.created_at", "output_baskets.created_at"}}
-
 // loadConfig is one load run: how many clients push each fixture, and where their wallets
 // are made (once, then reused) and the server's store lives.
 type loadConfig struct {
@@ -95,7 +89,7 @@ type loadReport struct {
 	ErrorSamples []string `json:"errorSamples,omitempty"`
 	Busy         int      `json:"busy"`
 	// Verified counts the clients whose rows on the server equal their wallet's, table by
-	// table (logical.Read of both, loadSameWallet); Mismatches describes the others.
+	// table (logical.Read of both, logical.AfterSync); Mismatches describes the others.
 	Verified   int      `json:"verified"`
 	Mismatches []string `json:"mismatches,omitempty"`
 }
@@ -278,11 +272,11 @@ func (c *loadClient) compare(ctx context.Context, server wallet.Source) (string,
 		return "", err
 	}
 	defer src.Close()
-	want, err := logical.Read(ctx, src, c.identity, loadSameWallet)
+	want, err := logical.Read(ctx, src, c.identity, logical.AfterSync())
 	if err != nil {
 		return "", fmt.Errorf("read client %d's wallet: %w", c.seed, err)
 	}
-	got, err := logical.Read(ctx, server, c.identity, loadSameWallet)
+	got, err := logical.Read(ctx, server, c.identity, logical.AfterSync())
 	if errors.Is(err, wallet.ErrNotFound) {
 		return "the server holds no such user", nil
 	}
