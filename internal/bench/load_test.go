@@ -9,10 +9,11 @@ import (
 	"walletsync/internal/walletsynctest"
 )
 
-// checkLoad fails unless rep is a clean run of small and big clients: nothing failed and
-// nothing was refused but for busy answers the clients retried, every request was counted
-// and timed, and every client's rows on the server equal its wallet's. Never its times.
-func checkLoad(t *testing.T, rep loadReport, small, big int) {
+// checkLoad fails unless rep is a clean run of small and big clients, phase by phase:
+// nothing failed and nothing was refused but for busy answers the clients retried, every
+// request was counted and timed, and every client's rows on the server (and in the wallet
+// it pulled) equal its wallet's. Never its times.
+func checkLoad(t *testing.T, rep loadReport, small, big int, phases ...string) {
 	t.Helper()
 	if rep.Errors != 0 || len(rep.ErrorSamples) != 0 {
 		t.Errorf("%d errors: %q", rep.Errors, rep.ErrorSamples)
@@ -20,32 +21,44 @@ func checkLoad(t *testing.T, rep loadReport, small, big int) {
 	if rep.Verified != small+big || len(rep.Mismatches) != 0 {
 		t.Errorf("%d of %d clients verified; differences: %q", rep.Verified, small+big, rep.Mismatches)
 	}
-	s, b := rep.Classes[0], rep.Classes[1]
-	if s.Clients != small || b.Clients != big || s.Rows < int64(small)*60 || (big > 0 && b.Rows < int64(big)*20000) {
-		t.Errorf("classes: %+v", rep.Classes)
+	if len(rep.Phases) != len(phases) {
+		t.Fatalf("phases %+v, want %q", rep.Phases, phases)
 	}
-	// Each client's first request is its BRC-104 handshake, its sync begins and commits
-	// at least one page of every table it has rows of.
-	l, c := rep.Latency, rep.Commit
-	if rep.Requests != l.Count || l.Count < (small+big)*3 || c.Count < (small+big)*5 || c.Count >= l.Count {
-		t.Errorf("%d requests, %d timed, %d commits", rep.Requests, l.Count, c.Count)
+	busy := 0
+	for i, p := range rep.Phases {
+		busy += p.Busy
+		s, b := p.Classes[0], p.Classes[1]
+		if p.Name != phases[i] || p.Errors != 0 || s.Clients != small || b.Clients != big || s.Rows < int64(small)*60 || (big > 0 && b.Rows < int64(big)*20000) {
+			t.Errorf("phase %d: %+v", i, p)
+		}
+		// Each client's first request is its BRC-104 handshake; its sync then asks the
+		// capabilities, begins, and moves at least one page of every table it has rows of.
+		l, pg := p.Latency, p.Pages
+		if p.Requests != l.Count || l.Count < (small+big)*3 || pg.Count < (small+big)*5 || pg.Count >= l.Count {
+			t.Errorf("%s: %d requests, %d timed, %d pages", p.Name, p.Requests, l.Count, pg.Count)
+		}
+		if l.P50 <= 0 || l.P50 > l.P95 || l.P95 > l.P99 || l.P99 > l.Max || pg.P50 <= 0 || pg.P99 > pg.Max {
+			t.Errorf("%s: latency percentiles out of order: %+v, pages %+v", p.Name, l, pg)
+		}
 	}
-	if l.P50 <= 0 || l.P50 > l.P95 || l.P95 > l.P99 || l.P99 > l.Max || c.P50 <= 0 || c.P99 > c.Max {
-		t.Errorf("latency percentiles out of order: %+v, commits %+v", l, c)
+	if busy != rep.Busy {
+		t.Errorf("busy answers: %d in all, %d in the phases", rep.Busy, busy)
 	}
 }
 
 // TestLoad_ConcurrentClients runs the load in this process, so that the race detector
 // watches the server, the wire and the clients together: 8 clients, each its own
-// identity, push the small fixture to one walletsync serve at once. (The toolbox fixture
-// takes minutes under the race detector; TestBench_Load adds a client of it.)
+// identity, push the small fixture to one walletsync serve at once, then pull it back at
+// once (one retained view at a time on a SQLite store: the others are told busy and
+// retry). The toolbox fixture takes minutes under the race detector; TestBench_Load adds
+// a client of it.
 func TestLoad_ConcurrentClients(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := runLoad(t.Context(), loadConfig{Small: 8, Dir: dir, Work: dir, Progress: io.Discard})
+	rep, err := runLoad(t.Context(), loadConfig{Small: 8, Pull: true, Dir: dir, Work: dir, Progress: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkLoad(t, rep, 8, 0)
+	checkLoad(t, rep, 8, 0, "push", "pull")
 }
 
 // TestBench_Load runs `walletsync bench load --clients 8 --big 1 --json` as a child
@@ -59,5 +72,5 @@ func TestBench_Load(t *testing.T) {
 	if err := json.Unmarshal(out, &rep); err != nil {
 		t.Fatalf("bench load output %q: %v", out, err)
 	}
-	checkLoad(t, rep, 8, 1)
+	checkLoad(t, rep, 8, 1, "push")
 }
