@@ -1,11 +1,15 @@
 package bench
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
+	"walletsync/internal/command"
 	"walletsync/internal/walletsynctest"
 )
 
@@ -47,18 +51,19 @@ func checkLoad(t *testing.T, rep loadReport, small, big int, phases ...string) {
 }
 
 // TestLoad_ConcurrentClients runs the load in this process, so that the race detector
-// watches the server, the wire and the clients together: 8 clients, each its own
+// watches the server, the wire and the clients together: 4 clients, each its own
 // identity, push the small fixture to one walletsync serve at once, then pull it back at
 // once (one retained view at a time on a SQLite store: the others are told busy and
-// retry). The toolbox fixture takes minutes under the race detector; TestBench_Load adds
-// a client of it.
+// retry). Under the race detector on a shared 2-core machine 8 clients took two minutes,
+// and the toolbox fixture takes minutes on its own; TestBench_Load runs the command with
+// 8 small clients and a toolbox one.
 func TestLoad_ConcurrentClients(t *testing.T) {
 	dir := t.TempDir()
-	rep, err := runLoad(t.Context(), loadConfig{Small: 8, Pull: true, Dir: dir, Work: dir, Progress: io.Discard})
+	rep, err := runLoad(t.Context(), loadConfig{Small: 4, Pull: true, Dir: dir, Work: dir, Progress: io.Discard})
 	if err != nil {
 		t.Fatal(err)
 	}
-	checkLoad(t, rep, 8, 0, "push", "pull")
+	checkLoad(t, rep, 4, 0, "push", "pull")
 }
 
 // TestBench_Load runs `walletsync bench load --clients 8 --big 1 --json` as a child
@@ -73,4 +78,27 @@ func TestBench_Load(t *testing.T) {
 		t.Fatalf("bench load output %q: %v", out, err)
 	}
 	checkLoad(t, rep, 8, 1, "push")
+}
+
+// TestBench_LoadAndServeUsage: flags out of range are refused as usage errors before any
+// wallet is made or server started.
+func TestBench_LoadAndServeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		run  func(context.Context, []string, io.Writer) error
+		args []string
+	}{
+		{RunLoad, []string{"--clients", "-1"}},
+		{RunLoad, []string{"--clients", "0", "--big", "0"}},
+		{RunServe, []string{"--part", "both"}},
+		{RunServe, []string{"--repeat", "0"}},
+	} {
+		dir := t.TempDir()
+		err := tc.run(t.Context(), append(tc.args, "--dir", dir), io.Discard)
+		if !errors.Is(err, command.ErrUsage) {
+			t.Errorf("%v: %v, want a usage error", tc.args, err)
+		}
+		if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+			t.Errorf("%v left %d files in the bench folder", tc.args, len(entries))
+		}
+	}
 }
