@@ -41,9 +41,10 @@ func startServe(ctx context.Context, db string, key *secp256k1.PrivateKey, mount
 	}
 }
 
-// benchPushOptions are the options of every paged push the benches measure, the local
-// full copy of `bench sync` among them: bulk pages, as the agent's backup job sends them to
-// a destination that no foreground work waits on.
+// benchPushOptions are the options of the full pushes `bench sync` and `bench serve`
+// measure: bulk pages, as the agent's backup job sends them to a destination that no
+// foreground work waits on. (`bench load` pushes as `sync --to URL` does, with pages of the
+// default size.)
 func benchPushOptions() syncer.Options {
 	return syncer.Options{Active: wallet.KeepSourceActive, Bulk: true}
 }

@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
-
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
 // serveGoal is the goal for a toolbox wallet's backup: walletsync serve takes at
@@ -85,6 +85,14 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 	if *repeat < 1 {
 		return fmt.Errorf("%w: --repeat must be at least 1", command.ErrUsage)
 	}
+	var peerDir string
+	if *part != "paged" {
+		// Before part 1 runs: a missing peer is known at once.
+		var err error
+		if peerDir, err = findToolboxPeer(*interop); err != nil {
+			return err
+		}
+	}
 	f, path, identity, progress, err := setup.prepare(ctx, out)
 	if err != nil {
 		return err
@@ -106,10 +114,6 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 				Note: fmt.Sprintf("a new client adds its BRC-104 handshake and the capabilities request: %d", p.UnchangedColdRequests)})
 	}
 	if *part != "paged" {
-		peerDir, err := findToolboxPeer(*interop)
-		if err != nil {
-			return err
-		}
 		if rep.Client, err = measureClients(ctx, peerDir, path, work, progress); err != nil {
 			return command.Cancelled(ctx, err)
 		}

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
 	"walletsync/internal/command"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
@@ -19,8 +21,6 @@ import (
 	"walletsync/remote/wire"
 	"walletsync/syncer"
 	"walletsync/wallet"
-
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
 
 // Goals of `bench serve`'s part 1.
