@@ -1,7 +1,10 @@
 // Package bench measures walletsync: keyset paging (store), sync against the raw SQLite
-// floor (sync), foreground latency beside a background copy (scheduler), and BRC-39
-// export and restore against @bsv/wallet-toolbox's (portable). Each is a command of the
-// command line (`walletsync bench ...`), which dispatches to the Run functions here.
+// floor (sync), foreground latency beside a background copy (scheduler), BRC-39 export and
+// restore against @bsv/wallet-toolbox's (portable), walletsync serve against the local copy
+// and against the toolbox's StorageServer (serve), and walletsync serve under many clients
+// at once (load: a load test that stops by itself and checks every client's data). Each is
+// a command of the command line (`walletsync bench ...`), which dispatches to the Run
+// functions here.
 //
 // Benchmarks print ratios against a baseline measured in the same run, because the machines
 // they run on are noisy: an absolute time means little, a ratio to the floor means a lot.

@@ -88,7 +88,7 @@ type benchGoal struct {
 	Name  string  `json:"name"`
 	Value float64 `json:"value"`
 	Limit float64 `json:"limit"`
-	Unit  string  `json:"unit"` // "x" (a ratio) or "MiB"
+	Unit  string  `json:"unit"` // "x" (a ratio), "MiB" or "requests"
 	Met   bool    `json:"met"`
 	Note  string  `json:"note,omitempty"`
 }
@@ -385,8 +385,11 @@ func printGoals(w io.Writer, goals []benchGoal) {
 			verdict = "NOT met"
 		}
 		value := fmt.Sprintf("%.3fx (goal <= %.1fx)", g.Value, g.Limit)
-		if g.Unit == "MiB" {
+		switch g.Unit {
+		case "MiB":
 			value = fmt.Sprintf("%.1f MiB (goal <= %.0f MiB)", g.Value, g.Limit)
+		case "requests":
+			value = fmt.Sprintf("%.0f (goal <= %.0f)", g.Value, g.Limit)
 		}
 		fmt.Fprintf(w, "    %s: %s: %s\n", g.Name, value, verdict)
 		if g.Note != "" {

@@ -8,17 +8,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
-	"walletsync/remote/auth"
-	"walletsync/remote/serve"
 )
 
 // serveGoal is the issue's goal for a toolbox wallet's backup: walletsync serve takes at
@@ -43,35 +42,58 @@ type serveStep struct {
 	Updates  int     `json:"updates"`
 }
 
-// serveBenchReport is the result of `walletsync bench serve`.
-type serveBenchReport struct {
-	Fixture        string      `json:"fixture"`
+// serveClientReport is part 2 of `bench serve`: the toolbox's StorageClient backing the
+// fixture up to walletsync serve and to the toolbox's StorageServer.
+type serveClientReport struct {
 	Walletsync     serveBackup `json:"walletsync"`
 	Toolbox        serveBackup `json:"toolbox"`
 	FirstRatio     float64     `json:"firstRatio"`     // walletsync / toolbox
 	UnchangedRatio float64     `json:"unchangedRatio"` // walletsync / toolbox
-	Goals          []benchGoal `json:"goals"`
 }
 
-// RunServe is `walletsync bench serve`: the TypeScript StorageClient of @bsv/wallet-toolbox
-// 2.1.26, in a WalletStorageManager whose active store is the fixture wallet, backs the
-// wallet up to `walletsync serve` (in this process, over loopback) and to the toolbox's
-// own StorageServer (Node), in the same run, each from its own copy of the wallet to a new
-// store: the first backup and an unchanged one, with the requests each sent. Both servers
-// authenticate with BRC-104; the client's side (Node, its local SQLite reads, signing) is
-// the same code on both, so the ratio understates the difference between the servers.
+// serveBenchReport is the result of `walletsync bench serve`: its parts, those measured.
+type serveBenchReport struct {
+	Fixture     string             `json:"fixture"`
+	Paged       *servePagedReport  `json:"paged,omitempty"`
+	Client      *serveClientReport `json:"client,omitempty"`
+	Goals       []benchGoal        `json:"goals"`
+	AllGoalsMet bool               `json:"allGoalsMet"`
+}
+
+// RunServe is `walletsync bench serve`, in two parts measured in the same run (--part
+// chooses one). Part 1 (measurePaged): walletsync's own client pushes the fixture to
+// `walletsync serve` (in this process, over loopback) with the paged wire, against the
+// local full copy of `bench sync`, then re-syncs it unchanged. Part 2: the TypeScript
+// StorageClient of @bsv/wallet-toolbox 2.1.26, in a WalletStorageManager whose active store
+// is the fixture wallet, backs the wallet up to `walletsync serve` and to the toolbox's
+// own StorageServer (Node), each from its own copy of the wallet to a new store: the first
+// backup and an unchanged one, with the requests each sent. Both servers authenticate with
+// BRC-104; the client's side (Node, its local SQLite reads, signing) is the same code on
+// both, so the ratio understates the difference between the servers.
 func RunServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("bench serve", "[--fixture toolbox|small] [--interop DIR] [--dir D] [--json]", out)
+	fs := command.NewFlags("bench serve", "[--fixture toolbox|small] [--part all|paged|client] [--repeat N] [--interop DIR] [--dir D] [--json]", out)
 	setup := benchFlags(fs, "toolbox: the toolbox's own sync benchmark shape; small: for tests")
 	interop := fs.String("interop", "", "the folder of the installed toolbox peer, interop/ of the walletsync source (default: found from the current folder up)")
+	part := fs.String("part", "all", "paged: part 1 only (walletsync's client over the paged wire against the local copy); client: part 2 only (the toolbox's StorageClient, walletsync serve against the toolbox's server)")
+	repeat := fs.Int("repeat", 3, "part 1's rounds; the median counts")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
-	peerDir, err := findToolboxPeer(*interop)
-	if err != nil {
-		return err
+	if *part != "all" && *part != "paged" && *part != "client" {
+		return fmt.Errorf("%w: --part must be all, paged or client", command.ErrUsage)
 	}
-	f, path, _, progress, err := setup.prepare(ctx, out)
+	if *repeat < 1 {
+		return fmt.Errorf("%w: --repeat must be at least 1", command.ErrUsage)
+	}
+	var peerDir string
+	if *part != "paged" {
+		// Before part 1 runs: a missing peer is known at once.
+		var err error
+		if peerDir, err = findToolboxPeer(*interop); err != nil {
+			return err
+		}
+	}
+	f, path, identity, progress, err := setup.prepare(ctx, out)
 	if err != nil {
 		return err
 	}
@@ -80,38 +102,61 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(work)
-	userKey := hex.EncodeToString(localstore.FixtureRootKey(1)) // benchWallet's user is seed 1's
+	rep := serveBenchReport{Fixture: string(f)}
+	if *part != "client" {
+		if rep.Paged, err = measurePaged(ctx, path, identity, work, *repeat, progress); err != nil {
+			return command.Cancelled(ctx, err)
+		}
+		p := rep.Paged
+		rep.Goals = append(rep.Goals,
+			benchGoal{Name: "full push, paged wire to walletsync serve / local full copy, " + rep.Fixture + " fixture", Value: p.Ratio, Limit: pagedGoal, Unit: "x", Met: p.Ratio <= pagedGoal},
+			benchGoal{Name: "unchanged re-sync over the paged wire, HTTP round trips", Value: float64(p.UnchangedRequests), Limit: unchangedGoal, Unit: "requests", Met: p.UnchangedRequests <= unchangedGoal,
+				Note: fmt.Sprintf("a new client adds its BRC-104 handshake and the capabilities request: %d", p.UnchangedColdRequests)})
+	}
+	if *part != "paged" {
+		if rep.Client, err = measureClients(ctx, peerDir, path, work, progress); err != nil {
+			return command.Cancelled(ctx, err)
+		}
+		rep.Goals = append(rep.Goals, benchGoal{Name: "first backup time, walletsync serve / toolbox StorageServer, " + rep.Fixture + " fixture",
+			Value: rep.Client.FirstRatio, Limit: serveGoal, Unit: "x", Met: rep.Client.FirstRatio <= serveGoal})
+	}
+	rep.AllGoalsMet = true
+	for _, g := range rep.Goals {
+		rep.AllGoalsMet = rep.AllGoalsMet && g.Met
+	}
+	return command.Report(out, *setup.asJSON, rep, func(w io.Writer) {
+		if rep.Paged != nil {
+			printServePaged(w, rep.Fixture, rep.Paged)
+		}
+		if rep.Client != nil {
+			printServeClients(w, rep.Fixture, rep.Client)
+		}
+		printGoals(w, rep.Goals)
+	})
+}
 
-	serverKey, err := auth.CreateKeyFile(filepath.Join(work, "server.key"))
+// measureClients is part 2: storage-client.mjs backs a copy of the wallet at path up to
+// walletsync serve (in this process) and to the toolbox's StorageServer, both under one
+// new server identity.
+func measureClients(ctx context.Context, peerDir, path, work string, progress io.Writer) (*serveClientReport, error) {
+	userKey := hex.EncodeToString(localstore.FixtureRootKey(1)) // benchWallet's user is seed 1's
+	serverKey, err := secp256k1.GeneratePrivateKey()
 	if err != nil {
-		return err
+		return nil, err
 	}
-	raw := serverKey.Key.Bytes()
-	serverKeyHex := hex.EncodeToString(raw[:]) // the toolbox server runs under the same identity
-	srv, err := serve.Open(ctx, serve.Options{DBPath: filepath.Join(work, "walletsync-server.sqlite"), Signer: auth.NewProtoWallet(serverKey),
-		Listen: "127.0.0.1:0", Logger: slog.New(slog.DiscardHandler)})
+	serverKeyHex := hex.EncodeToString(serverKey.Serialize()) // the toolbox server runs under the same identity
+	_, wsURL, stop, err := startServe(ctx, filepath.Join(work, "walletsync-server.sqlite"), serverKey)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	sctx, stop := context.WithCancel(ctx)
 	defer stop()
-	urls, done := make(chan serve.Listening, 1), make(chan error, 1)
-	go func() { done <- srv.Run(sctx, func(l serve.Listening) { urls <- l }) }()
-	var wsURL string
-	select {
-	case l := <-urls:
-		wsURL = l.URL
-	case err := <-done:
-		return err
-	}
-	defer func() { stop(); <-done }()
 	tbURL, stopToolbox, err := startToolboxServer(ctx, peerDir, filepath.Join(work, "toolbox-server.sqlite"), serverKeyHex)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer stopToolbox()
 
-	rep := serveBenchReport{Fixture: string(f)}
+	rep := &serveClientReport{}
 	for _, side := range []struct {
 		key, name, url string
 		into           *serveBackup
@@ -120,21 +165,18 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 		// Each side gets its own copy: setActive writes the active store's user row.
 		src := filepath.Join(work, "source-"+side.key+".sqlite")
 		if err := safefile.CopyNew(path, src); err != nil {
-			return err
+			return nil, err
 		}
 		b, err := clientBackup(ctx, peerDir, side.url, userKey, src)
 		if err != nil {
-			return fmt.Errorf("backup to the %s: %w", side.name, err)
+			return nil, fmt.Errorf("backup to the %s: %w", side.name, err)
 		}
 		*side.into = b
 		side.into.Server = side.name
 	}
 	rep.FirstRatio = rep.Walletsync.First.Seconds / max(rep.Toolbox.First.Seconds, 1e-9)
 	rep.UnchangedRatio = rep.Walletsync.Unchanged.Seconds / max(rep.Toolbox.Unchanged.Seconds, 1e-9)
-	rep.Goals = []benchGoal{
-		{Name: "first backup time, walletsync serve / toolbox StorageServer, " + rep.Fixture + " fixture", Value: rep.FirstRatio, Limit: serveGoal, Unit: "x", Met: rep.FirstRatio <= serveGoal},
-	}
-	return command.Report(out, *setup.asJSON, rep, func(w io.Writer) { printServeBench(w, rep) })
+	return rep, nil
 }
 
 // clientBackup runs storage-client.mjs backup (setActive, then one updateBackups).
@@ -199,12 +241,11 @@ func startToolboxServer(ctx context.Context, peerDir, db, keyHex string) (string
 	return "http://127.0.0.1:" + strconv.Itoa(ready.Port), stop, nil
 }
 
-func printServeBench(w io.Writer, rep serveBenchReport) {
-	fmt.Fprintf(w, "bench serve: the toolbox's StorageClient backs the %s fixture up (WalletStorageManager setActive, then an unchanged updateBackups)\n", rep.Fixture)
+func printServeClients(w io.Writer, fixture string, rep *serveClientReport) {
+	fmt.Fprintf(w, "bench serve, part 2: the toolbox's StorageClient backs the %s fixture up (WalletStorageManager setActive, then an unchanged updateBackups)\n", fixture)
 	fmt.Fprintf(w, "  %-22s %10s %9s %8s   %10s %9s\n", "server", "first s", "requests", "inserts", "unchanged s", "requests")
 	for _, s := range []serveBackup{rep.Walletsync, rep.Toolbox} {
 		fmt.Fprintf(w, "  %-22s %10.2f %9d %8d   %10.2f %9d\n", s.Server, s.First.Seconds, s.First.Requests, s.First.Inserts, s.Unchanged.Seconds, s.Unchanged.Requests)
 	}
 	fmt.Fprintf(w, "  walletsync / toolbox: first backup %.2fx, unchanged backup %.2fx\n", rep.FirstRatio, rep.UnchangedRatio)
-	printGoals(w, rep.Goals)
 }

@@ -24,11 +24,17 @@ import (
 // benchWallet returns a wallet file holding fixture f, made once and reused from dir: the
 // large fixture takes minutes to generate.
 func benchWallet(ctx context.Context, dir string, f localstore.Fixture, out io.Writer) (path, identity string, err error) {
+	return seededWallet(ctx, dir, f, 1, out)
+}
+
+// seededWallet is benchWallet for the user of any seed (localstore.FixtureIdentity(seed),
+// whose key is localstore.FixtureRootKey(seed)): `bench load` gives each client its own.
+func seededWallet(ctx context.Context, dir string, f localstore.Fixture, seed uint64, out io.Writer) (path, identity string, err error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return "", "", err
 	}
-	path = filepath.Join(dir, fmt.Sprintf("bench-%s-seed1.sqlite", f))
-	identity = localstore.FixtureIdentity(1)
+	path = filepath.Join(dir, fmt.Sprintf("bench-%s-seed%d.sqlite", f, seed))
+	identity = localstore.FixtureIdentity(seed)
 	if _, err := os.Stat(path); err == nil {
 		return path, identity, nil
 	}
@@ -40,7 +46,7 @@ func benchWallet(ctx context.Context, dir string, f localstore.Fixture, out io.W
 		return "", "", err
 	}
 	bar := command.NewProgressLine(out)
-	_, err = localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: 1, Progress: func(done, total int) {
+	_, err = localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: seed, Progress: func(done, total int) {
 		bar.Update(done == total, "seeding %s: %d/%d transactions", f, done, total)
 	}})
 	if cerr := s.Close(); err == nil {

@@ -13,7 +13,6 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/wallet"
 )
 
 // syncBenchReport is the result of `walletsync bench sync`.
@@ -121,7 +120,7 @@ func RunSyncChild(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer dst.Close()
-	opts := syncer.Options{Active: wallet.KeepSourceActive, Bulk: true}
+	opts := benchPushOptions()
 	measured := false // only the measured sync's pages count in the breakdown
 	opts.Progress = func(p syncer.Progress) error {
 		if measured && p.State == syncer.StateCommitted {

@@ -70,7 +70,8 @@ func commands() []subcommand {
 		{name: "bench remote", summary: "push a wallet to a toolbox storage server and pull it back, walletsync against the toolbox's own client", run: bench.RunRemote},
 		{name: "bench portable", summary: "measure BRC-39 export and restore (Argon2id apart) against @bsv/wallet-toolbox's, and their memory", run: bench.RunPortable},
 		{name: "bench portable-child", hidden: true, run: bench.RunPortableChild},
-		{name: "bench serve", summary: "measure a toolbox wallet's backup to walletsync serve against the toolbox's own StorageServer", run: bench.RunServe},
+		{name: "bench serve", summary: "measure walletsync's client over the paged wire against a local copy, and a toolbox wallet's backup to walletsync serve against the toolbox's own StorageServer", run: bench.RunServe},
+		{name: "bench load", summary: "load walletsync serve with many clients pushing at once: request latency, errors, and every client's data checked", run: bench.RunLoad},
 	}
 }
 

@@ -31,6 +31,15 @@ type Options struct {
 	Ignore []string
 }
 
+// AfterSync returns the options that compare a sync's source and destination: they leave
+// out what two stores legitimately differ in after a sync (the toolbox's findOrInsertUser
+// gives the user row its own times and active storage, output baskets their creation
+// times, and the proof-request merge combines notification lists).
+func AfterSync() Options {
+	return Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
+		"users.created_at", "output_baskets.created_at"}}
+}
+
 // Read pages every table of the user through one view of src and returns the canonical
 // form. It fails on a foreign key that points to no row of the view.
 func Read(ctx context.Context, src wallet.Source, identityKey string, opts Options) (Wallet, error) {

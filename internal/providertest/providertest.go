@@ -24,10 +24,8 @@ type Harness struct {
 	NewDestination func(t *testing.T, chain wallet.Chain) (wallet.Destination, wallet.Source)
 }
 
-// ignore lists what two stores legitimately differ in after a sync (see the toolbox's
-// findOrInsertUser and proof-request merge).
-var ignore = logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
-	"users.created_at", "output_baskets.created_at"}}
+// ignore lists what two stores legitimately differ in after a sync.
+var ignore = logical.AfterSync()
 
 // Run runs every case of the suite.
 func Run(t *testing.T, h Harness) {
