@@ -5,6 +5,7 @@
 import { api, hooks } from '../api.js';
 import { store, on, putTask, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
+import { bundleRestore } from './restore-bundle.js';
 import {
   h, field, errorBox, taskProblem, notice, busy, copyButton, uid, unavailable, wizard, browseButton, pathCheck, confirmDialog,
 } from '../ui.js';
@@ -399,6 +400,7 @@ export default {
       state,
       views: [fileStep, passwordStep, previewStep, (next) => importingStep(next, panel), doneStep],
     });
+    main.append(bundleRestore(finished));
     const off = on('tasks', (t) => {
       if (!t || t.id !== state.importId || state.step !== 3) return;
       if (terminal(t.state)) go(t.state === 'succeeded' ? 4 : 3);
