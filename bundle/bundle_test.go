@@ -388,3 +388,20 @@ func FuzzDecodeManifest(f *testing.F) {
 		}
 	})
 }
+
+// The pause between snapshot steps ends with the context: a cancelled bundle stops at the
+// next step instead of sleeping out the pause first.
+func TestPacedGate_StopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	gate := pacedGate(nil)
+	release, err := gate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(36 * time.Millisecond) // a step: the next gate pauses as long
+	release()
+	cancel()
+	if _, err := gate(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("gate after cancel: %v", err)
+	}
+}
