@@ -55,6 +55,9 @@ export function bundleRestore(finished) {
       'Restoring one replaces your wallet with it. You see what it holds before anything changes.'),
     body);
 
+  /** back is a button to the list of bundles. */
+  const back = (label = 'Choose another') => h('button', { type: 'button', onclick: () => { state.source = null; state.restoreId = ''; render(); } }, label);
+
   const choose = (req, name) => {
     Object.assign(state, { source: { req, name }, checkId: '', restoreId: '' });
     check();
@@ -76,9 +79,10 @@ export function bundleRestore(finished) {
       }
       const m = resultOf(done.id);
       problem.replaceChildren(errorBox(taskProblem(done), 'This bundle cannot be restored'), m?.format ? manifestView(m) : null,
-        h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => { state.source = null; render(); } }, 'Choose another')));
+        h('div', { class: 'actions' }, back()));
     } catch (err) {
-      problem.replaceChildren(err.unavailable ? unavailable('Restoring a snapshot bundle') : errorBox(err, 'Could not check the bundle'));
+      problem.replaceChildren(err.unavailable ? unavailable('Restoring a snapshot bundle') : errorBox(err, 'Could not check the bundle'),
+        h('div', { class: 'actions' }, back()));
     }
   }
 
@@ -91,7 +95,7 @@ export function bundleRestore(finished) {
         // The listing is newest first; a bundle's name says when it was taken.
         const files = listing.files ?? [];
         list.replaceChildren(files.length
-          ? h('ul', { class: 'plain-list' }, files.map((f) => h('li', { 'data-bundle': f.name },
+          ? h('ul', {}, files.map((f) => h('li', { 'data-bundle': f.name },
             h('span', { class: 'mono small-text' }, f.name), ' ',
             h('button', { type: 'button', class: 'small', onclick: () => choose({ destination: d.id, name: f.name }, `${d.name}: ${f.name}`) }, 'Check this bundle'))))
           : notice('muted', h('p', {}, 'No bundles in this folder yet.')));
@@ -99,7 +103,7 @@ export function bundleRestore(finished) {
       return h('div', { class: 'stack' }, h('h3', {}, d.name), h('p', { class: 'path' }, d.path), list);
     });
     const path = h('input', { type: 'text', spellcheck: 'false', class: 'mono', name: 'bundle-path' });
-    const browse = hooks.chooseFolder ? browseButton(hooks.chooseFolder, path) : null;
+    const browse = browseButton(hooks.chooseFolder, path);
     const byPath = h('form', { class: 'inline-form' }, field('Or type the folder of a bundle on this computer', path), browse,
       h('button', { type: 'submit' }, 'Check this bundle'));
     byPath.addEventListener('submit', (e) => {
@@ -129,7 +133,7 @@ export function bundleRestore(finished) {
         'Close the wallet app first: walletsync does not replace a wallet another program has open.'),
       h('label', { class: 'choice' }, ack, `I want to replace ${wallet} with this bundle.`),
       problem,
-      h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => { state.source = null; render(); } }, 'Choose another'), go));
+      h('div', { class: 'actions' }, back(), go));
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
       const ok = await confirmDialog({ title: 'Replace your wallet?', ok: 'Replace it', danger: true,
@@ -147,7 +151,7 @@ export function bundleRestore(finished) {
     const out = h('div', { 'aria-live': 'polite' });
     finished(state.restoreId, panel).then((done) => {
       refreshOverview();
-      const again = h('button', { type: 'button', onclick: () => { state.source = null; state.restoreId = ''; render(); } }, 'Restore another bundle');
+      const again = back('Restore another bundle');
       if (done.state !== 'succeeded') {
         out.replaceChildren(errorBox(taskProblem(done), 'Not restored'), h('div', { class: 'actions' }, again));
         return;
