@@ -14,16 +14,28 @@ import {
   shortKey, fmtBytes, fmtNumber, fmtWhen, chainLabel, tableLabel, tables,
 } from '../format.js';
 
-// The part's place survives leaving the page: the bundle chosen and its two tasks.
-const state = { source: null, checkId: '', restoreId: '' };
+// The part's place survives leaving the page: the bundle chosen, the wallet it replaces and
+// its two tasks.
+const state = { source: null, wallet: '', checkId: '', restoreId: '' };
 
 const resultOf = (id) => store.tasks.get(id)?.result;
 
 /** request names the chosen bundle and the wallet it replaces. */
 const request = () => ({ ...state.source.req, wallet: walletPath() });
 
-/** walletPath is the wallet a restore replaces: the one walletsync protects. */
-const walletPath = () => store.config?.wallets?.[0]?.path ?? '';
+/** walletPath is the wallet a restore replaces: the one chosen, else the first walletsync protects. */
+function walletPath() {
+  const wallets = (store.config?.wallets ?? []).map((w) => w.path);
+  return wallets.includes(state.wallet) ? state.wallet : wallets[0] ?? '';
+}
+
+/** walletChoice chooses the wallet to replace when walletsync protects more than one. */
+function walletChoice(changed) {
+  const wallets = (store.config?.wallets ?? []).map((w) => w.path);
+  if (wallets.length < 2) return null;
+  return field('Replace the wallet', h('select', { onchange: (e) => { state.wallet = e.target.value; changed(); } },
+    wallets.map((p) => h('option', { value: p, selected: p === walletPath() }, p))));
+}
 
 /** manifestView shows what a bundle holds, from its manifest. */
 function manifestView(m) {
@@ -126,6 +138,7 @@ export function bundleRestore(finished) {
       notice('ok', h('p', {}, h('strong', {}, 'Verified. '),
         'Its digests, SQLite\'s integrity and foreign-key checks and its row counts all match its manifest.')),
       manifestView(m),
+      walletChoice(render),
       current?.chain && current.chain !== m.chain
         ? notice('error', h('p', {}, `This bundle is on the ${chainLabel(m.chain)}, your wallet on the ${chainLabel(current.chain)}.`)) : null,
       h('p', {}, h('strong', {}, 'Nothing has been written yet. '),
