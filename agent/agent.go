@@ -70,9 +70,12 @@ type Agent struct {
 	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
 	kdf chan struct{}
 
-	mu      sync.Mutex // guards cfg and wallets
+	mu      sync.Mutex // guards cfg, wallets and restoring
 	cfg     Config
 	wallets map[string]*walletHandle // open wallets by path
+	// restoring holds the wallets a bundle restore is replacing, with its task's id: a.wallet
+	// refuses them (see claimForRestore).
+	restoring map[string]string
 }
 
 // walletHandle is an open wallet and the access queue every use of it goes through.
@@ -124,6 +127,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 			return nil, fmt.Errorf("run at start: %w", err)
 		}
 	}
+	a.recoverRestores(ctx)
 	if a.state, err = OpenState(ctx, opts.Dir.StatePath()); err != nil {
 		return nil, err
 	}
@@ -357,6 +361,9 @@ func (a *Agent) wallet(ctx context.Context, path string) (*walletHandle, error) 
 	defer a.mu.Unlock()
 	if w, ok := a.wallets[path]; ok {
 		return w, nil
+	}
+	if id, ok := a.restoring[path]; ok {
+		return nil, &WalletInUseError{Wallet: path, TaskID: id, Kind: KindBundleRestore, State: TaskRunning}
 	}
 	st, err := localstore.Open(ctx, path, localstore.Options{Logger: a.log})
 	if err != nil {

@@ -96,6 +96,8 @@ var explanations = []struct {
 		"Choose a backup file: its name ends in .brc39, and it was written by walletsync or a BSV wallet's export."},
 	{portable.ErrTruncated, "%s is cut short: it ends before the backup does, so it cannot be restored.",
 		"Copy the file again from where it came from, or choose an older backup."},
+	{ErrWalletOpenElsewhere, "%s is open in another program (the wallet app, or another walletsync), so it was not replaced: your wallet is unchanged.",
+		"Close the wallet app, and any other program that has the wallet open, then restore again."},
 	{wallet.ErrNotEmpty, "%s already holds a wallet: a restore only goes into an empty wallet or a new file.",
 		"Restore into a new file (the name suggested beside your wallet), or choose Merge to add the backup to this wallet."},
 	{wallet.ErrCorrupt, "%s is not a wallet file, or it is damaged: SQLite cannot read it as a database.",

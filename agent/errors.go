@@ -91,6 +91,8 @@ var errorClasses = []errorClass{
 	{wallet.ErrNotFound, http.StatusNotFound, "not_found", ""},
 	{wallet.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument", ""},
 	{ErrOpenToOthers, http.StatusForbidden, "open_to_others", "Run chmod 600 on the file; others may have read what it holds."},
+	{ErrWalletOpenElsewhere, http.StatusConflict, "wallet_open", "Close the wallet app, and any other program that has the wallet open, then restore again."},
+	{ErrWalletInUse, http.StatusConflict, "wallet_in_use", "Wait for the wallet's task to finish, or cancel it, then try again."},
 	{wallet.ErrFileExists, http.StatusConflict, "file_exists", "Choose another file name, or ask to replace it: only a backup file can be replaced."},
 	{wallet.ErrProtectedFile, http.StatusConflict, "protected_file", "Choose another file: walletsync never replaces a wallet, its own files, or anything that is not a backup file."},
 	{wallet.ErrWriterLocked, http.StatusConflict, "wallet_locked", "Another walletsync process is writing to this wallet; wait for it to finish or stop it."},

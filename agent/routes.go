@@ -62,6 +62,8 @@ const (
 	RouteServiceUninstall  Route = "POST /api/v1/service/uninstall"                // ServiceInfo
 	RoutePathCheck         Route = "POST /api/v1/paths/check"                      // PathCheckRequest -> PathCheck
 	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
+	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
+	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
 )
 
 // Method returns r's HTTP method.
@@ -203,6 +205,8 @@ func (a *Agent) routes() {
 		RouteWalletReplace: withBody(func(r *http.Request, req WalletReplaceRequest) (any, error) {
 			return a.replaceWallet(r.Context(), req)
 		}),
+		RouteBundlePreview: withBody(func(_ *http.Request, req BundleRequest) (any, error) { return a.PreviewBundle(req) }),
+		RouteBundleRestore: withBody(func(_ *http.Request, req BundleRequest) (any, error) { return a.RestoreBundle(req) }),
 	} {
 		a.srv.Handle(route, h)
 	}

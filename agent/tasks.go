@@ -62,6 +62,7 @@ const (
 	KindImport        TaskKind = "import"         // merge or restore a backup file into a wallet
 	KindImportAbandon TaskKind = "import-abandon" // take back an unfinished merge of a backup file
 	KindVerify        TaskKind = "verify"         // decrypt and validate one backup file of a folder
+	KindBundleRestore TaskKind = "bundle-restore" // replace a wallet with a whole-store bundle
 )
 
 // String returns k's wire string.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"walletsync/internal/crashtest"
+	"walletsync/internal/tabletest"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/scheduler"
@@ -120,7 +121,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := queryStrings(t, db, "SELECT label FROM tx_labels WHERE label LIKE 'during-bundle-%'")
+	labels := tabletest.Strings(t, db, "SELECT label FROM tx_labels WHERE label LIKE 'during-bundle-%'")
 	db.Close()
 	seen := map[string]bool{}
 	for _, l := range labels {
@@ -142,7 +143,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := tableDigests(t, src.Path())
+	want := tabletest.Digests(t, src.Path())
 
 	entries, err := os.ReadDir(out)
 	if err != nil {
@@ -179,7 +180,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 		if _, err := Restore(ctx, out, target, RestoreOptions{}); err != nil {
 			t.Fatalf("restore into %s: %v", filepath.Base(target), err)
 		}
-		sameTables(t, filepath.Base(target), tableDigests(t, target), want)
+		tabletest.Same(t, filepath.Base(target), tabletest.Digests(t, target), want)
 		if l := leftovers(target); len(l) > 0 {
 			t.Errorf("restore left %v", l)
 		}
@@ -349,11 +350,11 @@ func TestVerify_RefusesDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
-			before := tableDigests(t, live)
+			before := tabletest.Digests(t, live)
 			if _, err := Restore(context.Background(), b, live, RestoreOptions{}); !errors.Is(err, c.want) {
 				t.Fatalf("restore: %v, want %v", err, c.want)
 			}
-			sameTables(t, "live wallet after a refused restore", tableDigests(t, live), before)
+			tabletest.Same(t, "live wallet after a refused restore", tabletest.Digests(t, live), before)
 			if l := leftovers(live); len(l) > 0 {
 				t.Errorf("a refused restore left %v", l)
 			}
@@ -386,4 +387,21 @@ func FuzzDecodeManifest(f *testing.F) {
 			t.Fatalf("accepted %+v", m)
 		}
 	})
+}
+
+// The pause between snapshot steps ends with the context: a cancelled bundle stops at the
+// next step instead of sleeping out the pause first.
+func TestPacedGate_StopsWhenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	gate := pacedGate(nil)
+	release, err := gate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(36 * time.Millisecond) // a step: the next gate pauses as long
+	release()
+	cancel()
+	if _, err := gate(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("gate after cancel: %v", err)
+	}
 }

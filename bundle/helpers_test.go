@@ -2,14 +2,9 @@ package bundle
 
 import (
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strings"
 	"testing"
 
 	"walletsync/internal/safefile"
@@ -81,90 +76,6 @@ func mustCreate(tb testing.TB, path, dir, name string) string {
 		tb.Fatal(err)
 	}
 	return out
-}
-
-// tableDigests reads every table of the wallet at path (its WAL included) read-only and
-// returns a digest of each table's rows, in no particular order: two files with equal digests
-// hold the same rows in every table.
-func tableDigests(tb testing.TB, path string) map[string]string {
-	tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	names := queryStrings(tb, db, "SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
-	out := map[string]string{}
-	for _, n := range names {
-		rows, err := db.Query(`SELECT * FROM "` + n + `"`)
-		if err != nil {
-			tb.Fatal(err)
-		}
-		cols, _ := rows.Columns()
-		var lines []string
-		for rows.Next() {
-			vals := make([]any, len(cols))
-			ptrs := make([]any, len(cols))
-			for i := range vals {
-				ptrs[i] = &vals[i]
-			}
-			if err := rows.Scan(ptrs...); err != nil {
-				tb.Fatal(err)
-			}
-			lines = append(lines, fmt.Sprintf("%#v", vals))
-		}
-		if err := rows.Close(); err != nil {
-			tb.Fatal(err)
-		}
-		slices.Sort(lines)
-		h := sha256.Sum256([]byte(strings.Join(lines, "\n")))
-		out[n] = fmt.Sprintf("%d rows %s", len(lines), hex.EncodeToString(h[:8]))
-	}
-	return out
-}
-
-func queryStrings(tb testing.TB, db *sql.DB, q string) []string {
-	tb.Helper()
-	rows, err := db.Query(q)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			tb.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// sameTables fails the test when two digest sets differ, naming the tables.
-func sameTables(tb testing.TB, what string, got, want map[string]string) {
-	tb.Helper()
-	for _, n := range slices.Sorted(mapKeys(got, want)) {
-		if got[n] != want[n] {
-			tb.Errorf("%s: table %s: %q, want %q", what, n, got[n], want[n])
-		}
-	}
-}
-
-func mapKeys(a, b map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		seen := map[string]bool{}
-		for _, m := range []map[string]string{a, b} {
-			for k := range m {
-				if !seen[k] {
-					seen[k] = true
-					if !yield(k) {
-						return
-					}
-				}
-			}
-		}
-	}
 }
 
 // leftovers lists the files a replace of target may leave beside it while it runs; after it

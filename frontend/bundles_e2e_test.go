@@ -1,12 +1,20 @@
 package frontend_test
 
 import (
+	"context"
+	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/bundle"
+	"walletsync/internal/tabletest"
+	"walletsync/localstore"
 )
 
 // TestDashboard_BundleFolder adds a snapshot bundle folder through the destination editor,
@@ -49,5 +57,80 @@ func TestDashboard_BundleFolder(t *testing.T) {
 	d.api(agent.RouteBackups, nil, &listing, "snapshots")
 	if len(listing.Files) == 0 || !listing.Files[0].Keep || listing.Files[0].Record == nil || listing.Files[0].Record.VerifiedAt.IsZero() {
 		t.Errorf("the agent lists %+v", listing.Files)
+	}
+}
+
+// TestDashboard_BundleRestore restores a snapshot bundle through the Restore page: the
+// person picks it in its bundle folder, sees its manifest and the verify result while the
+// wallet is still untouched, confirms, and the agent (which had the wallet open) replaces
+// the wallet with the bundle's copy and opens it again.
+func TestDashboard_BundleRestore(t *testing.T) {
+	d := newDash(t)
+	ctx := context.Background()
+	source := filepath.Join(d.dir, "source.sqlite")
+	if _, err := seedWallet(source, localstore.FixtureSmall, localstore.SeedOptions{Seed: 3, IdentityKey: localstore.FixtureIdentity(2)}); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(d.dir, "bundles")
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	name := agent.BundleName(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	src, err := localstore.Open(ctx, source, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = bundle.Create(ctx, src, filepath.Join(folder, name), bundle.CreateOptions{})
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tabletest.Digests(t, source)
+	var cfg agent.Config
+	d.api(agent.RouteDestinationAdd, agent.Destination{ID: "snapshots", Name: "Snapshots", Kind: agent.DestinationBundles, Path: folder,
+		Schedule: agent.Schedule{Kind: agent.ScheduleInterval, Every: agent.Duration(time.Hour)}, Pause: &agent.Pause{}}, &cfg)
+	// A sync first: the agent has the wallet open when the restore comes.
+	var task agent.Task
+	d.api(agent.RouteRun, nil, &task, fileID)
+	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
+		t.Fatalf("sync: %s %s", got.State, got.Error)
+	}
+	before := tabletest.Digests(t, d.wallet)
+
+	d.page("restore")
+	row := fmt.Sprintf(`[data-testid=bundle-restore] [data-bundle=%q]`, name)
+	d.waitFor(fmt.Sprintf(`document.querySelector('%s button')`, row), "the bundle in its folder")
+	d.do(chromedp.Click(chromedp.CSS(row + " button")))
+	d.waitFor(`document.querySelector('[data-testid=bundle-preview]')`, "the bundle's manifest")
+	if got := d.text(`[data-testid=bundle-chain]`); got != "Test network" {
+		t.Errorf("the manifest's network: %q", got)
+	}
+	if got := d.text(`[data-testid=bundle-identities]`); !strings.Contains(got, localstore.FixtureIdentity(2)[:8]) {
+		t.Errorf("the manifest's identities: %q", got)
+	}
+	if n := eval[int](d, `document.querySelectorAll('[data-testid=bundle-manifest] tbody tr').length`); n < 10 {
+		t.Errorf("the manifest shows %d tables", n)
+	}
+	if got := d.text(`[data-testid=bundle-preview] .notice.ok`); !strings.HasPrefix(got, "Verified.") {
+		t.Errorf("the verify result: %q", got)
+	}
+	d.shot("bundle-preview")
+	tabletest.Same(t, "the wallet at the preview", tabletest.Digests(t, d.wallet), before)
+
+	d.do(chromedp.Click(chromedp.CSS(`[data-testid=bundle-ack]`)),
+		chromedp.Click(byText(`[data-testid=bundle-preview] button`, "Restore now")))
+	d.waitFor(`document.querySelector('dialog[open]')`, "the confirm dialog")
+	d.do(chromedp.Click(chromedp.CSS(`dialog[open] button[value=ok]`)))
+	d.waitFor(`document.querySelector('[data-testid=bundle-restored]') || document.querySelector('[data-testid=bundle-restore] .notice.error')`, "the restore's end")
+	d.shot("bundle-restored")
+	if got := d.text(`[data-testid=bundle-restored] .notice`); !strings.HasPrefix(got, "Restored.") {
+		t.Fatalf("the page after the restore: %q / %q", got, d.text(`[data-testid=bundle-restore] .notice.error`))
+	}
+	tabletest.Same(t, "the restored wallet", tabletest.Digests(t, d.wallet), want)
+
+	// The agent opened the restored wallet again: a sync runs on it.
+	d.api(agent.RouteRun, nil, &task, fileID)
+	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
+		t.Fatalf("sync after the restore: %s %s", got.State, got.Error)
 	}
 }

@@ -28,6 +28,12 @@ type BackupOptions struct {
 	// step: callers pass the access queue's background read grant here, so that foreground
 	// work runs between steps.
 	Gate func(ctx context.Context) (release func(), err error)
+	// Scratch marks a copy that the caller reads once and removes (a bundle compresses it):
+	// it is written without a rollback journal and without fsyncs. Those would only make
+	// the disk flush megabytes of a file that never needs to be durable, and a wallet's own
+	// commit (an fsync of its WAL, on the same disk) waits behind such a flush. After a crash
+	// the caller must not trust the file.
+	Scratch bool
 }
 
 // backuper is what modernc.org/sqlite's driver connection offers for the online backup API.
@@ -88,7 +94,11 @@ func (s *Store) Backup(ctx context.Context, dst string, opts BackupOptions) (err
 	defer conn.ExecContext(context.Background(), "ROLLBACK")
 
 	err = conn.Raw(func(dc any) error {
-		b, err := dc.(backuper).NewBackup(dsn(dst, s.opts.BusyTimeout))
+		var pragmas []string
+		if opts.Scratch {
+			pragmas = []string{"_pragma=journal_mode(OFF)", "_pragma=synchronous(OFF)"}
+		}
+		b, err := dc.(backuper).NewBackup(dsn(dst, s.opts.BusyTimeout, pragmas...))
 		if err != nil {
 			return classify(err)
 		}
@@ -114,7 +124,7 @@ func (s *Store) Backup(ctx context.Context, dst string, opts BackupOptions) (err
 	if err != nil {
 		return fmt.Errorf("back up store: %w", err)
 	}
-	if err := selfContained(ctx, dst, s.opts.BusyTimeout); err != nil {
+	if err := selfContained(ctx, dst, s.opts.BusyTimeout, !opts.Scratch); err != nil {
 		return fmt.Errorf("back up store: %w", err)
 	}
 	return nil
@@ -123,10 +133,15 @@ func (s *Store) Backup(ctx context.Context, dst string, opts BackupOptions) (err
 // selfContained makes a database file one file that can be compressed, moved or renamed on
 // its own: it checkpoints the WAL into the main file and switches to rollback-journal mode
 // (journal_mode DELETE; a backup copies the source's WAL flag into the header), removes the
-// emptied -wal and -shm, and fsyncs the file. It needs the file to itself: another program's
-// open connection makes it fail with wallet.ErrBusy, and the file is left as it was.
-func selfContained(ctx context.Context, path string, busy time.Duration) error {
-	db, err := sql.Open("sqlite", dsn(path, busy, "_pragma=journal_mode(DELETE)", "_pragma=synchronous(FULL)"))
+// emptied -wal and -shm, and, when durable, fsyncs the file. It needs the file to itself:
+// another program's open connection makes it fail with wallet.ErrBusy, and the file is left
+// as it was.
+func selfContained(ctx context.Context, path string, busy time.Duration, durable bool) error {
+	sync := "_pragma=synchronous(FULL)"
+	if !durable {
+		sync = "_pragma=synchronous(OFF)"
+	}
+	db, err := sql.Open("sqlite", dsn(path, busy, "_pragma=journal_mode(DELETE)", sync))
 	if err != nil {
 		return err
 	}
@@ -144,6 +159,9 @@ func selfContained(ctx context.Context, path string, busy time.Duration) error {
 		if err := os.Remove(path + suffix); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return classify(err)
 		}
+	}
+	if !durable {
+		return nil
 	}
 	return classify(syncFile(path))
 }

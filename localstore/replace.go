@@ -185,7 +185,7 @@ func finish(target string, hook func(string)) error {
 // foldWAL folds an old wallet's WAL into its main file (selfContained), so that nothing of
 // the old wallet can pair with a new main file renamed over it.
 func foldWAL(ctx context.Context, path string, busy time.Duration) error {
-	if err := selfContained(ctx, path, busy); err != nil {
+	if err := selfContained(ctx, path, busy, true); err != nil {
 		return fmt.Errorf("fold the old wallet's WAL: %w", err)
 	}
 	return nil

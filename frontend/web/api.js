@@ -144,6 +144,9 @@ export const api = {
   importBackup: (req) => request('POST', '/api/v1/import', req),
   /** abandonImport takes back an unfinished merge into wallet (a task). */
   abandonImport: (wallet) => request('POST', '/api/v1/import/abandon', { wallet }),
+  /** previewBundle verifies a snapshot bundle (a task; its result the manifest); restoreBundle replaces the wallet with it. */
+  previewBundle: (req) => request('POST', '/api/v1/bundles/preview', req),
+  restoreBundle: (req) => request('POST', '/api/v1/bundles/restore', req),
 
   secretKeys: () => request('GET', '/api/v1/secrets'),
   setSecret: (key, value) => request('PUT', `/api/v1/secrets/${enc(key)}`, { value }),

@@ -112,6 +112,7 @@ const taskKinds = {
   drill: 'Restore drill',
   'import-preview': 'Import check',
   import: 'Import',
+  'bundle-restore': 'Bundle restore',
 };
 export const taskKind = (k) => taskKinds[k] ?? k;
 

@@ -5,6 +5,7 @@
 import { api, hooks } from '../api.js';
 import { store, on, putTask, refreshConfig, refreshOverview } from '../store.js';
 import { taskPanel, startTask, taskStep } from '../task-panel.js';
+import { bundleRestore } from './restore-bundle.js';
 import {
   h, field, errorBox, taskProblem, notice, busy, copyButton, uid, unavailable, wizard, browseButton, pathCheck, confirmDialog,
 } from '../ui.js';
@@ -392,13 +393,19 @@ export default {
   title: 'Restore',
   mount(main) {
     const panel = taskPanel('Importing');
+    // The snapshot bundle part sits below the wizard while it is at its first step, choosing
+    // what to restore from.
+    const bundles = bundleRestore(finished);
+    const views = [fileStep, passwordStep, previewStep, (next) => importingStep(next, panel), doneStep]
+      .map((view, i) => (next) => { bundles.hidden = i !== 0; return view(next); });
     const go = wizard(main, {
       title: 'Restore from a backup file',
       lead: 'Bring back a wallet from an encrypted backup file. You see what changes before anything is written.',
       titles,
       state,
-      views: [fileStep, passwordStep, previewStep, (next) => importingStep(next, panel), doneStep],
+      views,
     });
+    main.append(bundles);
     const off = on('tasks', (t) => {
       if (!t || t.id !== state.importId || state.step !== 3) return;
       if (terminal(t.state)) go(t.state === 'succeeded' ? 4 : 3);

@@ -1,0 +1,261 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"walletsync/bundle"
+	"walletsync/localstore"
+	"walletsync/wallet"
+)
+
+// Typed errors of a whole-wallet restore from a bundle.
+var (
+	// ErrWalletInUse: a bundle restore was refused because a task uses the wallet (or waits
+	// for it), or a job was refused the wallet because a bundle restore is replacing it
+	// (*WalletInUseError).
+	ErrWalletInUse = errors.New("the wallet is in use")
+	// ErrWalletOpenElsewhere: a bundle restore was refused because another process has the
+	// wallet open (the wallet app, another walletsync); the wallet is unchanged.
+	ErrWalletOpenElsewhere = errors.New("another program has the wallet open")
+)
+
+// WalletInUseError names what keeps a wallet from being replaced, or replaces it.
+type WalletInUseError struct {
+	Wallet string
+	// TaskID, Kind and State are the task in the way: a job of the wallet that runs or is
+	// queued (which refuses a restore), or the bundle restore itself (which refuses the job).
+	TaskID string
+	Kind   TaskKind
+	State  TaskState
+}
+
+func (e *WalletInUseError) Error() string {
+	if e.Kind == KindBundleRestore {
+		return fmt.Sprintf("%s is being replaced by a restore from a bundle (task %s)", e.Wallet, e.TaskID)
+	}
+	return fmt.Sprintf("%s is in use: a %s task (%s) is %s", e.Wallet, e.Kind, e.TaskID, e.State)
+}
+
+// Unwrap makes errors.Is(err, ErrWalletInUse) true.
+func (e *WalletInUseError) Unwrap() error { return ErrWalletInUse }
+
+// BundleRequest is the body of POST /api/v1/bundles/preview and /api/v1/bundles/restore.
+type BundleRequest struct {
+	// Destination and Name name one bundle of a bundle folder destination; Path names a
+	// bundle folder on this machine instead.
+	Destination string `json:"destination,omitempty"`
+	Name        string `json:"name,omitempty"`
+	Path        string `json:"path,omitempty"`
+	// Wallet is the configured wallet a restore replaces (the only one when empty).
+	Wallet string `json:"wallet,omitempty"`
+	// Confirm must be true for a restore: the person saw the preview and said yes.
+	Confirm bool `json:"confirm,omitempty"`
+}
+
+// BundleRestored is the result of a bundle restore task: the bundle's manifest and the rows
+// of every table of the wallet as it reopened after the restore.
+type BundleRestored struct {
+	Bundle   string           `json:"bundle"`
+	Wallet   string           `json:"wallet"`
+	Manifest bundle.Manifest  `json:"manifest"`
+	Tables   map[string]int64 `json:"tables"`
+}
+
+// bundleDir resolves the bundle folder a request names.
+func (a *Agent) bundleDir(req BundleRequest) (string, error) {
+	if (req.Destination == "") == (req.Path == "") {
+		return "", fmt.Errorf("name a bundle folder destination and one of its bundles, or a bundle's folder: %w", wallet.ErrInvalidArgument)
+	}
+	if req.Path != "" {
+		return filepath.Clean(req.Path), nil
+	}
+	d, err := a.config().destination(req.Destination)
+	if err != nil {
+		return "", err
+	}
+	if d.Kind != DestinationBundles {
+		return "", fmt.Errorf("destination %s is a %s, not a bundle folder: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
+	}
+	if _, _, ok := parseBackup(BackupFile{Name: req.Name, Bundle: true}); !ok {
+		return "", fmt.Errorf("%q is not a bundle name: %w", req.Name, wallet.ErrInvalidArgument)
+	}
+	return filepath.Join(d.Path, req.Name), nil
+}
+
+// PreviewBundle starts a verify task of the bundle req names: its result is the bundle's
+// manifest (bundle.Verify's, which reads nothing of any wallet), and it fails with the
+// bundle's typed error when the bundle is damaged or lies. A bundle of a destination has its
+// outcome recorded as a verify from the Backups page does.
+func (a *Agent) PreviewBundle(req BundleRequest) (Task, error) {
+	if req.Destination != "" {
+		if _, err := a.bundleDir(req); err != nil {
+			return Task{}, err
+		}
+		return a.VerifyBackup(req.Destination, req.Name)
+	}
+	dir, err := a.bundleDir(req)
+	if err != nil {
+		return Task{}, err
+	}
+	return a.tasks.Start(KindVerify, dir, func(ctx context.Context, h *TaskHandle) error {
+		m, err := bundle.Verify(ctx, dir)
+		h.SetResult(m)
+		return atPath(dir, err)
+	})
+}
+
+// RestoreBundle starts the restore of the bundle req names into a configured wallet, in
+// place: the agent lets go of the wallet, bundle.Restore swaps the bundle's copy in (staged,
+// checked, with a recovery marker: see localstore.Replace), and the agent opens the wallet
+// again, whatever the outcome. It is refused with a *WalletInUseError while a task of the
+// wallet runs or waits, and none may start until the restore ends. The task fails, the
+// wallet unchanged, with ErrWalletOpenElsewhere while another process has the wallet open,
+// and with the bundle's typed error for a damaged bundle or one of a newer schema.
+func (a *Agent) RestoreBundle(req BundleRequest) (Task, error) {
+	if !req.Confirm {
+		return Task{}, WithHint(fmt.Errorf("restore a bundle without confirm: %w", wallet.ErrInvalidArgument), "look at the bundle first, then confirm")
+	}
+	dir, err := a.bundleDir(req)
+	if err != nil {
+		return Task{}, err
+	}
+	ref, err := a.config().walletRef(req.Wallet)
+	if err != nil {
+		return Task{}, err
+	}
+	if err := a.claimForRestore(ref.Path); err != nil {
+		return Task{}, err
+	}
+	t, err := a.tasks.Start(KindBundleRestore, ref.Path, func(ctx context.Context, h *TaskHandle) error {
+		return a.restoreBundleJob(ctx, h, dir, ref.Path)
+	})
+	a.mu.Lock()
+	if err != nil {
+		delete(a.restoring, ref.Path)
+	} else if a.restoring[ref.Path] == claimed { // the job may have ended already
+		a.restoring[ref.Path] = t.ID
+	}
+	a.mu.Unlock()
+	return t, err
+}
+
+// claimed marks a wallet claimed for a restore whose task is not started yet.
+const claimed = "starting"
+
+// claimForRestore marks the wallet at path as being restored, unless a task that may use it
+// runs or waits (a task the agent cannot tie to a wallet counts). From then on a.wallet
+// refuses it, so no job starts on it until releaseRestore. The check and the mark are one
+// step under a.mu, which a.wallet takes too: a task that is not yet listed cannot have the
+// wallet yet, and will be refused it.
+func (a *Agent) claimForRestore(path string) error {
+	cfg := a.config()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if id, ok := a.restoring[path]; ok {
+		return &WalletInUseError{Wallet: path, TaskID: id, Kind: KindBundleRestore, State: TaskRunning}
+	}
+	for _, t := range a.tasks.List() {
+		if !t.State.Terminal() && cfg.taskMayUse(t, path) {
+			return WithHint(&WalletInUseError{Wallet: path, TaskID: t.ID, Kind: t.Kind, State: t.State},
+				"Wait for that task to finish, or cancel it on the Activity page, then restore again. Pause the schedules first if they keep starting tasks.")
+		}
+	}
+	if a.restoring == nil {
+		a.restoring = map[string]string{}
+	}
+	a.restoring[path] = claimed
+	return nil
+}
+
+// taskMayUse reports whether task t may use the wallet at path: a destination's job uses its
+// wallet, an abandon or a restore the one it names, a verify only a backup; any other task
+// (an import, an export, a drill) may use any wallet.
+func (c Config) taskMayUse(t Task, path string) bool {
+	switch t.Kind {
+	case KindVerify:
+		return false
+	case KindImportAbandon, KindBundleRestore:
+		return t.Target == path
+	case KindSync, KindBackup, KindBundle:
+		d, err := c.destination(t.Target)
+		if err != nil {
+			return true
+		}
+		ref, err := c.walletOf(d)
+		return err != nil || ref.Path == path
+	}
+	return true
+}
+
+// restoreBundleJob is a bundle restore's task: let go of the wallet, restore, open it again.
+func (a *Agent) restoreBundleJob(ctx context.Context, h *TaskHandle, dir, path string) error {
+	h.SetDetail("closing the wallet")
+	a.mu.Lock()
+	w := a.wallets[path]
+	delete(a.wallets, path)
+	a.mu.Unlock()
+	if w != nil {
+		// Close waits for the reads that started before the wallet was claimed.
+		if err := w.store.Close(); err != nil {
+			a.log.Warn("bundle restore: close the wallet", "wallet", path, "err", err)
+		}
+	}
+	h.SetDetail("restoring")
+	h.Logf("restoring %s from the bundle %s", path, dir)
+	m, err := bundle.Restore(ctx, dir, path, bundle.RestoreOptions{})
+	if errors.Is(err, wallet.ErrWriterLocked) || errors.Is(err, wallet.ErrBusy) {
+		err = fmt.Errorf("%w: %w", ErrWalletOpenElsewhere, err)
+	}
+	a.mu.Lock()
+	delete(a.restoring, path)
+	a.mu.Unlock()
+
+	// Whatever happened, the agent goes on protecting the wallet: the new one, or the old.
+	h.SetDetail("opening the wallet")
+	res := BundleRestored{Bundle: dir, Wallet: path, Manifest: m}
+	reopened, oerr := a.wallet(ctx, path)
+	if oerr == nil {
+		c, cerr := reopened.store.Census(ctx)
+		res.Tables, oerr = c.Tables, cerr
+	}
+	if err != nil {
+		return atPath(path, err)
+	}
+	h.SetResult(res)
+	if oerr != nil {
+		return atPath(path, fmt.Errorf("open the restored wallet: %w", oerr))
+	}
+	h.Logf("restored %s from %s: %d identities, made %s", path, filepath.Base(dir), len(m.Identities), m.CreatedAt.Format("2006-01-02 15:04:05Z"))
+	return nil
+}
+
+// recoverRestores finishes or rolls back, for each configured wallet, a bundle restore that
+// a crash interrupted (see localstore.RecoverReplace), before anything else opens it: the
+// wallet app must not meet a swap half done. A wallet it cannot recover is logged, and its
+// first use says why.
+func (a *Agent) recoverRestores(ctx context.Context) {
+	for _, ref := range a.config().Wallets {
+		done, err := localstore.RecoverReplace(ctx, ref.Path, 0)
+		switch {
+		case err != nil:
+			a.log.Warn("recover an interrupted restore", "wallet", ref.Path, "err", err)
+		case done != localstore.RecoveredNothing:
+			a.log.Info("interrupted restore recovered", "wallet", ref.Path, "outcome", done)
+		}
+	}
+}
+
+// PreviewBundle starts the verify of the bundle req names, which shows what it holds before
+// a restore (see Agent.PreviewBundle); its Result is the bundle.Manifest.
+func (c *Client) PreviewBundle(ctx context.Context, req BundleRequest) (Task, error) {
+	return call[Task](ctx, c, RouteBundlePreview, req)
+}
+
+// RestoreBundle starts the restore of the bundle req names into a configured wallet (see
+// Agent.RestoreBundle); req must carry Confirm. Its Result is a BundleRestored.
+func (c *Client) RestoreBundle(ctx context.Context, req BundleRequest) (Task, error) {
+	return call[Task](ctx, c, RouteBundleRestore, req)
+}

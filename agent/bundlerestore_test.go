@@ -1,0 +1,282 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"walletsync/bundle"
+	"walletsync/internal/tabletest"
+	"walletsync/internal/toolboxpeer"
+	"walletsync/localstore"
+	"walletsync/wallet"
+)
+
+// bundleEnv is an agent env whose config has a paused bundle folder destination "bundles"
+// holding one bundle, made from another wallet than the agent's (two identities, the toolbox
+// fixture's and the small one's), so that a restore visibly changes the wallet.
+type bundleEnv struct {
+	agentEnv
+	source string // the wallet the bundle was made from, closed
+	name   string // the bundle's name in the destination's folder
+	dir    string // its folder
+}
+
+func newBundleEnv(t *testing.T) bundleEnv {
+	t.Helper()
+	e := bundleEnv{agentEnv: newAgentEnv(t, localstore.FixtureSmall)}
+	ctx := context.Background()
+	e.source = filepath.Join(e.agentEnv.dir, "source.sqlite")
+	src, err := localstore.Create(ctx, e.source, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for i, f := range []localstore.Fixture{localstore.FixtureSmall, localstore.FixtureSmall} {
+		if _, err := localstore.Seed(ctx, src, f, localstore.SeedOptions{Seed: uint64(20 + i), IdentityKey: localstore.FixtureIdentity(uint64(10 + i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folder := filepath.Join(e.agentEnv.dir, "bundles")
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e.name = BundleName(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	e.dir = filepath.Join(folder, e.name)
+	if _, err := bundle.Create(ctx, src, e.dir, bundle.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := LoadConfig(e.opts.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Destinations = append(cfg.Destinations, Destination{ID: "bundles", Name: "Bundles", Kind: DestinationBundles, Path: folder,
+		Schedule: Schedule{Kind: ScheduleInterval, Every: Duration(time.Hour)}, Pause: &Pause{}})
+	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// waitTask waits for task id to end.
+func waitTask(t *testing.T, a *Agent, id string) Task {
+	t.Helper()
+	done, err := a.tasks.Wait(waitCtx(t), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return done
+}
+
+// The bundle's manifest shows before anything is written, a restore needs a confirm, and a
+// confirmed one replaces the wallet the agent had open: afterwards the wallet equals the
+// bundle's source in every table, and the agent goes on working with it.
+func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
+	e := newBundleEnv(t)
+	want := tabletest.Digests(t, e.source)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	ctx := waitCtx(t)
+	// A sync opens the wallet: the restore must let go of the agent's own handle.
+	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+		t.Fatalf("sync before: %+v", task)
+	}
+
+	before := tabletest.Digests(t, e.wallet)
+	for _, req := range []BundleRequest{{Destination: "bundles", Name: e.name}, {Path: e.dir}} {
+		pt, err := c.PreviewBundle(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := waitTask(t, a, pt.ID)
+		var m bundle.Manifest
+		if done.State != TaskSucceeded || json.Unmarshal(done.Result, &m) != nil {
+			t.Fatalf("preview %+v: %+v", req, done)
+		}
+		if len(m.Identities) != 2 || m.Identities[0].IdentityKey != localstore.FixtureIdentity(10) || m.Chain != wallet.ChainTest || m.Tables["transactions"] == 0 {
+			t.Fatalf("preview %+v: manifest %+v", req, m)
+		}
+	}
+	tabletest.Same(t, "the wallet after the previews", tabletest.Digests(t, e.wallet), before)
+
+	var apiErr *APIError
+	if _, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: e.name}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
+		t.Fatalf("restore without confirm: %v", err)
+	}
+	if _, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: "../escape", Confirm: true}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
+		t.Fatalf("restore of a name that is not a bundle's: %v", err)
+	}
+	rt, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: e.name, Confirm: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := waitTask(t, a, rt.ID)
+	var res BundleRestored
+	if done.State != TaskSucceeded || done.Kind != KindBundleRestore || json.Unmarshal(done.Result, &res) != nil {
+		t.Fatalf("restore: %+v", done)
+	}
+	if res.Wallet != e.wallet || res.Tables["transactions"] != res.Manifest.Tables["transactions"] || len(res.Manifest.Identities) != 2 {
+		t.Fatalf("restore result: %+v", res)
+	}
+	tabletest.Same(t, "the restored wallet", tabletest.Digests(t, e.wallet), want)
+	if left, _ := filepath.Glob(e.wallet + ".walletsync-restore*"); len(left) > 0 {
+		t.Errorf("the restore left %v", left)
+	}
+
+	// The agent reopened the wallet: its jobs run on the restored one.
+	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+		t.Fatalf("sync after: %+v", task)
+	}
+	ov, err := c.Overview(ctx)
+	if err != nil || len(ov.Wallets) != 1 || len(ov.Wallets[0].Identities) != 2 {
+		t.Fatalf("overview after: %+v, %v", ov.Wallets, err)
+	}
+}
+
+// A restore is refused while a task of the wallet runs or waits, with a typed error that
+// names the task, and the wallet is left alone; while a restore holds a wallet, jobs are
+// refused it.
+func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
+	e := newBundleEnv(t)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	ctx := waitCtx(t)
+	before := tabletest.Digests(t, e.wallet)
+
+	running := newBlockingJob()
+	first, err := a.tasks.Start(KindSync, "file", running.run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-running.started
+	queued, err := a.tasks.Start(KindBackup, "file", newBlockingJob().run)
+	if err != nil || queued.State != TaskQueued {
+		t.Fatalf("second task: %+v, %v", queued, err)
+	}
+	req := BundleRequest{Destination: "bundles", Name: e.name, Confirm: true}
+	for _, want := range []Task{queued, first} { // the newest task is named
+		_, err := a.RestoreBundle(req)
+		var inUse *WalletInUseError
+		if !errors.As(err, &inUse) || !errors.Is(err, ErrWalletInUse) || inUse.Wallet != e.wallet || inUse.TaskID != want.ID {
+			t.Fatalf("restore beside task %s (%s): %v, want a WalletInUseError naming it", want.ID, want.State, err)
+		}
+		var apiErr *APIError
+		if _, err := c.RestoreBundle(ctx, req); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict || apiErr.Code != "wallet_in_use" ||
+			!strings.Contains(apiErr.Message, want.ID) || apiErr.Hint == "" {
+			t.Fatalf("restore beside task %s through the API: %#v", want.ID, err)
+		}
+		if _, err := a.tasks.Cancel(want.ID); err != nil {
+			t.Fatal(err)
+		}
+		waitTask(t, a, want.ID)
+	}
+	tabletest.Same(t, "the wallet after the refusals", tabletest.Digests(t, e.wallet), before)
+
+	// A claimed wallet refuses jobs until the restore lets it go.
+	if err := a.claimForRestore(e.wallet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.wallet(ctx, e.wallet); !errors.Is(err, ErrWalletInUse) {
+		t.Fatalf("a job's open of a wallet being restored: %v", err)
+	}
+	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskFailed || !strings.Contains(task.Error, "restore") {
+		t.Fatalf("sync of a wallet being restored: %+v", task)
+	}
+	a.mu.Lock()
+	delete(a.restoring, e.wallet)
+	a.mu.Unlock()
+	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+		t.Fatalf("sync once the wallet is free: %+v", task)
+	}
+}
+
+// While another process has the wallet open, the restore fails with the typed refusal, in
+// words that say to close it, and the wallet is unchanged: a wallet app in a transaction
+// (the toolbox through Node), and another walletsync holding the writer lock.
+func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing.T) {
+	e := newBundleEnv(t)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	ctx := waitCtx(t)
+	// Another walletsync can hold the wallet only while the agent has not opened it; the
+	// sync after that case opens it, so the wallet app meets the agent's open handle.
+	for _, tc := range []struct {
+		name string
+		hold func(t *testing.T) (release func())
+	}{
+		{"walletsync", func(t *testing.T) func() {
+			s, err := localstore.Open(ctx, e.wallet, localstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return func() { s.Close() }
+		}},
+		{"wallet app", func(t *testing.T) func() {
+			app := toolboxpeer.StartAppTxn(t, e.wallet, e.identity, "during-restore")
+			return func() {
+				if res := app.Finish(); !res.Committed {
+					t.Errorf("the app's transaction after the refused restore: %+v", res)
+				}
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := tabletest.Digests(t, e.wallet)
+			release := tc.hold(t)
+			rt, err := c.RestoreBundle(ctx, BundleRequest{Path: e.dir, Confirm: true})
+			if err != nil {
+				release()
+				t.Fatal(err)
+			}
+			done := waitTask(t, a, rt.ID)
+			tabletest.Same(t, "the wallet after the refused restore", tabletest.Digests(t, e.wallet), before)
+			release()
+			if done.State != TaskFailed || !strings.Contains(done.Message, "open in another program") || !strings.Contains(done.Hint, "Close the wallet app") ||
+				done.Path != e.wallet {
+				t.Fatalf("restore while held: %+v", done)
+			}
+			if left, _ := filepath.Glob(e.wallet + ".walletsync-restore*"); len(left) > 0 {
+				t.Errorf("the refused restore left %v", left)
+			}
+			// The agent went on protecting the old wallet.
+			if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+				t.Fatalf("sync after the refusal: %+v", task)
+			}
+		})
+	}
+}
+
+// A restore that a crash interrupted after its recovery marker is carried through when the
+// agent starts, before anything opens the wallet.
+func TestAgent_Start_RecoversAnInterruptedRestore(t *testing.T) {
+	e := newBundleEnv(t)
+	want := tabletest.Digests(t, e.source)
+	// Stop the restore's goroutine dead at the marker, as a kill would stop the process: the
+	// deferred cleanups that run are the lock's release (which a dying process's kernel
+	// does) and nothing that undoes the marked swap.
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		bundle.Restore(context.Background(), e.dir, e.wallet, bundle.RestoreOptions{Hook: func(point string) {
+			if point == localstore.HookMarked {
+				runtime.Goexit()
+			}
+		}})
+	}()
+	<-stopped
+	if _, err := os.Stat(e.wallet + ".walletsync-restore"); err != nil {
+		t.Fatalf("no recovery marker after the interrupted restore: %v", err)
+	}
+	launchAgent(t, e.opts)
+	if left, _ := filepath.Glob(e.wallet + ".walletsync-restore*"); len(left) > 0 {
+		t.Fatalf("the agent started and left %v", left)
+	}
+	tabletest.Same(t, "the wallet once the agent started", tabletest.Digests(t, e.wallet), want)
+}
