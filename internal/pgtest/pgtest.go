@@ -98,6 +98,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	removeStale()
 	dir, err := os.MkdirTemp("", "walletsync-pgtest-")
 	if err != nil {
 		return nil, fmt.Errorf("start postgres: %w", err)
@@ -108,6 +109,25 @@ func Start(ctx context.Context) (*Cluster, error) {
 		return nil, err
 	}
 	return c, nil
+}
+
+// removeStale removes the folders of clusters whose test binary was killed (the server
+// itself stops on the parent-death signal, the folder stays): those older than 10 minutes
+// whose postmaster is not running. A folder being initialized right now is younger.
+func removeStale() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "walletsync-pgtest-*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(d)
+		if err != nil || time.Since(fi.ModTime()) < 10*time.Minute {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(d, "data", "postmaster.pid"))
+		pid, _ := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		if pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // its server runs
+		}
+		os.RemoveAll(d)
+	}
 }
 
 // findBinaries returns the folder holding initdb and postgres: the newest
