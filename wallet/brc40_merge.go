@@ -586,3 +586,17 @@ func (m SyncMap) RecordID(t *Table, src, local int64) error {
 	e.IDMap[src] = local
 	return nil
 }
+
+// OneSyncState is the consumer's state for producer among the sync states found for the
+// user and producer (read up to two): none is ErrNotFound (FindOrInsertSyncState makes
+// it; processSyncChunk never does), more than one ErrAmbiguousSyncState (two names of one
+// producer, which the toolbox's lookup by name allows to exist).
+func OneSyncState(states []SyncState, producer string) (SyncState, error) {
+	switch len(states) {
+	case 0:
+		return SyncState{}, fmt.Errorf("no sync state for producer %s (FindOrInsertSyncState makes it): %w", ShortKey(producer, 16), ErrNotFound)
+	case 1:
+		return states[0], nil
+	}
+	return SyncState{}, fmt.Errorf("producer %s: %w", ShortKey(producer, 16), ErrAmbiguousSyncState)
+}

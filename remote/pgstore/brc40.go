@@ -231,14 +231,10 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		if err != nil {
 			return err
 		}
-		switch len(states) {
-		case 0:
-			return fmt.Errorf("no sync state for producer %s (FindOrInsertSyncState makes it): %w", wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrNotFound)
-		case 1:
-		default:
-			return fmt.Errorf("producer %s: %w", wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrAmbiguousSyncState)
+		st, err := wallet.OneSyncState(states, args.FromStorageIdentityKey)
+		if err != nil {
+			return err
 		}
-		st := states[0]
 		if err := wallet.CheckArgsCurrent(st, args); err != nil {
 			return err
 		}

@@ -376,6 +376,20 @@ func backup(t testing.TB, url string, src fixtureWallet) backupResult {
 	return res
 }
 
+// requireFirstBackup fails unless res is a first backup (setActive inserted rows) followed
+// by two unchanged ones that moved nothing.
+func requireFirstBackup(t testing.TB, res backupResult) {
+	t.Helper()
+	if res.SetActive.Inserts == 0 || len(res.Updates) != 2 {
+		t.Fatalf("backup: %+v", res)
+	}
+	for i, u := range res.Updates {
+		if u.Inserts != 0 || u.Updates != 0 {
+			t.Fatalf("unchanged backup %d moved rows: %+v", i+1, u)
+		}
+	}
+}
+
 // clientCall runs one StorageClient method through storage-client.mjs call.
 type clientAnswer struct {
 	Result json.RawMessage `json:"result"`

@@ -50,14 +50,7 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 
 	src := seedWallet(t, localstore.FixtureSmall, 1)
 	res := backup(t, first, src)
-	if res.SetActive.Inserts == 0 || len(res.Updates) != 2 {
-		t.Fatalf("backup: %+v", res)
-	}
-	for i, u := range res.Updates {
-		if u.Inserts != 0 || u.Updates != 0 {
-			t.Fatalf("unchanged backup %d moved rows: %+v", i+1, u)
-		}
-	}
+	requireFirstBackup(t, res)
 	small := seedWallet(t, localstore.FixtureSmall, 5)
 	backup(t, second, small)
 
