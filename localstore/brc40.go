@@ -2,12 +2,9 @@ package localstore
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"time"
 
 	"walletsync/wallet"
 )
@@ -58,7 +55,7 @@ func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkAr
 		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", classify(err))
 	}
 	defer tx.Rollback()
-	p := &chunkProducer{ctx: ctx, tx: tx, args: args, itemsLeft: args.MaxItems, sizeLeft: args.MaxRoughSize}
+	p := &chunkProducer{ctx: ctx, tx: tx, args: args}
 	chunk, err := p.produce()
 	if err != nil {
 		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
@@ -66,14 +63,11 @@ func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkAr
 	return chunk, nil
 }
 
-// chunkProducer carries one GetSyncChunk's budgets.
+// chunkProducer carries one GetSyncChunk's read transaction.
 type chunkProducer struct {
-	ctx       context.Context
-	tx        *sql.Tx
-	args      wallet.RequestSyncChunkArgs
-	itemsLeft int64
-	sizeLeft  int64
-	done      bool // a limit was hit: nothing more goes into the chunk
+	ctx  context.Context
+	tx   *sql.Tx
+	args wallet.RequestSyncChunkArgs
 }
 
 func (p *chunkProducer) produce() (wallet.SyncChunk, error) {
@@ -87,45 +81,16 @@ func (p *chunkProducer) produce() (wallet.SyncChunk, error) {
 	if len(users) == 0 {
 		return wallet.SyncChunk{}, fmt.Errorf("identity %s: %w", wallet.ShortKey(p.args.IdentityKey, 16), wallet.ErrNotFound)
 	}
-	user := users[0]
-	chunk := wallet.SyncChunk{FromStorageIdentityKey: p.args.FromStorageIdentityKey, ToStorageIdentityKey: p.args.ToStorageIdentityKey,
-		UserIdentityKey: p.args.IdentityKey, Rows: map[wallet.TableName][]wallet.Row{}}
-	if p.args.Since == nil || updatedAt(wallet.Users, user).After(*p.args.Since) {
-		chunk.User = user
-	}
-	userID := user[wallet.Users.Col("userId")].(int64)
-	for i, o := range p.args.Offsets {
-		t := wallet.Entities[i]
-		rows, err := p.entityRows(t, userID, o.Offset)
-		if err != nil {
-			return wallet.SyncChunk{}, fmt.Errorf("%s: %w", t.Plural, err)
-		}
-		chunk.Rows[t.Name] = rows
-		if p.done {
-			break
-		}
-	}
-	return chunk, nil
+	userID := users[0][wallet.Users.Col("userId")].(int64)
+	return wallet.ProduceChunk(p.args, users[0], func(t *wallet.Table, offset, limit int64) ([]wallet.Row, error) {
+		return p.entityPage(t, userID, offset, limit)
+	})
 }
 
-// chunkDivider is getSyncChunk's maxDivider: the share of maxItems one page of an entity
-// may hold, smaller for the large proof and transaction rows.
-func chunkDivider(t *wallet.Table) int64 {
-	switch t {
-	case wallet.ProvenTxs, wallet.ProvenTxReqs:
-		return 100
-	case wallet.Transactions, wallet.Outputs, wallet.Certificates, wallet.CertificateFields, wallet.Commissions:
-		return 25
-	}
-	return 1
-}
-
-// entityRows adds t's rows to the chunk until t is exhausted or a limit is hit. It pages
-// the way the toolbox does, min(itemsLeft, max(10, maxItems/divider)) rows at a time by
-// LIMIT/OFFSET: the page size never changes which rows go out, it bounds each query. The
-// offsets are BRC-40's own and cost O(offset) in SQLite; they stay correct because every
-// page reads the same snapshot.
-func (p *chunkProducer) entityRows(t *wallet.Table, userID, offset int64) ([]wallet.Row, error) {
+// entityPage reads one page of t's rows for the chunk by LIMIT/OFFSET, in rowid order.
+// BRC-40's offsets cost O(offset) in SQLite; they stay correct because every page of a
+// chunk reads the same snapshot.
+func (p *chunkProducer) entityPage(t *wallet.Table, userID, offset, limit int64) ([]wallet.Row, error) {
 	from, where, args := scopeFilter(t, userID)
 	if p.args.Since != nil {
 		w, a := sinceFilter(t, userID, wallet.FormatTime(*p.args.Since))
@@ -133,32 +98,7 @@ func (p *chunkProducer) entityRows(t *wallet.Table, userID, offset int64) ([]wal
 		args = append(args, a...)
 	}
 	q := fmt.Sprintf("SELECT %s FROM %s WHERE %s ORDER BY t.rowid LIMIT ? OFFSET ?", selectColumns(t), from, where)
-	pageMax := max(10, p.args.MaxItems/chunkDivider(t))
-	out := []wallet.Row{} // present, even when nothing matches
-	for {
-		limit := min(p.itemsLeft, pageMax)
-		page, err := queryRows(p.ctx, p.tx, t, q, append(args, limit, offset)...)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page {
-			out = append(out, r)
-			size, err := wallet.RowJSONSize(t, r)
-			if err != nil {
-				return nil, fmt.Errorf("row %v: %w", t.KeyOf(r), err)
-			}
-			p.itemsLeft--
-			p.sizeLeft -= size
-			if p.itemsLeft <= 0 || p.sizeLeft < 0 {
-				p.done = true
-				return out, nil
-			}
-		}
-		if int64(len(page)) < limit {
-			return out, nil
-		}
-		offset += limit
-	}
+	return queryRows(p.ctx, p.tx, t, q, append(args, limit, offset)...)
 }
 
 // sinceFilter is the condition for a row of t to go out in a chunk after since: its own
@@ -217,7 +157,7 @@ func sinceFilter(t *wallet.Table, userID int64, since string) (string, []any) {
 // row that Table.Normalize refuses; rows are normalized in place. While an import's merge
 // is unfinished it writes nothing (*wallet.ImportInProgressError).
 func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
-	if err := checkChunk(args, chunk); err != nil {
+	if err := wallet.CheckChunk(args, chunk); err != nil {
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
 	var res wallet.ProcessSyncChunkResult
@@ -233,14 +173,10 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		if err != nil {
 			return err
 		}
-		switch len(states) {
-		case 0:
-			return fmt.Errorf("no sync state for producer %s (FindOrInsertSyncState makes it): %w", wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrNotFound)
-		case 1:
-		default:
-			return fmt.Errorf("producer %s: %w", wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrAmbiguousSyncState)
+		st, err := wallet.OneSyncState(states, args.FromStorageIdentityKey)
+		if err != nil {
+			return err
 		}
-		st := states[0]
 		if res, err = mergeChunk(ctx, tx, userID, &st, chunk); err != nil {
 			return err
 		}
@@ -258,90 +194,18 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 	return res, nil
 }
 
-// checkChunk refuses a chunk that does not answer args, or whose rows are not rows.
-func checkChunk(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) error {
-	if err := args.Validate(); err != nil {
-		return err
-	}
-	switch {
-	case chunk.FromStorageIdentityKey != args.FromStorageIdentityKey:
-		return fmt.Errorf("chunk from producer %s answers a request to %s: %w", wallet.ShortKey(chunk.FromStorageIdentityKey, 16), wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrInvalidArgument)
-	case chunk.ToStorageIdentityKey != args.ToStorageIdentityKey:
-		return fmt.Errorf("chunk for consumer %s answers a request from %s: %w", wallet.ShortKey(chunk.ToStorageIdentityKey, 16), wallet.ShortKey(args.ToStorageIdentityKey, 16), wallet.ErrInvalidArgument)
-	case chunk.UserIdentityKey != args.IdentityKey:
-		return fmt.Errorf("chunk for user %s answers a request for %s: %w", wallet.ShortKey(chunk.UserIdentityKey, 16), wallet.ShortKey(args.IdentityKey, 16), wallet.ErrInvalidArgument)
-	}
-	if chunk.User != nil {
-		if err := wallet.Users.Normalize(chunk.User); err != nil {
-			return fmt.Errorf("chunk user: %w", err)
-		}
-		if key := chunk.User[wallet.Users.Col("identityKey")]; key != args.IdentityKey {
-			return fmt.Errorf("chunk carries the user row of %v: %w", key, wallet.ErrInvalidArgument)
-		}
-	}
-	for name, rows := range chunk.Rows {
-		t, err := wallet.LookupTable(name)
-		if err != nil || t.Entity == "user" || t == wallet.SyncStates {
-			return fmt.Errorf("chunk array %q is not a BRC-40 entity: %w", name, wallet.ErrInvalidArgument)
-		}
-		for i, r := range rows {
-			if err := t.Normalize(r); err != nil {
-				return fmt.Errorf("%s[%d]: %w", t.Plural, i, err)
-			}
-		}
-	}
-	return nil
-}
-
 // mergeChunk merges the chunk's rows and moves st as processSyncChunk does.
 func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncState, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
 	m := newMerger(ctx, tx, userID, syncMapIDs{st.SyncMap}, "")
 	defer m.close()
-	var maxUpdated *time.Time
-	if chunk.User != nil {
+	mergeUser := func(u wallet.Row) (bool, error) {
 		before := m.updates
-		if err := m.merge(wallet.Users, chunk.User); err != nil {
-			return wallet.ProcessSyncChunkResult{}, fmt.Errorf("merge user: %w", err)
-		}
-		if m.updates > before {
-			maxUpdated = latest(maxUpdated, updatedAt(wallet.Users, chunk.User))
-		}
+		err := m.merge(wallet.Users, u)
+		return m.updates > before, err
 	}
-	for _, t := range wallet.Entities {
-		rows := chunk.Rows[t.Name]
-		e := st.SyncMap.Entity(t)
-		for i, r := range rows {
-			e.MaxUpdatedAt = latest(e.MaxUpdatedAt, updatedAt(t, r))
-			if err := m.merge(t, r); err != nil {
-				return wallet.ProcessSyncChunkResult{}, fmt.Errorf("merge %s[%d] %v: %w", t.Plural, i, t.KeyOf(r), err)
-			}
-		}
-		e.Count += int64(len(rows))
-		if e.MaxUpdatedAt != nil {
-			maxUpdated = latest(maxUpdated, *e.MaxUpdatedAt)
-		}
-	}
-	done := chunk.Complete()
-	if done {
-		// The next cycle starts at the newest row seen, its offsets at zero.
-		st.When = maxUpdated
-		for _, t := range wallet.Entities {
-			st.SyncMap.Entity(t).Count = 0
-		}
-	}
-	return wallet.ProcessSyncChunkResult{Done: done, MaxUpdatedAt: maxUpdated, Updates: m.updates, Inserts: m.inserts}, nil
-}
-
-func updatedAt(t *wallet.Table, r wallet.Row) time.Time {
-	return r[t.Col("updated_at")].(time.Time)
-}
-
-// latest is the toolbox's maxDate: the later of a (nil: none) and b.
-func latest(a *time.Time, b time.Time) *time.Time {
-	if a != nil && !b.After(*a) {
-		return a
-	}
-	return &b
+	res, err := wallet.ConsumeChunk(st, chunk, mergeUser, m.merge)
+	res.Inserts, res.Updates = m.inserts, m.updates
+	return res, err
 }
 
 // syncMapIDs is the consumer's idMapper: the id maps of the producer's sync map, as the
@@ -351,25 +215,10 @@ type syncMapIDs struct{ m wallet.SyncMap }
 
 var _ idMapper = syncMapIDs{}
 
-func (s syncMapIDs) local(t *wallet.Table, src int64) (int64, bool) {
-	e := s.m.Entity(t)
-	if e == nil {
-		return 0, false
-	}
-	id, ok := e.IDMap[src]
-	return id, ok
-}
+func (s syncMapIDs) local(t *wallet.Table, src int64) (int64, bool) { return s.m.LocalID(t, src) }
 
 func (s syncMapIDs) record(t *wallet.Table, src, local int64) error {
-	e := s.m.Entity(t)
-	if e == nil {
-		return nil
-	}
-	if old, ok := e.IDMap[src]; ok && old != local {
-		return &wallet.IDMapConflictError{Entity: t.Entity, SourceID: src, Mapped: old, New: local}
-	}
-	e.IDMap[src] = local
-	return nil
+	return s.m.RecordID(t, src, local)
 }
 
 // FindOrInsertSyncState returns the consumer state for the user identityKey and the
@@ -421,13 +270,9 @@ func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, produc
 	default:
 		return wallet.SyncState{}, false, fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
 	}
-	ref, err := newRefNum()
-	if err != nil {
+	if st, err = wallet.NewSyncState(userID, producerSIK, producerName, wallet.Now()); err != nil {
 		return wallet.SyncState{}, false, err
 	}
-	now := wallet.Now()
-	st = wallet.SyncState{CreatedAt: now, UpdatedAt: now, UserID: userID, StorageIdentityKey: producerSIK, StorageName: producerName,
-		Status: "unknown", RefNum: ref, SyncMap: wallet.NewSyncMap()}
 	row, err := st.Row()
 	if err != nil {
 		return wallet.SyncState{}, false, err
@@ -436,16 +281,6 @@ func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, produc
 	defer w.close()
 	st.SyncStateID, err = w.insert(ctx, wallet.SyncStates, row, false)
 	return st, true, err
-}
-
-// newRefNum returns a fresh sync_states.refNum as the toolbox makes one: 12 random bytes in
-// base64.
-func newRefNum() (string, error) {
-	ref := make([]byte, 12)
-	if _, err := rand.Read(ref); err != nil {
-		return "", err
-	}
-	return base64.StdEncoding.EncodeToString(ref), nil
 }
 
 // readSyncStates reads up to two sync_states rows matching where: enough to tell one from

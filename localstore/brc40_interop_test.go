@@ -502,7 +502,7 @@ func TestBRC40Interop_ChunkEqualsToolboxChunk(t *testing.T) {
 		{"everything", func(a *wallet.RequestSyncChunkArgs) {}, nil},
 		{"inclusive since on a shared stamp", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(shared) },
 			[]string{"provenTxs " + fmt.Sprintf("%064x", 0x1111)}}, // the proof of a request updated later
-		{"since equal to the user's stamp", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(userEpoch) }, nil},
+		{"since equal to the user's stamp", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(wallet.UserEpoch) }, nil},
 		{"few items and offsets", func(a *wallet.RequestSyncChunkArgs) {
 			a.MaxItems, a.Offsets[1].Offset, a.Offsets[3].Offset = 5, 1, 2
 		}, nil},
@@ -532,7 +532,7 @@ func TestBRC40Interop_ChunkEqualsToolboxChunk(t *testing.T) {
 					continue
 				}
 				chunk.Rows[tb.Name] = slices.DeleteFunc(chunk.Rows[tb.Name], func(r wallet.Row) bool {
-					if updatedAt(tb, r).Before(*a.Since) {
+					if wallet.UpdatedAt(tb, r).Before(*a.Since) {
 						linked = append(linked, tb.Plural+" "+fmt.Sprint(r[tb.Col(tb.Natural[0])]))
 						return true
 					}

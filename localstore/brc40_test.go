@@ -132,7 +132,7 @@ func TestGetSyncChunk_Boundaries(t *testing.T) {
 	}
 	basketSize := size(wallet.OutputBaskets, full.Rows[wallet.TableOutputBaskets][0])
 	l1Size := size(wallet.TxLabels, full.Rows[wallet.TableTxLabels][0])
-	userStamp := updatedAt(wallet.Users, full.User)
+	userStamp := wallet.UpdatedAt(wallet.Users, full.User)
 	ptr := func(t time.Time) *time.Time { return &t }
 
 	for _, tc := range []struct {
@@ -344,7 +344,7 @@ func TestProcessSyncChunk_CycleStateLikeTheToolbox(t *testing.T) {
 	for _, tb := range wallet.Entities {
 		var mine time.Time
 		for _, r := range scanTable(t, p, tb, id) {
-			if u := updatedAt(tb, r); u.After(mine) {
+			if u := wallet.UpdatedAt(tb, r); u.After(mine) {
 				mine = u
 			}
 		}

@@ -227,14 +227,9 @@ func referencedIDs(t *wallet.Table, rows []wallet.Row) map[wallet.TableName][]in
 			add(ref.Target, r[t.Col(ref.Column)])
 		}
 		if t == wallet.ProvenTxReqs {
-			if obj, err := decodeObject(r[t.Col("notify")].(string)); err == nil {
-				for _, v := range asList(obj["transactionIds"]) {
-					if n, ok := v.(interface{ Int64() (int64, error) }); ok {
-						if id, err := n.Int64(); err == nil {
-							add(wallet.TableTransactions, id)
-						}
-					}
-				}
+			ids, _ := wallet.NotifyTransactionIDs(r[t.Col("notify")].(string))
+			for _, id := range ids {
+				add(wallet.TableTransactions, id)
 			}
 		}
 	}

@@ -188,11 +188,11 @@ func TestEnsureUser_LikeTheToolbox(t *testing.T) {
 	users := scanTable(t, s, wallet.Users, key)
 	baskets := scanTable(t, s, wallet.OutputBaskets, key)
 	u, b := wallet.Users, wallet.OutputBaskets
-	if len(users) != 1 || users[0][u.Col("activeStorage")] != settings.StorageIdentityKey || !users[0][u.Col("updated_at")].(time.Time).Equal(userEpoch) {
+	if len(users) != 1 || users[0][u.Col("activeStorage")] != settings.StorageIdentityKey || !users[0][u.Col("updated_at")].(time.Time).Equal(wallet.UserEpoch) {
 		t.Fatalf("user row = %v", users)
 	}
 	if len(baskets) != 1 || baskets[0][b.Col("name")] != "default" || baskets[0][b.Col("numberOfDesiredUTXOs")] != int64(144) ||
-		baskets[0][b.Col("minimumDesiredUTXOValue")] != int64(32) || !baskets[0][b.Col("updated_at")].(time.Time).Equal(userEpoch) {
+		baskets[0][b.Col("minimumDesiredUTXOValue")] != int64(32) || !baskets[0][b.Col("updated_at")].(time.Time).Equal(wallet.UserEpoch) {
 		t.Fatalf("default basket = %v", baskets)
 	}
 }

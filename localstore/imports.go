@@ -497,7 +497,7 @@ func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, sessio
 			return st, err
 		}
 		e := st.SyncMap.Entity(t)
-		e.MaxUpdatedAt = latest(e.MaxUpdatedAt, at)
+		e.MaxUpdatedAt = wallet.Latest(e.MaxUpdatedAt, at)
 	}
 	closing := wallet.SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
 	for _, t := range wallet.Entities {
@@ -541,7 +541,7 @@ func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, produ
 		err = tx.QueryRowContext(ctx, "SELECT syncStateId FROM sync_states WHERE refNum = ?", st.RefNum).Scan(&holder)
 		switch {
 		case err == nil && (len(existing) == 0 || holder != existing[0].SyncStateID):
-			if st.RefNum, err = newRefNum(); err != nil {
+			if st.RefNum, err = wallet.NewRefNum(); err != nil {
 				return counts, err
 			}
 		case err != nil && !errors.Is(err, sql.ErrNoRows):

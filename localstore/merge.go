@@ -1,14 +1,11 @@
 package localstore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"walletsync/wallet"
 )
@@ -112,15 +109,12 @@ func (m *merger) mergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 	case wallet.ProvenTxReqs:
 		return m.mergeProofRequest(in, found)
 	}
-	if !newer(t, in, found) {
+	cols := wallet.MergeNewer(t, in, local, found)
+	if cols == nil {
 		return nil
 	}
-	for _, c := range t.Merge {
-		found[t.Col(c)] = local[t.Col(c)]
-	}
-	found[t.Col("updated_at")] = in[t.Col("updated_at")]
 	m.updates++
-	return m.update(t, found, append(slices.Clone(t.Merge), "updated_at"))
+	return m.update(t, found, cols)
 }
 
 // mergePage applies the rows of one page of t with the same rules as merge, batched: the
@@ -176,11 +170,11 @@ func (m *merger) mergeEach(t *wallet.Table, rows []wallet.Row) error {
 // first and by reference for those still unmatched, as find does.
 func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, bool, error) {
 	found := make([]wallet.Row, len(locals))
-	for _, cols := range matchKeys(t) {
+	for _, cols := range wallet.MatchKeys(t) {
 		want := map[string]int{}
 		var keys [][]any
 		for i, r := range locals {
-			if found[i] != nil || !matchable(t, cols, r) {
+			if found[i] != nil || !wallet.Matchable(t, cols, r) {
 				continue
 			}
 			k, vals := naturalKey(t, cols, r)
@@ -209,26 +203,6 @@ func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, b
 		}
 	}
 	return found, true, nil
-}
-
-// matchKeys returns the column sets that find the stored row matching an incoming one, in
-// the order they are tried: a transaction by (txid, user), then by (reference, user); any
-// other row by its natural key.
-func matchKeys(t *wallet.Table) [][]string {
-	if t == wallet.Transactions {
-		return [][]string{{"txid", "userId"}, {"reference", "userId"}}
-	}
-	return [][]string{t.Natural}
-}
-
-// matchable reports whether local can be looked up by cols: the toolbox looks a transaction
-// up by txid only when it has one (a non-empty one: its test is JavaScript truthiness).
-func matchable(t *wallet.Table, cols []string, local wallet.Row) bool {
-	if t != wallet.Transactions || cols[0] != "txid" {
-		return true
-	}
-	txid := local[t.Col("txid")]
-	return txid != nil && txid != ""
 }
 
 // naturalKey returns the values of cols in r and a string that identifies them.
@@ -377,44 +351,15 @@ func queryIDs(ctx context.Context, st *sql.Stmt, args []any) ([]int64, error) {
 	return ids, classify(rs.Err())
 }
 
-// localize returns a copy of in as this store would hold it: its user, and every foreign
-// key mapped to a local id. A missing mapping makes a nullable key NULL (as the toolbox
-// leaves it undefined) and fails for a NOT NULL one.
+// localize returns a copy of in as this store would hold it (wallet.Localize).
 func (m *merger) localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
-	local := slices.Clone(in)
-	if t.HasCol("userId") {
-		local[t.Col("userId")] = m.userID
-	}
-	for _, ref := range t.Refs {
-		i := t.Col(ref.Column)
-		if in[i] == nil {
-			continue
-		}
-		target, _ := wallet.LookupTable(ref.Target)
-		id, ok := m.ids.local(target, in[i].(int64))
-		switch {
-		case ok:
-			local[i] = id
-		case t.Columns[i].Nullable:
-			local[i] = nil
-		default:
-			return nil, fmt.Errorf("%s.%s = %d: %w", t.Name, ref.Column, in[i], wallet.ErrDanglingReference)
-		}
-	}
-	if t == wallet.ProvenTxReqs {
-		notify, notified, err := m.mapNotify(in[t.Col("notify")].(string), "", in[t.Col("notified")].(bool))
-		if err != nil {
-			return nil, err
-		}
-		local[t.Col("notify")], local[t.Col("notified")] = notify, notified
-	}
-	return local, nil
+	return wallet.Localize(t, in, m.userID, m.ids.local)
 }
 
 // find returns this store's row matching local by natural key (see matchKeys).
 func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, bool, error) {
-	for _, cols := range matchKeys(t) {
-		if !matchable(t, cols, local) {
+	for _, cols := range wallet.MatchKeys(t) {
+		if !wallet.Matchable(t, cols, local) {
 			continue
 		}
 		if r, ok, err := m.findBy(t, cols, local); ok || err != nil {
@@ -523,22 +468,9 @@ func (m *merger) update(t *wallet.Table, r wallet.Row, cols []string) error {
 
 // noteOlder counts an incoming row that is strictly older than the stored row it matched.
 func (m *merger) noteOlder(t *wallet.Table, in, found wallet.Row) {
-	if updatedAt(t, found).After(updatedAt(t, in)) {
+	if wallet.UpdatedAt(t, found).After(wallet.UpdatedAt(t, in)) {
 		m.older++
 	}
-}
-
-// newer reports whether in is strictly newer than local (BRC-40's "newer wins").
-func newer(t *wallet.Table, in, local wallet.Row) bool {
-	i := t.Col("updated_at")
-	return in[i].(time.Time).After(local[i].(time.Time))
-}
-
-func laterTime(a, b any) time.Time {
-	if b.(time.Time).After(a.(time.Time)) {
-		return b.(time.Time)
-	}
-	return a.(time.Time)
 }
 
 // mergeUser applies the user row. The toolbox copies activeStorage only from a newer row; a
@@ -550,28 +482,11 @@ func (m *merger) mergeUser(in, found wallet.Row) error {
 	if err := m.ids.record(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
 		return err
 	}
-	ai, ui := t.Col("activeStorage"), t.Col("updated_at")
-	isNewer := newer(t, in, found)
-	changed := false
-	switch m.active {
-	case wallet.KeepSourceActive:
-		if isNewer || in[ai] != found[ai] {
-			found[ai], found[ui], changed = in[ai], laterTime(found[ui], in[ui]), true
-		}
-	case wallet.KeepDestinationActive:
-		if isNewer {
-			found[ui], changed = in[ui], true
-		}
-	default:
-		if isNewer {
-			found[ai], found[ui], changed = in[ai], in[ui], true
-		}
-	}
-	if !changed {
+	if !wallet.MergeUserRow(in, found, m.active) {
 		return nil
 	}
 	m.updates++
-	return m.update(t, found, []string{"activeStorage", "updated_at"})
+	return m.update(t, found, wallet.UserMergeColumns)
 }
 
 // mergeProofRequest is the toolbox's EntityProvenTxReq.mergeExisting: it always runs,
@@ -580,153 +495,14 @@ func (m *merger) mergeUser(in, found wallet.Row) error {
 // notify ids are mapped and united (which marks the request not notified), updated_at
 // becomes the later one. Status, attempts, provenTxId and rawTx are never overwritten.
 func (m *merger) mergeProofRequest(in, found wallet.Row) error {
-	t := wallet.ProvenTxReqs
-	bi := t.Col("batch")
-	switch {
-	case found[bi] == nil && in[bi] != nil:
-		found[bi] = in[bi]
-	case found[bi] != nil && in[bi] != nil && found[bi] != in[bi]:
-		return fmt.Errorf("proof request %s: batch %q differs from %q: %w", in[t.Col("txid")], found[bi], in[bi], wallet.ErrCorrupt)
+	if err := wallet.MergeProofRequest(in, found, m.localTxID); err != nil {
+		return err
 	}
-	history, err := mergeHistory(found[t.Col("history")].(string), in[t.Col("history")].(string))
-	if err != nil {
-		return fmt.Errorf("proof request %s: %w", in[t.Col("txid")], err)
-	}
-	found[t.Col("history")] = history
-	notify, notified, err := m.mapNotify(in[t.Col("notify")].(string), found[t.Col("notify")].(string), found[t.Col("notified")].(bool))
-	if err != nil {
-		return fmt.Errorf("proof request %s: %w", in[t.Col("txid")], err)
-	}
-	found[t.Col("notify")], found[t.Col("notified")] = notify, notified
-	found[t.Col("updated_at")] = laterTime(found[t.Col("updated_at")], in[t.Col("updated_at")])
-	return m.update(t, found, []string{"batch", "history", "notify", "notified", "updated_at"})
+	return m.update(wallet.ProvenTxReqs, found, wallet.ProofRequestMergeColumns)
 }
 
-// mapNotify maps the transaction ids of an incoming notify object to local ids (dropping
-// those without a mapping) and adds them to the local request's list, sorted and unique. For
-// a new request (local == "") the result is the incoming object with only the mapped ids.
-// Like the toolbox's addNotifyTransactionId, every id added marks the request not notified.
-func (m *merger) mapNotify(incoming, local string, notified bool) (string, bool, error) {
-	in, err := decodeObject(incoming)
-	if err != nil {
-		return "", false, fmt.Errorf("notify: %w", err)
-	}
-	out, ids := in, []int64{}
-	if local != "" {
-		if out, err = decodeObject(local); err != nil {
-			return "", false, fmt.Errorf("notify: %w", err)
-		}
-		for _, v := range asList(out["transactionIds"]) {
-			if n, err := v.(json.Number).Int64(); err == nil {
-				ids = append(ids, n)
-			}
-		}
-		if _, present := in["transactionIds"]; !present {
-			return local, notified, nil
-		}
-	}
-	for _, v := range asList(in["transactionIds"]) {
-		n, ok := v.(json.Number)
-		if !ok {
-			continue
-		}
-		src, err := n.Int64()
-		if err != nil {
-			continue
-		}
-		if id, ok := m.ids.local(wallet.Transactions, src); ok && id != 0 {
-			ids = append(ids, id)
-			notified = false
-		}
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	list := make([]any, len(ids))
-	for i, id := range ids {
-		list[i] = json.Number(fmt.Sprint(id))
-	}
-	out["transactionIds"] = list
-	text, err := json.Marshal(out)
-	return string(text), notified, err
-}
-
-// mergeHistory unites two history objects' notes the way addHistoryNote does: an incoming
-// note is added unless an existing note has all of its own fields equal to it, and the
-// notes are kept sorted by "when what".
-func mergeHistory(local, incoming string) (string, error) {
-	out, err := decodeObject(local)
-	if err != nil {
-		return "", fmt.Errorf("history: %w", err)
-	}
-	in, err := decodeObject(incoming)
-	if err != nil {
-		return "", fmt.Errorf("history: %w", err)
-	}
-	notes := asList(out["notes"])
-	for _, n := range asList(in["notes"]) {
-		note, ok := n.(map[string]any)
-		if !ok {
-			continue
-		}
-		if _, ok := note["when"]; !ok {
-			note["when"] = wallet.FormatTime(wallet.Now())
-		}
-		if !slices.ContainsFunc(notes, func(e any) bool { return noteCovers(e, note) }) {
-			notes = append(notes, note)
-			slices.SortStableFunc(notes, func(a, b any) int { return strings.Compare(noteKey(a), noteKey(b)) })
-		}
-	}
-	if notes != nil || out["notes"] != nil {
-		out["notes"] = notes
-	}
-	text, err := json.Marshal(out)
-	return string(text), err
-}
-
-// noteCovers is the toolbox's equality test: every field of the existing note equals the
-// note's field of the same name (objects never compare equal, as in JavaScript).
-func noteCovers(existing any, note map[string]any) bool {
-	e, ok := existing.(map[string]any)
-	if !ok {
-		return false
-	}
-	for k, v := range e {
-		switch v.(type) {
-		case map[string]any, []any:
-			return false
-		}
-		if w, ok := note[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
-func noteKey(n any) string {
-	m, _ := n.(map[string]any)
-	str := func(v any) string {
-		if v == nil {
-			return "undefined"
-		}
-		return fmt.Sprint(v)
-	}
-	return str(m["when"]) + " " + str(m["what"])
-}
-
-func decodeObject(text string) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader([]byte(text)))
-	dec.UseNumber() // ids and counters keep their exact digits
-	out := map[string]any{}
-	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("decode %q: %v: %w", text, err, wallet.ErrCorrupt)
-	}
-	return out, nil
-}
-
-func asList(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
+// localTxID maps a source transaction id to this store's.
+func (m *merger) localTxID(src int64) (int64, bool) { return m.ids.local(wallet.Transactions, src) }
 
 // overlay is a preview's memory of the rows its merge would have written, filed under every
 // column set that finds them (matchKeys), so that a later row finds them as it would find
@@ -748,7 +524,7 @@ func (o *overlay) put(t *wallet.Table, r wallet.Row, fresh bool) int64 {
 		id = o.nextID
 		r[t.Col(t.ID)] = id
 	}
-	for _, cols := range matchKeys(t) {
+	for _, cols := range wallet.MatchKeys(t) {
 		o.rows[overlayKey(t, cols, r)] = r
 	}
 	return id

@@ -58,7 +58,7 @@ func previewPlan(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identit
 		if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
 			return nil, classify(err)
 		}
-		user, basket := newUserRows(identityKey, sik, wallet.Now())
+		user, basket := wallet.NewUserRows(identityKey, sik, wallet.Now())
 		userID = dry.put(wallet.Users, user, true)
 		basket[wallet.OutputBaskets.Col("userId")] = userID
 		dry.put(wallet.OutputBaskets, basket, true)

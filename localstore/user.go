@@ -5,14 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"time"
 
 	"walletsync/wallet"
 )
-
-// userEpoch is the updated_at the toolbox gives a new user row and its default basket, so
-// that any real update from another store counts as newer.
-var userEpoch = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // EnsureUser returns the id of the user with identityKey, creating it the way the toolbox's
 // findOrInsertUser does when it is missing: activeStorage names this store, updated_at is
@@ -45,7 +40,7 @@ func ensureUser(ctx context.Context, tx *sql.Tx, identityKey string) (int64, boo
 	if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
 		return 0, false, classify(err)
 	}
-	user, basket := newUserRows(identityKey, sik, wallet.Now())
+	user, basket := wallet.NewUserRows(identityKey, sik, wallet.Now())
 	w := newRowWriter(tx)
 	defer w.close()
 	id, err = w.insert(ctx, wallet.Users, user, false)
@@ -55,22 +50,6 @@ func ensureUser(ctx context.Context, tx *sql.Tx, identityKey string) (int64, boo
 	basket[wallet.OutputBaskets.Col("userId")] = id
 	_, err = w.insert(ctx, wallet.OutputBaskets, basket, false)
 	return id, true, err
-}
-
-// newUserRows returns the two rows findOrInsertUser makes for a new user of the store named
-// storage: the user, with storage as its active store, and its "default" basket (144 desired
-// UTXOs of at least 32 satoshis), both updated at userEpoch. Neither has an id yet, and the
-// basket's userId is the caller's to set. A merge preview makes the same rows in memory, so
-// that it counts what a commit to a store without the user would count.
-func newUserRows(identityKey, storage string, now time.Time) (user, basket wallet.Row) {
-	user = newRow(wallet.Users, fields{
-		"created_at": now, "updated_at": userEpoch, "identityKey": identityKey, "activeStorage": storage,
-	})
-	basket = newRow(wallet.OutputBaskets, fields{
-		"created_at": now, "updated_at": userEpoch, "name": "default",
-		"numberOfDesiredUTXOs": int64(144), "minimumDesiredUTXOValue": int64(32), "isDeleted": false,
-	})
-	return user, basket
 }
 
 // fields names a row's values by column, for building rows readably.

@@ -44,7 +44,7 @@ func commands() []subcommand {
 		{name: "wallet check", summary: "run SQLite's integrity and foreign key checks on a wallet", run: runWalletCheck},
 		{name: "key create", summary: "create an identity key file (mode 0600) for remote storage and print its public key", run: runKeyCreate},
 		{name: "key show", summary: "print the public key of an identity key file", run: runKeyShow},
-		{name: "serve", summary: "serve wallet storage to toolbox wallets (JSON-RPC over BRC-104) from one SQLite store, until Ctrl-C", run: runServe},
+		{name: "serve", summary: "serve wallet storage to toolbox wallets (JSON-RPC over BRC-104) from one SQLite store or a PostgreSQL database, until Ctrl-C", run: runServe},
 		{name: "agent", summary: "run the background agent with its dashboard (until Ctrl-C)", run: runAgent},
 		{name: "service", summary: "install, uninstall, start, stop or show the platform service", run: runService},
 		{name: "status", summary: "show the running agent's health and destinations", run: runStatus},

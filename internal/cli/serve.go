@@ -16,11 +16,13 @@ import (
 )
 
 // runServe is `walletsync serve`: a storage server until SIGINT or SIGTERM, then a graceful
-// shutdown. Its first line on out says where it listens; logs go to stderr as JSON.
+// shutdown. Its first line on out says where it listens; logs go to stderr as JSON. On
+// SQLite it serves the toolbox wire and walletsync's paged wire; on PostgreSQL the toolbox
+// wire only, so that wire.Detect finds no paged wire there and clients use the toolbox's.
 func runServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D]", out)
+	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH|postgres://URL --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D]", out)
 	listen := fs.String("listen", "", "the address to serve on, e.g. :8080 or 127.0.0.1:0")
-	db := fs.String("db", "", "the store, sqlite:PATH (created on the first start)")
+	db := fs.String("db", "", "the store: sqlite:PATH (created on the first start), or postgres://USER@HOST/DB (migrated on the first start; several servers may share it; toolbox wire only: the paged wire is not available on PostgreSQL yet, clients fall back to the toolbox wire)")
 	keyFile := fs.String("key-file", "", "the server's identity key file (walletsync key create)")
 	chain := fs.String("chain", "test", "the store's network: test or main; a store of another chain is refused")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM) ...")
@@ -28,9 +30,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz and /readyz on this address instead of --listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var views wire.ViewOptions
-	fs.IntVar(&views.MaxViews, "max-views", wire.DefaultMaxViews, "retained views of the paged wire open at once on the server")
-	fs.IntVar(&views.MaxViewsPerIdentity, "max-views-per-identity", wire.DefaultMaxViewsPerIdentity, "retained views open at once per identity")
-	fs.DurationVar(&views.DefaultLifetime, "view-lifetime", wire.DefaultViewLifetime, "how long a retained view lives when its client asks for no lifetime (at most 1h)")
+	fs.IntVar(&views.MaxViews, "max-views", wire.DefaultMaxViews, "retained views of the paged wire open at once on the server (SQLite only)")
+	fs.IntVar(&views.MaxViewsPerIdentity, "max-views-per-identity", wire.DefaultMaxViewsPerIdentity, "retained views open at once per identity (SQLite only)")
+	fs.DurationVar(&views.DefaultLifetime, "view-lifetime", wire.DefaultViewLifetime, "how long a retained view lives when its client asks for no lifetime (at most 1h; SQLite only)")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
@@ -42,9 +44,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 			return err
 		}
 	}
+	var pgURL string
 	path, ok := strings.CutPrefix(*db, "sqlite:")
-	if !ok || path == "" {
-		return fmt.Errorf("%w: --db must be sqlite:PATH", command.ErrUsage)
+	switch {
+	case strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://"):
+		pgURL, path = *db, ""
+	case !ok || path == "":
+		return fmt.Errorf("%w: --db must be sqlite:PATH or postgres://...", command.ErrUsage)
 	}
 	c, err := wallet.ParseChain(*chain)
 	if err != nil || (c != wallet.ChainTest && c != wallet.ChainMain) {
@@ -62,10 +68,13 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	var mounts []serve.Mount
+	if pgURL == "" {
+		mounts = []serve.Mount{serve.WireMount(views, logger)}
+	}
 	srv, err := serve.Open(ctx, serve.Options{
-		DBPath: path, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
-		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger,
-		Mounts: []serve.Mount{serve.WireMount(views, logger)},
+		DBPath: path, PostgresURL: pgURL, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: mounts,
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 
 	"walletsync/internal/crashtest"
 	"walletsync/internal/logical"
+	"walletsync/internal/pgtest"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
@@ -25,11 +26,59 @@ import (
 	"walletsync/wallet"
 )
 
+// cluster is the package's throwaway PostgreSQL (internal/pgtest): the tests that hold on
+// every backend run on it too.
+var cluster *pgtest.Cluster
+
 func TestMain(m *testing.M) {
 	if k, task, ok := crashtest.Child(); ok {
 		runCrashChild(k, task)
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m, &cluster))
+}
+
+// serverBackends are the stores a server runs on; options gives a test's server a store
+// of its own.
+var serverBackends = []struct {
+	name    string
+	options func(t testing.TB) Options
+}{
+	{"sqlite", func(t testing.TB) Options { return Options{DBPath: filepath.Join(t.TempDir(), "server.sqlite")} }},
+	{"postgres", func(t testing.TB) Options { return Options{PostgresURL: cluster.NewDatabase(t)} }},
+}
+
+// backendWallet reads one user's rows from a server's store (SQLite or PostgreSQL) through
+// its BRC-40 producer, in the id-free form of logicalWallet.
+func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ...string) logical.Wallet {
+	t.Helper()
+	settings, err := store.Settings(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}
+	raw := map[wallet.TableName][]wallet.Row{}
+	for done := false; !done; {
+		chunk, err := store.GetSyncChunk(t.Context(), st.MakeRequestSyncChunkArgs(identity, "reader", 0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if chunk.User != nil {
+			raw[wallet.TableUsers] = []wallet.Row{chunk.User}
+		}
+		for name, rows := range chunk.Rows {
+			raw[name] = append(raw[name], rows...)
+		}
+		res, err := wallet.ConsumeChunk(&st, chunk, func(wallet.Row) (bool, error) { return false, nil }, func(*wallet.Table, wallet.Row) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		done = res.Done
+	}
+	w, err := logical.FromRows(raw, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // crashTask is what a crash child serves: the store and the key file.
@@ -108,7 +157,7 @@ type running struct {
 // ends or stop is called.
 func startServer(t testing.TB, opts Options) *running {
 	t.Helper()
-	if opts.DBPath == "" {
+	if opts.DBPath == "" && opts.PostgresURL == "" {
 		opts.DBPath = filepath.Join(t.TempDir(), "server.sqlite")
 	}
 	if opts.Signer == nil {
@@ -325,6 +374,20 @@ func backup(t testing.TB, url string, src fixtureWallet) backupResult {
 	var res backupResult
 	toolboxpeer.RunScript(t, &res, "storage-client.mjs", "backup", "--url", url, "--key", src.KeyHex, "--db", src.Path)
 	return res
+}
+
+// requireFirstBackup fails unless res is a first backup (setActive inserted rows) followed
+// by two unchanged ones that moved nothing.
+func requireFirstBackup(t testing.TB, res backupResult) {
+	t.Helper()
+	if res.SetActive.Inserts == 0 || len(res.Updates) != 2 {
+		t.Fatalf("backup: %+v", res)
+	}
+	for i, u := range res.Updates {
+		if u.Inserts != 0 || u.Updates != 0 {
+			t.Fatalf("unchanged backup %d moved rows: %+v", i+1, u)
+		}
+	}
 }
 
 // clientCall runs one StorageClient method through storage-client.mjs call.

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -24,30 +25,44 @@ func row(t *wallet.Table, values map[string]any) wallet.Row {
 // Identity A tries every served method, and one it does not serve, on identity B's data:
 // naming B, or B's user id without an identity key, or B's rows inside a chunk of its own.
 // Every attempt is refused or acts on A alone, no answer carries B's rows or the server's
-// paths, and B's rows are exactly what B backed up.
+// paths, and B's rows are exactly what B backed up. On every backend.
 func TestServe_IsolatesIdentities(t *testing.T) {
-	srv := startServer(t, Options{})
+	for _, be := range serverBackends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			isolatesIdentities(t, be.options(t))
+		})
+	}
+}
+
+func isolatesIdentities(t *testing.T, opts Options) {
+	srv := startServer(t, opts)
 	sik := srv.Settings().StorageIdentityKey
 	b := seedWallet(t, localstore.FixtureSmall, 6)
 	backup(t, srv.URL, b)
-	before := logicalWallet(t, srv.opts.DBPath, b.Identity)
-	bUser, _, err := srv.Store().FindOrInsertUserRow(t.Context(), b.Identity)
+	before := backendWallet(t, srv.Backend(), b.Identity)
+	bUser, _, err := srv.Backend().FindOrInsertUserRow(t.Context(), b.Identity)
 	if err != nil {
 		t.Fatal(err)
 	}
 	bID := bUser[wallet.Users.Col("userId")].(int64)
-	bChunk, err := srv.Store().GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: sik, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(b.Identity, "elsewhere", 0, 0))
+	bChunk, err := srv.Backend().GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: sik, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(b.Identity, "elsewhere", 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// What must never reach A: B's rows (their txids and raw transactions stand for them)
-	// and the server's files.
-	secrets := []string{filepath.Dir(srv.opts.DBPath), ".sqlite"}
+	// and the server's files or database.
+	secrets := []string{".sqlite", "postgres://"}
+	if srv.opts.DBPath != "" {
+		secrets = append(secrets, filepath.Dir(srv.opts.DBPath))
+	} else if u, err := url.Parse(srv.opts.PostgresURL); err == nil {
+		secrets = append(secrets, u.Path[1:])
+	}
 	for _, r := range bChunk.Rows[wallet.Transactions.Name] {
 		secrets = append(secrets, r[wallet.Transactions.Col("txid")].(string))
 	}
-	if len(secrets) < 4 {
-		t.Fatalf("B has %d transactions on the server", len(secrets)-2)
+	if len(secrets) < 5 {
+		t.Fatalf("B has %d transactions on the server", len(secrets)-3)
 	}
 
 	aKey := randomKey(t)
@@ -114,7 +129,7 @@ func TestServe_IsolatesIdentities(t *testing.T) {
 			}
 		}
 	}
-	if d := logical.Diff(before, logicalWallet(t, srv.opts.DBPath, b.Identity)); d != "" {
+	if d := logical.Diff(before, backendWallet(t, srv.Backend(), b.Identity)); d != "" {
 		t.Fatalf("B's rows changed:\n%s", d)
 	}
 }

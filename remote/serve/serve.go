@@ -1,7 +1,8 @@
 // Package serve is `walletsync serve`: a multi-tenant wallet storage server over one
-// localstore file, speaking the toolbox's JSON-RPC (remote/toolbox) behind BRC-104
-// authentication (remote/auth), so that every @bsv/wallet-toolbox wallet can use it as a
-// backup store unchanged, with room for more wires mounted beside it (Options.Mounts).
+// localstore file or one PostgreSQL database (remote/pgstore), speaking the toolbox's
+// JSON-RPC (remote/toolbox) behind BRC-104 authentication (remote/auth), so that every
+// @bsv/wallet-toolbox wallet can use it as a backup store unchanged, with room for more
+// wires mounted beside it (Options.Mounts; SQLite only for now).
 //
 // Routes, as the toolbox's StorageServer has them: GET / (a text banner naming the chain)
 // and GET /robots.txt without authentication, permissive CORS on every route, then the
@@ -20,17 +21,29 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	"walletsync/localstore"
 	"walletsync/remote/auth"
+	"walletsync/remote/pgstore"
 	"walletsync/remote/toolbox"
 	"walletsync/wallet"
 )
 
-var _ toolbox.Store = (*localstore.Store)(nil)
+var (
+	_ toolbox.Store = (*localstore.Store)(nil)
+	_ toolbox.Store = (*pgstore.Store)(nil)
+)
+
+// backend is the store a server runs on: the toolbox wire's store, closed when the server
+// stops.
+type backend interface {
+	toolbox.Store
+	Close() error
+}
 
 // DefaultShutdownTimeout bounds how long a shutdown waits for in-flight requests (a
 // processSyncChunk commit among them) before it closes their connections.
@@ -58,6 +71,11 @@ type Options struct {
 	// server's identity key as its storageIdentityKey (as the toolbox's migrate writes the
 	// key it is given) and StorageName.
 	DBPath string
+	// PostgresURL, set instead of DBPath, is a PostgreSQL database (postgres://...) that
+	// remote/pgstore migrates on the first start and writes the same settings into. Several
+	// servers may share it. It serves the toolbox wire only: Mounts (the paged wire, which
+	// runs on localstore) are refused with it.
+	PostgresURL string
 	// Chain is the network the store must be on (default test); a store of another chain
 	// is refused with wallet.ErrWrongChain.
 	Chain wallet.Chain
@@ -89,7 +107,8 @@ type Options struct {
 type Server struct {
 	opts     Options
 	log      *slog.Logger
-	store    *localstore.Store
+	store    backend
+	local    *localstore.Store // the SQLite store, nil on PostgreSQL
 	settings wallet.Settings
 	metrics  *metrics
 	handler  http.Handler
@@ -125,11 +144,26 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	identity := fmt.Sprintf("%x", pub.SerializeCompressed())
-	store, err := localstore.OpenOrCreate(ctx, opts.DBPath, localstore.CreateOptions{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName}, opts.Store)
-	if err != nil {
-		return nil, fmt.Errorf("open server: %w", err)
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics()}
+	switch {
+	case (opts.DBPath == "") == (opts.PostgresURL == ""):
+		return nil, fmt.Errorf("open server: one of DBPath and PostgresURL: %w", wallet.ErrInvalidArgument)
+	case opts.PostgresURL != "" && len(opts.Mounts) > 0:
+		return nil, fmt.Errorf("open server: the paged wire is not available on PostgreSQL yet: %w", wallet.ErrNotImplemented)
+	case opts.PostgresURL != "":
+		pg, err := pgstore.Open(ctx, opts.PostgresURL, pgstore.Options{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName})
+		if err != nil {
+			return nil, fmt.Errorf("open server: %w", err)
+		}
+		s.store = pg
+	default:
+		local, err := localstore.OpenOrCreate(ctx, opts.DBPath, localstore.CreateOptions{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName}, opts.Store)
+		if err != nil {
+			return nil, fmt.Errorf("open server: %w", err)
+		}
+		s.store, s.local = local, local
 	}
-	s := &Server{opts: opts, log: opts.Logger, store: store, metrics: newMetrics()}
+	store := s.store
 	if err := s.build(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("open server: %w", err)
@@ -143,7 +177,7 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	if err := wallet.CheckSameChain(s.opts.Chain, st.Chain); err != nil {
-		return fmt.Errorf("store %s is on chain %q, the server on %q: %w", s.opts.DBPath, st.Chain, s.opts.Chain, err)
+		return fmt.Errorf("store %s is on chain %q, the server on %q: %w", s.where(), st.Chain, s.opts.Chain, err)
 	}
 	s.settings = st
 	// The toolbox route caps its own bodies at toolbox.MaxBodyBytes before the middleware
@@ -167,7 +201,7 @@ func (s *Server) build(ctx context.Context) error {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)
 		}
-		h, err := m.New(s.store)
+		h, err := m.New(s.local)
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Prefix, err)
 		}
@@ -183,8 +217,24 @@ func (s *Server) build(ctx context.Context) error {
 	return nil
 }
 
-// Store returns the server's store.
-func (s *Server) Store() *localstore.Store { return s.store }
+// Store returns the server's SQLite store (nil on PostgreSQL).
+func (s *Server) Store() *localstore.Store { return s.local }
+
+// Backend returns the store the server runs on, SQLite or PostgreSQL.
+func (s *Server) Backend() toolbox.Store { return s.store }
+
+// where names the server's store in logs and errors (a PostgreSQL URL without its
+// password).
+func (s *Server) where() string {
+	if s.opts.PostgresURL == "" {
+		return s.opts.DBPath
+	}
+	u, err := url.Parse(s.opts.PostgresURL)
+	if err != nil {
+		return "postgres"
+	}
+	return u.Redacted()
+}
 
 // Settings returns the store's settings as the server opened it.
 func (s *Server) Settings() wallet.Settings { return s.settings }
@@ -339,7 +389,7 @@ func (s *Server) Run(ctx context.Context, ready func(Listening)) error {
 		go func() { errs <- srv.Serve(listeners[i]) }()
 	}
 	s.ready.Store(true)
-	s.log.Info("serving", "url", at.URL, "metrics", at.MetricsURL, "storageIdentityKey", s.settings.StorageIdentityKey, "chain", s.settings.Chain, "db", s.opts.DBPath)
+	s.log.Info("serving", "url", at.URL, "metrics", at.MetricsURL, "storageIdentityKey", s.settings.StorageIdentityKey, "chain", s.settings.Chain, "db", s.where())
 	if ready != nil {
 		ready(at)
 	}

@@ -219,6 +219,8 @@ var werrSentinels = []struct {
 	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument},
+	// walletsync's own: a processSyncChunk whose args no longer match the sync state.
+	{"WERR_CHECKPOINT_CONFLICT", wallet.ErrCheckpointConflict},
 }
 
 func sentinelOf(name string) error {

@@ -36,12 +36,11 @@ func serve(s *Server, caller string, body []byte) *httptest.ResponseRecorder {
 	return rec
 }
 
-// Whatever body a caller sends, the server answers 200 or 400 with one JSON object in the
-// StorageServer's envelope, and never with the rows of the store's other user.
-func FuzzServer_Call(f *testing.F) {
-	const caller = "02c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5"
-	other := localstore.FixtureIdentity(9)
-	for _, seed := range []string{
+// callSeeds are the calls FuzzServer_Call starts from, made by caller on a store that holds
+// the rows of other: every served method, refusals, a method the server does not run,
+// and bodies that are not calls.
+func callSeeds(caller, other string) []string {
+	return []string{
 		`{"jsonrpc":"2.0","method":"makeAvailable","params":[],"id":1}`,
 		`{"jsonrpc":"2.0","method":"findOrInsertUser","params":["` + caller + `"],"id":2}`,
 		`{"jsonrpc":"2.0","method":"findOrInsertUser","params":["` + other + `"],"id":2}`,
@@ -54,7 +53,15 @@ func FuzzServer_Call(f *testing.F) {
 		`{"jsonrpc":"2.0","method":"listOutputs","params":[7],"id":"x"}`,
 		`{"jsonrpc":"2.0","method":"toString","params":{}}`,
 		`[1,2]`, `{"jsonrpc":"2.0"}`, ``,
-	} {
+	}
+}
+
+// Whatever body a caller sends, the server answers 200 or 400 with one JSON object in the
+// StorageServer's envelope, and never with the rows of the store's other user.
+func FuzzServer_Call(f *testing.F) {
+	const caller = "02c6047f9441ed7d6d3045406e95c07cd85c778e4b8cef3ca7abac09b95c709ee5"
+	other := localstore.FixtureIdentity(9)
+	for _, seed := range callSeeds(caller, other) {
 		f.Add([]byte(seed))
 	}
 	s, store := fuzzServer(f)
