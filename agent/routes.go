@@ -62,6 +62,11 @@ const (
 	RouteServiceUninstall  Route = "POST /api/v1/service/uninstall"                // ServiceInfo
 	RoutePathCheck         Route = "POST /api/v1/paths/check"                      // PathCheckRequest -> PathCheck
 	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
+
+	// Storage servers (storageserver.go, serverrestore.go).
+	RouteServerDestinationAdd Route = "POST /api/v1/storage-servers"                 // ServerDestinationRequest, checked -> Config
+	RouteServerRestorePreview Route = "POST /api/v1/storage-servers/restore/preview" // ServerRestoreRequest -> Task
+	RouteServerRestore        Route = "POST /api/v1/storage-servers/restore"         // ServerRestoreRequest, confirmed -> Task
 )
 
 // Method returns r's HTTP method.
@@ -206,6 +211,7 @@ func (a *Agent) routes() {
 	} {
 		a.srv.Handle(route, h)
 	}
+	a.storageServerRoutes()
 }
 
 // SettingsRequest is the body of PUT /api/v1/settings: what the Settings page edits besides the
