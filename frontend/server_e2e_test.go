@@ -2,6 +2,7 @@ package frontend_test
 
 import (
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,38 @@ func TestDashboard_StorageServer(t *testing.T) {
 	if pushed == nil || pushed.State != agent.TaskSucceeded {
 		t.Fatalf("the push: %+v", pushed)
 	}
+	// Pause, edit and resume work for a storage server as for the others; the edit keeps
+	// the URL, the signer and the pause.
+	server := func() agent.Destination {
+		var cfg agent.Config
+		d.api(agent.RouteConfig, nil, &cfg)
+		for _, x := range cfg.Destinations {
+			if x.ID == "toolbox-server" {
+				return x
+			}
+		}
+		t.Fatal("no toolbox-server in the config")
+		return agent.Destination{}
+	}
+	d.do(chromedp.Click(byText(`[data-destination=toolbox-server] summary`, "Pause")),
+		chromedp.Click(byText(`[data-destination=toolbox-server] button`, "Until I resume")))
+	d.waitFor(`[...document.querySelectorAll('[data-destination=toolbox-server] .badge')].some((b) => b.textContent.startsWith('Paused'))`, "the pause")
+	d.do(chromedp.Click(byText(`[data-destination=toolbox-server] button`, "Edit")))
+	d.waitFor(`document.querySelector('[data-destination=toolbox-server] form.editor input[name=server-url]')?.value`, "the editor with the URL")
+	d.do(chromedp.SetValue(chromedp.CSS(`[data-destination=toolbox-server] form.editor input[type=text]`), "Toolbox storage"),
+		chromedp.Click(byText(`[data-destination=toolbox-server] form.editor button`, "Save changes")))
+	d.waitFor(`document.querySelector('[data-destination=toolbox-server] h2')?.textContent === 'Toolbox storage'`, "the new name")
+	if dest := server(); dest.Path != srv.URL || dest.Kind != agent.DestinationStorageServer || dest.Pause == nil {
+		t.Errorf("after the edit the agent has %+v", dest)
+	}
+	d.do(chromedp.Click(byText(`[data-destination=toolbox-server] button`, "Resume")))
+	d.waitFor(`![...document.querySelectorAll('[data-destination=toolbox-server] .badge')].some((b) => b.textContent.startsWith('Paused'))`, "the resume")
+	if dest := server(); dest.Pause != nil {
+		t.Errorf("resumed, the agent still has %+v", dest.Pause)
+	}
+	d.page("activity")
+	d.waitFor(fmt.Sprintf(`document.querySelector('[data-task=%q]')`, pushed.ID), "the push in the history")
+
 	d.page("overview")
 	d.waitFor(`document.querySelector('[data-destination=toolbox-server] [data-testid=last-confirmed]')?.textContent.startsWith('Server confirmed')`, "the server's confirmation")
 	d.shot("server-confirmed")
