@@ -12,12 +12,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"walletsync/internal/logical"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
+	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -262,7 +264,39 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 	if err := c.Call(ctx, RouteServerRestore, ServerRestoreRequest{Preview: pt.ID}, nil); !errors.As(err, &ae) || ae.Code != "invalid_argument" {
 		t.Fatalf("a restore without confirm: %v", err)
 	}
+	// The restore writes as a background writer: while the wallet app holds the write
+	// slot it waits, at its first commit, and a cancel then stops it with no row of the
+	// server written; the staged rows stay, so confirming the same preview again finishes.
+	w, err := a.wallet(ctx, empty)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := w.queue.NewSession("", "wallet app")
+	g, err := app.Acquire(ctx, scheduler.Foreground, scheduler.Write)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var rt Task
+	if err := c.Call(ctx, RouteServerRestore, ServerRestoreRequest{Preview: pt.ID, Confirm: true}, &rt); err != nil {
+		t.Fatal(err)
+	}
+	for !strings.HasPrefix(rt.Detail, string(syncer.StateCommitting)) && !rt.State.Terminal() {
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("the restore never reached its first commit: %+v", rt)
+		}
+		time.Sleep(10 * time.Millisecond)
+		rt, _ = a.tasks.Get(rt.ID)
+	}
+	if err := c.Call(ctx, RouteTaskCancel, nil, nil, rt.ID); err != nil {
+		t.Fatal(err)
+	}
+	if rt, err = a.tasks.Wait(ctx, rt.ID); err != nil || rt.State != TaskCancelled {
+		t.Fatalf("the cancelled restore: %+v %v", rt, err)
+	}
+	app.Release(g)
+	if sum, err := w.store.Summary(ctx, e.identity); err == nil && sum.Counts[wallet.Transactions.Name] != 0 {
+		t.Fatalf("a cancelled restore wrote %d transactions", sum.Counts[wallet.Transactions.Name])
+	}
 	if err := c.Call(ctx, RouteServerRestore, ServerRestoreRequest{Preview: pt.ID, Confirm: true}, &rt); err != nil {
 		t.Fatal(err)
 	}
@@ -271,10 +305,6 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(a.serverStagingDir(), "*")); len(left) != 0 {
 		t.Errorf("staging left behind: %v", left)
-	}
-	w, err := a.wallet(ctx, empty)
-	if err != nil {
-		t.Fatal(err)
 	}
 	// The same wallet, table by table, but for what each store keeps of its own.
 	opts := logical.Options{Ignore: []string{"users.created_at", "users.activeStorage", "output_baskets.created_at", "proven_tx_reqs.notified"}}
