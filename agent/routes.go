@@ -65,6 +65,7 @@ const (
 
 	// Storage servers (storageserver.go, serverrestore.go).
 	RouteServerDestinationAdd Route = "POST /api/v1/storage-servers"                 // ServerDestinationRequest, checked -> Config
+	RouteServerDestinationPut Route = "PUT /api/v1/storage-servers/{id}"             // Destination, checked when its server changes -> Config
 	RouteServerRestorePreview Route = "POST /api/v1/storage-servers/restore/preview" // ServerRestoreRequest -> Task
 	RouteServerRestore        Route = "POST /api/v1/storage-servers/restore"         // ServerRestoreRequest, confirmed -> Task
 )

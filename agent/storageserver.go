@@ -276,6 +276,46 @@ func (a *Agent) addServerDestination(ctx context.Context, req ServerDestinationR
 	return out, err
 }
 
+// updateServerDestination saves an edit of the storage-server destination id. A new URL or
+// signing wallet is checked first (checkServer, signed as the edited destination signs);
+// an edit that keeps both (a name, a schedule) is saved without asking the server, so that
+// a server that is down does not stop a rename.
+func (a *Agent) updateServerDestination(ctx context.Context, id string, d Destination) (Config, error) {
+	cfg := a.config()
+	old, err := cfg.destination(id)
+	if err != nil {
+		return Config{}, err
+	}
+	if old.Kind != DestinationStorageServer || d.Kind != DestinationStorageServer {
+		return Config{}, fmt.Errorf("destination %s: a storage server stays a storage server: %w", id, wallet.ErrInvalidArgument)
+	}
+	d.ID = id
+	if d.Path != old.Path || d.WalletURL != old.WalletURL {
+		i := slices.IndexFunc(cfg.Destinations, func(x Destination) bool { return x.ID == id })
+		cfg.Destinations = slices.Clone(cfg.Destinations)
+		cfg.Destinations[i] = d
+		if err := cfg.Validate(); err != nil {
+			return Config{}, err
+		}
+		ref, err := cfg.walletOf(d)
+		if err != nil {
+			return Config{}, err
+		}
+		signer, err := a.storageSigner(d)
+		if err != nil {
+			return Config{}, err
+		}
+		chain, ids, err := a.walletFacts(ctx, ref)
+		if err != nil {
+			return Config{}, atPath(ref.Path, err)
+		}
+		if _, err := checkServer(ctx, d.Path, signer, chain, ids); err != nil {
+			return Config{}, err
+		}
+	}
+	return a.updateDestination(id, func(x *Destination) { *x = d })
+}
+
 // ServerPushResult is the result of a push to a storage server.
 type ServerPushResult struct {
 	SyncResult
@@ -299,6 +339,9 @@ func (a *Agent) storageServerRoutes() {
 	for route, h := range map[Route]HandlerFunc{
 		RouteServerDestinationAdd: withBody(func(r *http.Request, req ServerDestinationRequest) (any, error) {
 			return a.addServerDestination(r.Context(), req)
+		}),
+		RouteServerDestinationPut: withBody(func(r *http.Request, d Destination) (any, error) {
+			return a.updateServerDestination(r.Context(), r.PathValue("id"), d)
 		}),
 		RouteServerRestorePreview: withBody(func(_ *http.Request, req ServerRestoreRequest) (any, error) {
 			return a.previewServerRestore(req)

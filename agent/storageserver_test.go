@@ -123,6 +123,20 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 	if sec, err := a.secrets.Get(StorageKeySecret("server")); err != nil || sec.Reveal() != hex.EncodeToString(localstore.FixtureRootKey(4)) {
 		t.Fatalf("the key in the secrets: %v", err)
 	}
+
+	// An edit that moves it to another URL is checked too; a rename is not.
+	moved := serverDestination(closedURL(t))
+	if err := c.Call(context.Background(), RouteServerDestinationPut, moved, nil, "server"); err == nil || !strings.Contains(err.Error(), "nothing answers there") {
+		t.Fatalf("moved to a closed port: %v", err)
+	}
+	renamed := serverDestination(srv.URL)
+	renamed.Name = "Renamed"
+	if err := c.Call(context.Background(), RouteServerDestinationPut, renamed, nil, "server"); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := a.config().destination("server"); err != nil || d.Name != "Renamed" || d.Path != srv.URL {
+		t.Fatalf("after the edits: %+v %v", d, err)
+	}
 }
 
 // fixtureSigner signs as the fixture identity n.

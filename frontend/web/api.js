@@ -143,6 +143,8 @@ export const api = {
   previewImport: (req) => request('POST', '/api/v1/import/preview', req),
   /** addServerDestination adds a storage server once the agent has checked it ({destination, signer}). */
   addServerDestination: (req) => request('POST', '/api/v1/storage-servers', req),
+  /** putServerDestination saves an edit of a storage server; a new URL is checked first. */
+  putServerDestination: (id, d) => request('PUT', `/api/v1/storage-servers/${enc(id)}`, d),
   /** previewServerRestore ({url, signer, wallet}) and restoreFromServer ({preview, confirm}) answer tasks. */
   previewServerRestore: (req) => request('POST', '/api/v1/storage-servers/restore/preview', req),
   restoreFromServer: (req) => request('POST', '/api/v1/storage-servers/restore', req),

@@ -46,12 +46,13 @@ function editor(d, { onDone }) {
   const url = h('input', { type: 'url', value: d?.kind === 'storage-server' ? d.path : '', spellcheck: 'false', autocomplete: 'off', class: 'mono', name: 'server-url' });
   const signer = d ? null : signerFields();
   const serverPart = server ? h('div', { class: 'stack' }, field('Server URL', url, 'Such as https://storage.example.com.'), signer?.el) : null;
-  const pathPart = h('div', { class: 'stack' });
+  const pathField = field('Path', path, 'The full path on this computer.');
   const isServer = () => kind() === 'storage-server';
   const showHelp = () => {
     help.textContent = kindHelp[kind()];
-    if (browse) browse.hidden = kind() === 'sqlite';
-    pathPart.hidden = isServer();
+    if (browse) browse.hidden = kind() === 'sqlite' || isServer();
+    pathField.hidden = isServer();
+    where.el.hidden = isServer();
     if (serverPart) serverPart.hidden = !isServer();
     path.required = !isServer();
     url.required = isServer();
@@ -61,7 +62,6 @@ function editor(d, { onDone }) {
     showHelp();
     if (path.value.trim() && !isServer()) where.check();
   }));
-  pathPart.append(field('Path', path, 'The full path on this computer.'), where.el, ...(browse ? [browse] : []));
   showHelp();
   const schedule = scheduleEditor(d?.schedule ?? { kind: 'change', debounce: '30s' });
   const problem = h('div');
@@ -70,7 +70,9 @@ function editor(d, { onDone }) {
     h('h2', {}, d ? `Edit ${d.name}` : 'New destination'),
     field('Name', name, 'What you call it, such as "USB disk" or "Cloud folder".'),
     h('fieldset', {}, h('legend', {}, 'What it is'), kinds, help),
-    pathPart,
+    pathField,
+    where.el,
+    browse,
     serverPart,
     schedule.el,
     problem,
@@ -88,7 +90,8 @@ function editor(d, { onDone }) {
       const body = { name: name.value.trim(), kind: kind(), path: (isServer() ? url : path).value.trim(), schedule: schedule.value() };
       try {
         if (d) {
-          await api.putDestination(d.id, { ...body, wallet: d.wallet, pause: d.pause, walletURL: d.walletURL });
+          const put = d.kind === 'storage-server' ? api.putServerDestination : api.putDestination;
+          await put(d.id, { ...body, wallet: d.wallet, pause: d.pause, walletURL: d.walletURL });
         } else {
           const taken = store.config?.destinations.map((x) => x.id) ?? [];
           const id = slug(body.name, taken);
