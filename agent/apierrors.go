@@ -122,6 +122,9 @@ var explanations = []struct {
 // explain puts err in plain words (see Explanation). Failures it does not know keep their
 // own text, with their class's hint; WithHint's hint wins over any.
 func explain(err error) Explanation {
+	if sc, ok := errors.AsType[*ServerCheckError](err); ok {
+		return Explanation{Message: sc.Message, Hint: sc.Hint, Path: pathIn(err), Detail: err.Error()}
+	}
 	_, hint := classify(err)
 	path := pathIn(err)
 	e := Explanation{Message: err.Error(), Hint: hint, Path: path}

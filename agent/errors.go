@@ -26,6 +26,9 @@ var (
 	// ErrNoServiceManager: the platform has no service manager walletsync can install a
 	// per-user service with (*ServiceError).
 	ErrNoServiceManager = errors.New("no supported service manager")
+	// ErrServerCheck: a storage server (or its signer) did not pass the agent's check
+	// (*ServerCheckError says why, in words).
+	ErrServerCheck = errors.New("storage server check failed")
 )
 
 // AgentRunningError names the process that holds a data folder's lock.
@@ -87,6 +90,7 @@ type errorClass struct {
 // errorClasses is read-only; the first match wins, so the more specific sentinels come
 // before the general ones they also match.
 var errorClasses = []errorClass{
+	{ErrServerCheck, http.StatusUnprocessableEntity, "server_check", ""},
 	{ErrNotLoopback, http.StatusBadRequest, "not_loopback", "Bind the API to 127.0.0.1, [::1] or localhost."},
 	{wallet.ErrNotFound, http.StatusNotFound, "not_found", ""},
 	{wallet.ErrInvalidArgument, http.StatusBadRequest, "invalid_argument", ""},

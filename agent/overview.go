@@ -65,6 +65,9 @@ type DestinationView struct {
 	// did. Both are empty for a backup wallet file, which drills do not check.
 	LastVerified    time.Time `json:"lastVerified,omitzero"`
 	LastVerifyError string    `json:"lastVerifyError,omitempty"`
+	// LastConfirmed, for a storage server, is when the server acknowledged the final
+	// chunk of the newest push that completed: when it last confirmed holding the backup.
+	LastConfirmed time.Time `json:"lastConfirmed,omitzero"`
 }
 
 // Overview gathers the overview from the config, the wallets (read under foreground
@@ -183,6 +186,9 @@ func destinationView(d Destination, tasks []Task, now time.Time) DestinationView
 			}
 		case t.State == TaskSucceeded:
 			v.LastSuccess = t.FinishedAt
+			if d.Kind == DestinationStorageServer {
+				v.LastConfirmed = confirmedAt(t)
+			}
 			return v
 		case t.State == TaskFailed && v.LastFailure.IsZero():
 			v.LastFailure, v.LastError, v.LastMessage, v.LastPath, v.LastHint = t.FinishedAt, t.Error, t.Message, t.Path, t.Hint

@@ -77,7 +77,11 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 			h.SyncProgress(p)
 			return nil
 		}})
-	h.SetResult(SyncResult{Sessions: []syncer.Result{res}})
+	result := ServerPushResult{SyncResult: SyncResult{Sessions: []syncer.Result{res}}}
+	if err == nil {
+		result.ConfirmedAt = a.now().UTC() // RunChunks returns nil once the final chunk is acknowledged
+	}
+	h.SetResult(result)
 	if err != nil {
 		return err
 	}

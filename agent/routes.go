@@ -64,6 +64,12 @@ const (
 	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
 	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
 	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
+
+	// Storage servers (storageserver.go, serverrestore.go).
+	RouteServerDestinationAdd Route = "POST /api/v1/storage-servers"                 // ServerDestinationRequest, checked -> Config
+	RouteServerDestinationPut Route = "PUT /api/v1/storage-servers/{id}"             // Destination, checked when its server changes -> Config
+	RouteServerRestorePreview Route = "POST /api/v1/storage-servers/restore/preview" // ServerRestoreRequest -> Task
+	RouteServerRestore        Route = "POST /api/v1/storage-servers/restore"         // ServerRestoreRequest, confirmed -> Task
 )
 
 // Method returns r's HTTP method.
@@ -210,6 +216,7 @@ func (a *Agent) routes() {
 	} {
 		a.srv.Handle(route, h)
 	}
+	a.storageServerRoutes()
 }
 
 // SettingsRequest is the body of PUT /api/v1/settings: what the Settings page edits besides the

@@ -141,6 +141,13 @@ export const api = {
   /** upload sends a backup file's bytes as they are; the answer's upload names it. */
   upload: (file) => request('POST', '/api/v1/import/upload', file),
   previewImport: (req) => request('POST', '/api/v1/import/preview', req),
+  /** addServerDestination adds a storage server once the agent has checked it ({destination, signer}). */
+  addServerDestination: (req) => request('POST', '/api/v1/storage-servers', req),
+  /** putServerDestination saves an edit of a storage server; a new URL is checked first. */
+  putServerDestination: (id, d) => request('PUT', `/api/v1/storage-servers/${enc(id)}`, d),
+  /** previewServerRestore ({url, signer, wallet}) and restoreFromServer ({preview, confirm}) answer tasks. */
+  previewServerRestore: (req) => request('POST', '/api/v1/storage-servers/restore/preview', req),
+  restoreFromServer: (req) => request('POST', '/api/v1/storage-servers/restore', req),
   importBackup: (req) => request('POST', '/api/v1/import', req),
   /** abandonImport takes back an unfinished merge into wallet (a task). */
   abandonImport: (wallet) => request('POST', '/api/v1/import/abandon', { wallet }),

@@ -14,8 +14,9 @@ import backups from './pages/backups.js';
 import exportPage from './pages/export.js';
 import restore from './pages/restore.js';
 import settings from './pages/settings.js';
+import restoreServer from './pages/server.js';
 
-const pages = [overview, destinations, activity, backups, exportPage, restore, settings];
+const pages = [overview, destinations, activity, backups, exportPage, restore, settings, restoreServer];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');

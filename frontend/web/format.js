@@ -100,7 +100,7 @@ export function tables(counts) {
 const chainLabels = { main: 'Main network', test: 'Test network', teratest: 'Teratest network', mock: 'Mock network' };
 export const chainLabel = (c) => chainLabels[c] ?? (c || 'Unknown network');
 
-const destinationKinds = { sqlite: 'Backup wallet file', folder: 'Backup folder', bundles: 'Snapshot bundle folder' };
+const destinationKinds = { sqlite: 'Backup wallet file', folder: 'Backup folder', bundles: 'Snapshot bundle folder', 'storage-server': 'Storage server' };
 export const destinationKind = (k) => destinationKinds[k] ?? k;
 
 const taskKinds = {
@@ -113,6 +113,8 @@ const taskKinds = {
   'import-preview': 'Import check',
   import: 'Import',
   'bundle-restore': 'Bundle restore',
+  'server-preview': 'Storage server check',
+  'server-restore': 'Restore from a storage server',
 };
 export const taskKind = (k) => taskKinds[k] ?? k;
 

@@ -128,6 +128,9 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 			if !d.LastSuccess.IsZero() {
 				state = "last good " + d.LastSuccess.Local().Format("2006-01-02 15:04")
 			}
+			if !d.LastConfirmed.IsZero() {
+				state += ", server confirmed " + d.LastConfirmed.Local().Format("2006-01-02 15:04")
+			}
 			if d.Paused {
 				state += ", paused"
 			}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"walletsync/remote/auth"
+	"walletsync/remote/toolbox"
 	"walletsync/wallet"
 )
 
@@ -134,7 +135,7 @@ func Probe(ctx context.Context, baseURL string, client *auth.Client) (Capabiliti
 		return caps, err
 	}
 	var rej *auth.RejectedError
-	if !errors.As(err, &rej) && toolboxBanner(ctx, baseURL) {
+	if !errors.As(err, &rej) && isToolbox(ctx, baseURL) {
 		return Capabilities{}, fmt.Errorf("%w (the server's GET / is the toolbox's): %w", ErrNotWalletsync, err)
 	}
 	return Capabilities{}, err
@@ -161,23 +162,6 @@ func Detect(ctx context.Context, baseURL string) bool {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
 	return resp.StatusCode == http.StatusOK && string(b) == Hello
-}
-
-// toolboxBanner reports whether GET / at baseURL answers the toolbox StorageServer's banner.
-func toolboxBanner(ctx context.Context, baseURL string) bool {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimSuffix(baseURL, "/")+"/", nil)
-	if err != nil {
-		return false
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return false
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 256))
-	return resp.StatusCode == http.StatusOK && strings.HasPrefix(string(b), "BRC-100 ") && strings.Contains(string(b), "Storage Provider")
 }
 
 // capabilities asks the server's capabilities, in plain JSON, which every server reads.
@@ -355,4 +339,10 @@ func (v *remoteView) Close() error {
 		v.p.call(ctx, pathCloseView, closeViewRequest{Handle: v.ans.Handle}, nil, &empty{})
 	})
 	return nil
+}
+
+// isToolbox reports whether GET / at baseURL answers the toolbox StorageServer's banner.
+func isToolbox(ctx context.Context, baseURL string) bool {
+	_, err := toolbox.Banner(ctx, baseURL)
+	return err == nil
 }

@@ -8,11 +8,13 @@ import {
   h, pageHeader, field, errorBox, taskProblem, pathCheck, badge, busy, scheduleEditor, confirmDialog, notice, uid, setChildren, fill, browseButton,
 } from '../ui.js';
 import { fmtAgo, fmtWhen, scheduleText, destinationKind, taskKind, terminal } from '../format.js';
+import { signerFields, serverConfirmed } from './server.js';
 
 const kindHelp = {
   sqlite: 'A copy of the wallet in one file, kept in sync page by page. It is created if it does not exist yet.',
   folder: 'A folder of encrypted backup files (on an external disk or a cloud-synced folder, say). These need the backup password set in Settings.',
   bundles: 'A folder of whole-wallet snapshots: every identity, the settings and the sync states, each checked by its digests. Not encrypted: choose a folder only you can read.',
+  'storage-server': 'A wallet-toolbox storage server (the kind your wallet app may already use), kept in sync chunk by chunk. walletsync checks it before saving.',
 };
 
 // dismissed holds the ended tasks whose panels the person closed.
@@ -33,19 +35,32 @@ function editor(d, { onDone }) {
   const path = h('input', { type: 'text', required: true, value: d?.path ?? '', spellcheck: 'false', autocomplete: 'off', class: 'mono' });
   const group = uid('kind');
   const help = h('p', { class: 'help' });
-  const kinds = ['sqlite', 'folder', 'bundles'].map((k) => h('label', { class: 'choice' },
+  const kinds = ['sqlite', 'folder', 'bundles', 'storage-server'].map((k) => h('label', { class: 'choice' },
     h('input', { type: 'radio', name: group, value: k, checked: (d?.kind ?? 'sqlite') === k }), destinationKind(k)));
   const kind = () => kinds.map((l) => l.querySelector('input')).find((r) => r.checked).value;
   // A folder can be chosen with the window's folder dialog; a wallet file is typed.
   const browse = browseButton(hooks.chooseFolder, path);
+  // A storage server has a URL and a signer instead of a path (the signer only when added:
+  // an edit keeps the key in the secrets, or the wallet, it was added with).
+  const server = kind() === 'storage-server' || !d;
+  const url = h('input', { type: 'url', value: d?.kind === 'storage-server' ? d.path : '', spellcheck: 'false', autocomplete: 'off', class: 'mono', name: 'server-url' });
+  const signer = d ? null : signerFields();
+  const serverPart = server ? h('div', { class: 'stack' }, field('Server URL', url, 'Such as https://storage.example.com.'), signer?.el) : null;
+  const pathField = field('Path', path, 'The full path on this computer.');
+  const isServer = () => kind() === 'storage-server';
   const showHelp = () => {
     help.textContent = kindHelp[kind()];
-    if (browse) browse.hidden = kind() === 'sqlite';
+    if (browse) browse.hidden = kind() === 'sqlite' || isServer();
+    pathField.hidden = isServer();
+    where.el.hidden = isServer();
+    if (serverPart) serverPart.hidden = !isServer();
+    path.required = !isServer();
+    url.required = isServer();
   };
   const where = pathCheck(path, () => (kind() === 'sqlite' ? 'backup-wallet' : 'backup-folder'));
   kinds.forEach((l) => l.addEventListener('change', () => {
     showHelp();
-    if (path.value.trim()) where.check();
+    if (path.value.trim() && !isServer()) where.check();
   }));
   showHelp();
   const schedule = scheduleEditor(d?.schedule ?? { kind: 'change', debounce: '30s' });
@@ -55,9 +70,10 @@ function editor(d, { onDone }) {
     h('h2', {}, d ? `Edit ${d.name}` : 'New destination'),
     field('Name', name, 'What you call it, such as "USB disk" or "Cloud folder".'),
     h('fieldset', {}, h('legend', {}, 'What it is'), kinds, help),
-    field('Path', path, 'The full path on this computer.'),
+    pathField,
     where.el,
     browse,
+    serverPart,
     schedule.el,
     problem,
     h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => onDone() }, 'Cancel'), save));
@@ -65,18 +81,24 @@ function editor(d, { onDone }) {
     e.preventDefault();
     busy(save, async () => {
       problem.replaceChildren();
-      if (!await where.check()) {
+      const who = !d && isServer() ? signer.value() : null;
+      if (!d && isServer() && !who) return;
+      if (!isServer() && !await where.check()) {
         path.focus();
         return;
       }
-      const body = { name: name.value.trim(), kind: kind(), path: path.value.trim(), schedule: schedule.value() };
+      const body = { name: name.value.trim(), kind: kind(), path: (isServer() ? url : path).value.trim(), schedule: schedule.value() };
       try {
         if (d) {
-          await api.putDestination(d.id, { ...body, wallet: d.wallet, pause: d.pause });
+          const put = d.kind === 'storage-server' ? api.putServerDestination : api.putDestination;
+          await put(d.id, { ...body, wallet: d.wallet, pause: d.pause, walletURL: d.walletURL });
         } else {
           const taken = store.config?.destinations.map((x) => x.id) ?? [];
           const id = slug(body.name, taken);
-          await api.addDestination({ id, ...body });
+          // A storage server is checked by the agent (reached, a toolbox server, signed
+          // in, the wallet's network and identity) before it is saved.
+          if (isServer()) await api.addServerDestination({ destination: { id, ...body }, signer: who });
+          else await api.addDestination({ id, ...body });
           await refreshConfig();
           refreshOverview();
           onDone(id);
@@ -159,6 +181,7 @@ function card() {
       h('p', { class: 'path' }, d.path),
       h('p', {}, scheduleText(d.schedule), ' · Last good backup: ',
         d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'never'),
+      d.kind === 'storage-server' ? h('p', {}, serverConfirmed(d), d.walletURL ? ` · Signed by the wallet at ${d.walletURL}` : ' · Signed with the key in walletsync\'s secrets') : null,
       d.lastFailure ? errorBox(taskProblem({ message: d.lastMessage, error: d.lastError, hint: d.lastHint }), `Failing since ${fmtWhen(d.lastFailure)}`) : null);
     resume.hidden = !paused;
     pause.hidden = paused;

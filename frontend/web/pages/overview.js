@@ -5,6 +5,7 @@ import { store, on, chartWindow } from '../store.js';
 import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen } from '../ui.js';
 import { lineChart } from '../charts.js';
 import { parseDetail, progressWords } from '../task-panel.js';
+import { serverConfirmed } from './server.js';
 import {
   fmtAgo, fmtWhen, fmtSats, fmtNumber, fmtBytes, shortKey, chainLabel, tableLabel, tables,
   destinationKind, scheduleText, terminal, shortPath,
@@ -64,7 +65,7 @@ function destinationStatus(d) {
 // drillCell says when a restore drill last proved a destination's newest backup good; the
 // drill checks backup folders and bundle folders.
 function drillCell(d) {
-  if (d.kind === 'sqlite') return h('span', { class: 'muted', title: 'Restore drills check backup folders and bundle folders' }, '—');
+  if (d.kind === 'sqlite' || d.kind === 'storage-server') return h('span', { class: 'muted', title: 'Restore drills check backup folders and bundle folders' }, '—');
   if (d.lastVerifyError) return h('span', { title: d.lastVerifyError }, badge('Failed', 'failed'), h('span', { class: 'small-text' }, ' the newest backup did not restore'));
   if (!d.lastVerified) return h('span', { class: 'muted' }, 'Not yet');
   return h('span', { title: fmtWhen(d.lastVerified), 'data-testid': 'drill-passed' }, `Passed ${fmtAgo(d.lastVerified)}`);
@@ -83,8 +84,8 @@ function destinationsCard(ov) {
         h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind)),
           h('span', { class: 'path small-text dest-path', title: d.path, 'data-testid': 'dest-path' }, shortPath(d.path))),
         h('td', { 'data-testid': 'last-success' }, d.lastSuccess
-          ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess), h('span', { class: 'muted small-text' }, fmtWhen(d.lastSuccess)))
-          : 'Never'),
+          ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess), h('span', { class: 'muted small-text' }, fmtWhen(d.lastSuccess)), serverConfirmed(d))
+          : ['Never', serverConfirmed(d)]),
         h('td', {}, drillCell(d)),
         h('td', {}, d.paused ? h('span', { class: 'muted' }, 'Paused')
           : d.nextRun ? h('span', { title: fmtWhen(d.nextRun) }, fmtAgo(d.nextRun)) : h('span', { class: 'muted' }, scheduleText(d.schedule))),

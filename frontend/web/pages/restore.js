@@ -137,6 +137,7 @@ function fileStep(go) {
   return h('div', { class: 'stack' }, ...unfinished(),
     h('p', {}, 'Choose the encrypted backup file (.brc39) to bring back. You will see what it holds before anything changes.'),
     ...backupWalletSources(go),
+    h('p', {}, 'Or ', h('a', { href: '#/restore-server', 'data-testid': 'restore-from-server' }, 'restore from a storage server'), ' your wallet backs up to.'),
     drop, input, status, byPath, where.el);
 }
 
@@ -246,7 +247,7 @@ function passwordStep(go) {
 }
 
 /** finished resolves with task id once it has ended, updating panel meanwhile. */
-function finished(id, panel) {
+export function finished(id, panel) {
   return new Promise((resolve) => {
     const look = (t) => {
       if (t?.id !== id) return;
