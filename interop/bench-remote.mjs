@@ -14,6 +14,11 @@
 //   pull --db NEW --identity HEX --key HEX --url U [--chain test]
 //        creates NEW (migrate, outside the timing) as the active store, then
 //        syncFromReader(identity, StorageClient(U)): the server's rows into NEW.
+//   produce --db SERVER --identity HEX --args-file REQUESTS.json
+//        the server's own producer: the toolbox's getSyncChunk on the server's store file for
+//        each request in the file (a JSON array of RequestSyncChunkArgs, in order), then
+//        JSON.stringify of each answer, as the server answers; prints {seconds,
+//        serializeSeconds, chunks}: the time of the getSyncChunk calls and of the stringify.
 //
 // requests and bytesSent count the StorageClient's JSON-RPC calls and their bodies
 // (JSON.stringify of the envelope, what AuthFetch sends); the handshake is in the time only.
@@ -21,6 +26,7 @@
 process.env.TZ = 'UTC'
 import { createRequire } from 'node:module'
 import { performance } from 'node:perf_hooks'
+import fs from 'node:fs'
 import { need, openStore, newStorage, run } from './cli.mjs'
 
 for (const k of ['log', 'info', 'warn', 'debug']) console[k] = (...a) => console.error(...a)
@@ -72,7 +78,26 @@ const commands = {
     const r = await wsm.syncFromReader(identity, client)
     const seconds = (performance.now() - t0) / 1000
     return { seconds, ...counts, inserts: r.inserts, updates: r.updates }
+  },
+
+  async produce (f) {
+    const storage = await openStore(need(f, 'db'))
+    const identity = need(f, 'identity')
+    const requests = JSON.parse(fs.readFileSync(need(f, 'args-file'), 'utf8'))
+    let seconds = 0
+    let serializeSeconds = 0
+    for (const args of requests) {
+      if (args.identityKey !== identity) throw new Error('a request for another identity')
+      if (args.since != null) args.since = new Date(args.since)
+      const t0 = performance.now()
+      const chunk = await storage.getSyncChunk(args)
+      const t1 = performance.now()
+      JSON.stringify({ jsonrpc: '2.0', result: chunk, id: 1 })
+      seconds += (t1 - t0) / 1000
+      serializeSeconds += (performance.now() - t1) / 1000
+    }
+    return { seconds, serializeSeconds, chunks: requests.length }
   }
 }
 
-await run(commands, 'usage: node bench-remote.mjs push|pull --db F --identity HEX --key HEX --url U')
+await run(commands, 'usage: node bench-remote.mjs push|pull --db F --identity HEX --key HEX --url U | produce --db F --identity HEX --args-file F')

@@ -310,11 +310,13 @@ func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncSt
 	for _, t := range wallet.Entities {
 		rows := chunk.Rows[t.Name]
 		e := st.SyncMap.Entity(t)
-		for i, r := range rows {
+		for _, r := range rows {
 			e.MaxUpdatedAt = latest(e.MaxUpdatedAt, updatedAt(t, r))
-			if err := m.merge(t, r); err != nil {
-				return wallet.ProcessSyncChunkResult{}, fmt.Errorf("merge %s[%d] %v: %w", t.Plural, i, t.KeyOf(r), err)
-			}
+		}
+		// A page at a time, as walletsync's own commits merge: one lookup per batch of rows
+		// and multi-row inserts, with the same rules and id maps as row by row.
+		if err := m.mergePage(t, rows); err != nil {
+			return wallet.ProcessSyncChunkResult{}, err
 		}
 		e.Count += int64(len(rows))
 		if e.MaxUpdatedAt != nil {
