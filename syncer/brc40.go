@@ -159,7 +159,13 @@ func (o ChunkOptions) withDefaults() (ChunkOptions, error) {
 //
 // The loop then takes one chunk at a time: it reads the consumer's durable sync state for
 // the producer (before every chunk, never from its own counters), asks the producer for
-// the chunk that state asks for, and hands it to the consumer. One request is in flight.
+// the chunk that state asks for, and hands it to the consumer. While the consumer merges a
+// chunk, the producer is already asked for the next one: the request the consumer's state
+// will ask for once the merge lands (the same since, each entity's offset moved on by the
+// rows the chunk carried, as the consumer moves its counts). That answer is used only when
+// the state read after the merge asks exactly for it, and dropped otherwise (a refused or
+// lost merge, another writer of the state), so the state advances as without it. One
+// request is in flight per store, and each store gets one call at a time.
 // Reads (settings, users, states, chunks) are retried when a store is unavailable, with
 // capped exponential backoff; a merge is never sent again blindly: after a merge whose
 // answer was lost the loop reads the state again, which says whether it landed, and
@@ -201,7 +207,8 @@ func RunChunks(ctx context.Context, from, to wallet.ChunkStore, identityKey stri
 	return s.res, nil
 }
 
-// chunkSession is one run of RunChunks; one request is in flight at a time.
+// chunkSession is one run of RunChunks: its loop goroutine owns every field; a prefetch
+// goroutine only calls the producer (see prefetch).
 type chunkSession struct {
 	from, to     wallet.ChunkStore
 	identity     string
@@ -339,6 +346,7 @@ type prefetch struct {
 func (s *chunkSession) startPrefetch(ctx context.Context, args wallet.RequestSyncChunkArgs) *prefetch {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &prefetch{args: args, cancel: cancel, done: make(chan struct{})}
+	s.res.Requests++ // sent, whether its answer is used or not
 	go func() {
 		defer close(p.done)
 		began := time.Now()
@@ -416,7 +424,6 @@ func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState, ahead 
 	chunk, ok := ahead.take(ctx, args)
 	if ok {
 		args.MaxItems, args.MaxRoughSize = ahead.args.MaxItems, ahead.args.MaxRoughSize
-		s.res.Requests++
 	} else {
 		var err error
 		chunk, err = retry(ctx, s, func(ctx context.Context) (wallet.SyncChunk, error) { return s.from.GetSyncChunk(ctx, args) })

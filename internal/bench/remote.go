@@ -51,10 +51,12 @@ type pullBreakdown struct {
 	ReadWait float64 `json:"readWaitSeconds"`
 	Commit   float64 `json:"commitSeconds"` // the local ProcessSyncChunk calls
 	// ServerProduce is the toolbox's getSyncChunk for the same requests on the server's
-	// file, run by bench-remote.mjs without HTTP or BRC-104; ServerSerialize its
-	// JSON.stringify of the answers.
+	// file, run by bench-remote.mjs without HTTP; ServerSerialize its JSON.stringify of the
+	// answers, ServerSign what the server's BRC-104 middleware does to each answer before it
+	// leaves (the body as a JS number[], the response payload, its signature).
 	ServerProduce   float64 `json:"serverProduceSeconds"`
 	ServerSerialize float64 `json:"serverSerializeSeconds"`
+	ServerSign      float64 `json:"serverSignSeconds"`
 }
 
 // remoteBenchReport is the result of `walletsync bench remote`.
@@ -152,7 +154,8 @@ func RunRemote(ctx context.Context, args []string, out io.Writer) error {
 	if rep.WalletsyncPull, rep.PullBreakdown, asked, err = wsPull(ctx, filepath.Join(work, "walletsync-pulled.sqlite"), wsServer.URL, identity); err != nil {
 		return command.Cancelled(ctx, err)
 	}
-	fmt.Fprintln(progress, "pulling it back with the toolbox's syncFromReader...")
+	fmt.Fprintf(progress, "walletsync pulled %d rows in %.2fs, %d chunks; pulling it back with the toolbox's syncFromReader...\n",
+		rep.WalletsyncPull.Rows, rep.WalletsyncPull.Seconds, rep.PullBreakdown.Chunks)
 	if rep.ToolboxPull, err = tbRemote(ctx, peerDir, "pull", filepath.Join(work, "toolbox-pulled.sqlite"), wsServer.URL, identity, userKey); err != nil {
 		return command.Cancelled(ctx, err)
 	}
@@ -299,11 +302,12 @@ func serverProduce(ctx context.Context, peerDir, work, serverDB, identity string
 	res, err := runBenchRemote[struct {
 		Seconds          float64 `json:"seconds"`
 		SerializeSeconds float64 `json:"serializeSeconds"`
+		SignSeconds      float64 `json:"signSeconds"`
 	}](ctx, peerDir, "produce", "--db", serverDB, "--identity", identity, "--args-file", argsFile)
 	if err != nil {
 		return err
 	}
-	bd.ServerProduce, bd.ServerSerialize = res.Seconds, res.SerializeSeconds
+	bd.ServerProduce, bd.ServerSerialize, bd.ServerSign = res.Seconds, res.SerializeSeconds, res.SignSeconds
 	return nil
 }
 
@@ -354,6 +358,7 @@ func printRemoteBench(w io.Writer, rep remoteBenchReport, pullOnly bool) {
 	fmt.Fprintf(w, "  %-62s %8.2fs\n", "waiting for the server's answers (all requests)", b.Waiting)
 	fmt.Fprintf(w, "  %-62s %8.2fs\n", "  of which the toolbox's getSyncChunk alone, same requests", b.ServerProduce)
 	fmt.Fprintf(w, "  %-62s %8.2fs\n", "  of which its JSON.stringify of the answers", b.ServerSerialize)
+	fmt.Fprintf(w, "  %-62s %8.2fs\n", "  of which its BRC-104 signing of the answers (JS number[])", b.ServerSign)
 	fmt.Fprintf(w, "  %-62s %8.2fs\n", "decoding the answers", b.Decoding)
 	fmt.Fprintf(w, "  %-62s %8.2fs\n", "the pull loop waiting for chunks (the rest ran beside commits)", b.ReadWait)
 	fmt.Fprintf(w, "  %-62s %8.2fs\n", "local commits (ProcessSyncChunk)", b.Commit)
