@@ -37,15 +37,13 @@ func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
 
 // storageServerJob pushes the wallet's identity to the storage server d with BRC-40 chunks
 // (syncer.RunChunks), as the toolbox's WalletStorageManager backs up to a StorageClient.
-// The server gives out only the signer's data, so only the signer's identity is pushed;
-// the wallet is only read (a new backup's first push also makes the wallet's user row the
-// newer one, as the toolbox's setActive does).
+// The server gives out only the signer's data, so only the signer's identity is pushed.
+// Every access to the wallet takes a background grant of its queue (grantedChunkStore): a
+// read grant per chunk read, a write grant for what writes to it (a new backup's first
+// push merges the backup's default rows into the wallet and makes the wallet's user row the
+// newer one, as the toolbox's setActive does), so foreground work goes between chunks.
 func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
 	w, err := a.wallet(ctx, ref.Path)
-	if err != nil {
-		return err
-	}
-	ids, err := w.identities(ctx, ref)
 	if err != nil {
 		return err
 	}
@@ -58,6 +56,11 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return fmt.Errorf("storage server %s: ask the signer for its identity: %w", d.Name, err)
 	}
 	identity := string(auth.CounterpartyKey(me))
+	store := w.chunkStore(ctx, identity, "storage server "+d.ID)
+	ids, err := underGrant(ctx, store, scheduler.Read, func(ctx context.Context) ([]string, error) { return w.identities(ctx, ref) })
+	if err != nil {
+		return err
+	}
 	if !slices.Contains(ids, identity) {
 		return WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
 			"sign with the wallet's identity key")
@@ -71,7 +74,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return err
 	}
 	h.Logf("push to storage server %s started (%s)", d.Name, reason)
-	res, err := syncer.RunChunks(ctx, w.store, client, identity, syncer.ChunkOptions{
+	res, err := syncer.RunChunks(ctx, store, client, identity, syncer.ChunkOptions{
 		Active: wallet.KeepSourceActive, Budget: budget,
 		Progress: func(p syncer.Progress) error {
 			h.SyncProgress(p)

@@ -203,7 +203,7 @@ func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncSt
 		err := m.merge(wallet.Users, u)
 		return m.updates > before, err
 	}
-	res, err := wallet.ConsumeChunk(st, chunk, mergeUser, m.merge)
+	res, err := wallet.ConsumeChunk(st, chunk, mergeUser, m.mergePage)
 	res.Inserts, res.Updates = m.inserts, m.updates
 	return res, err
 }

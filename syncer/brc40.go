@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"walletsync/scheduler"
@@ -158,7 +159,13 @@ func (o ChunkOptions) withDefaults() (ChunkOptions, error) {
 //
 // The loop then takes one chunk at a time: it reads the consumer's durable sync state for
 // the producer (before every chunk, never from its own counters), asks the producer for
-// the chunk that state asks for, and hands it to the consumer. One request is in flight.
+// the chunk that state asks for, and hands it to the consumer. While the consumer merges a
+// chunk, the producer is already asked for the next one: the request the consumer's state
+// will ask for once the merge lands (the same since, each entity's offset moved on by the
+// rows the chunk carried, as the consumer moves its counts). That answer is used only when
+// the state read after the merge asks exactly for it, and dropped otherwise (a refused or
+// lost merge, another writer of the state), so the state advances as without it. One
+// request is in flight per store, and each store gets one call at a time.
 // Reads (settings, users, states, chunks) are retried when a store is unavailable, with
 // capped exponential backoff; a merge is never sent again blindly: after a merge whose
 // answer was lost the loop reads the state again, which says whether it landed, and
@@ -200,7 +207,8 @@ func RunChunks(ctx context.Context, from, to wallet.ChunkStore, identityKey stri
 	return s.res, nil
 }
 
-// chunkSession is one run of RunChunks; one request is in flight at a time.
+// chunkSession is one run of RunChunks: its loop goroutine owns every field; a prefetch
+// goroutine only calls the producer (see prefetch).
 type chunkSession struct {
 	from, to     wallet.ChunkStore
 	identity     string
@@ -300,6 +308,8 @@ func (s *chunkSession) loop(ctx context.Context) error {
 	if state.When != nil {
 		s.res.Kind = KindIncremental
 	}
+	var ahead *prefetch
+	defer func() { ahead.discard() }()
 	for first := true; ; first = false {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -309,37 +319,130 @@ func (s *chunkSession) loop(ctx context.Context) error {
 				return err
 			}
 		}
-		done, err := s.chunk(ctx, state)
+		var done bool
+		done, ahead, err = s.chunk(ctx, state, ahead)
 		if err != nil || done {
 			return err
 		}
 	}
 }
 
-// chunk moves one chunk from state's position and reports whether it completed the cycle.
-// A merge whose outcome is unknown, or that the consumer refused for its size, returns
-// nil and false: the next state read says where to go on.
-func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState) (bool, error) {
+// prefetch is the getSyncChunk of the chunk after the one being merged, asked while the
+// merge runs: the request the toolbox would send next, since the consumer moves its state
+// exactly by the rows it merges (see nextArgs). The loop uses its answer only when the
+// state it reads after the merge asks for the same rows; anything else (a refused or lost
+// merge, another writer of the state) discards it.
+type prefetch struct {
+	args   wallet.RequestSyncChunkArgs
+	cancel context.CancelFunc
+	done   chan struct{} // closed when chunk, err and took are set
+	chunk  wallet.SyncChunk
+	err    error
+	took   time.Duration
+}
+
+// startPrefetch asks the producer for args in the background, once: a failure is left to
+// the loop, which asks again with its retries.
+func (s *chunkSession) startPrefetch(ctx context.Context, args wallet.RequestSyncChunkArgs) *prefetch {
+	ctx, cancel := context.WithCancel(ctx)
+	p := &prefetch{args: args, cancel: cancel, done: make(chan struct{})}
+	s.res.Requests++ // sent, whether its answer is used or not
+	go func() {
+		defer close(p.done)
+		began := time.Now()
+		p.chunk, p.err = s.from.GetSyncChunk(ctx, args)
+		p.took = time.Since(began)
+	}()
+	return p
+}
+
+// take waits for the prefetched chunk if it answers args, and reports whether it did;
+// either way the prefetch is finished afterwards.
+func (p *prefetch) take(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, bool) {
+	if p == nil {
+		return wallet.SyncChunk{}, false
+	}
+	if !sameRows(p.args, args) {
+		p.discard()
+		return wallet.SyncChunk{}, false
+	}
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+		p.discard()
+		return wallet.SyncChunk{}, false
+	}
+	p.cancel()
+	return p.chunk, p.err == nil
+}
+
+// discard stops the prefetch and waits for its call to return, so that none outlives the
+// session.
+func (p *prefetch) discard() {
+	if p == nil {
+		return
+	}
+	p.cancel()
+	<-p.done
+}
+
+// nextArgs is the request that follows args once its chunk is merged: the same since and
+// limits, each entity's offset moved on by the rows the chunk carried for it, as the
+// consumer's ProcessSyncChunk moves its counts (a complete chunk ends the cycle instead).
+func nextArgs(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) wallet.RequestSyncChunkArgs {
+	next := args
+	next.Offsets = slices.Clone(args.Offsets)
+	for i := range next.Offsets {
+		next.Offsets[i].Offset += int64(len(chunk.Rows[wallet.Entities[i].Name]))
+	}
+	return next
+}
+
+// sameRows reports whether two requests ask for the same rows from the same position;
+// their limits may differ (a prefetch answers within the limits it was sent with, which
+// the loop chose).
+func sameRows(a, b wallet.RequestSyncChunkArgs) bool {
+	sameSince := (a.Since == nil) == (b.Since == nil) && (a.Since == nil || a.Since.Equal(*b.Since))
+	return sameSince && a.IdentityKey == b.IdentityKey && a.FromStorageIdentityKey == b.FromStorageIdentityKey &&
+		a.ToStorageIdentityKey == b.ToStorageIdentityKey && slices.Equal(a.Offsets, b.Offsets)
+}
+
+// chunk moves one chunk from state's position and reports whether it completed the cycle,
+// with the prefetch of the next chunk it started (nil when none). ahead is the previous
+// chunk's prefetch, used when it answers state. A merge whose outcome is unknown, or that
+// the consumer refused for its size, returns nil and false: the next state read says where
+// to go on.
+func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState, ahead *prefetch) (bool, *prefetch, error) {
 	var tm Timings
 	if err := s.emit(s.progress(StateReading)); err != nil {
-		return false, err
+		ahead.discard()
+		return false, nil, err
 	}
-	limits := wallet.Limits{Rows: int(s.itemsCap), Bytes: s.opts.MaxRoughSize}
-	if s.opts.Budget != nil {
-		limits = s.opts.Budget.Next(chunkBudgetTable, limits)
-	}
+	limits := s.limits()
 	args := state.MakeRequestSyncChunkArgs(s.identity, s.toSettings.StorageIdentityKey, limits.Bytes, int64(limits.Rows))
 	began := time.Now()
-	chunk, err := retry(ctx, s, func(ctx context.Context) (wallet.SyncChunk, error) { return s.from.GetSyncChunk(ctx, args) })
+	chunk, ok := ahead.take(ctx, args)
+	if ok {
+		args.MaxItems, args.MaxRoughSize = ahead.args.MaxItems, ahead.args.MaxRoughSize
+	} else {
+		var err error
+		chunk, err = retry(ctx, s, func(ctx context.Context) (wallet.SyncChunk, error) { return s.from.GetSyncChunk(ctx, args) })
+		if err != nil {
+			return false, nil, fmt.Errorf("get chunk: %w", err)
+		}
+	}
+	// Read is the time the loop waited for the chunk; a prefetch's own time went by under
+	// the previous merge.
 	tm.Read = time.Since(began)
-	if err != nil {
-		return false, fmt.Errorf("get chunk: %w", err)
+	cost := tm.Read
+	if ok {
+		cost = ahead.took
 	}
 
 	began = time.Now()
 	rows, bytes, err := chunkSize(chunk)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	if chunk.User != nil && s.active != "" {
 		chunk.User[wallet.Users.Col("activeStorage")] = s.active
@@ -348,24 +451,34 @@ func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState) (bool,
 	pr := s.progress(StatePreparing)
 	pr.PageRows, pr.PageBytes, pr.Table = rows, bytes, firstTable(chunk)
 	if err := s.emit(pr); err != nil {
-		return false, err
+		return false, nil, err
 	}
 	pr.State = StateCommitting
 	if err := s.emit(pr); err != nil {
-		return false, err
+		return false, nil, err
 	}
 
+	var next *prefetch
+	if !chunk.Complete() {
+		n := nextArgs(args, chunk)
+		l := s.limits()
+		n.MaxItems, n.MaxRoughSize = int64(l.Rows), l.Bytes
+		next = s.startPrefetch(ctx, n)
+	}
 	res, wait, took, err := s.merge(ctx, args, chunk)
 	tm.QueueWait, tm.Commit = wait, took
 	switch {
 	case errors.Is(err, wallet.ErrChunkTooLarge) && rows > 1:
 		s.itemsCap = max(1, int64(rows)/2)
-		return false, nil
+		next.discard()
+		return false, nil, nil
 	case errors.Is(err, wallet.ErrUnavailable):
-		// The merge may or may not have landed: the state says which.
-		return false, s.backoff(ctx, err)
+		// The merge may or may not have landed: the state says which, and whether the
+		// prefetch answers it.
+		return false, next, s.backoff(ctx, err)
 	case err != nil:
-		return false, err
+		next.discard()
+		return false, nil, err
 	}
 	s.failures = 0
 	s.res.Pages++
@@ -374,14 +487,28 @@ func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState) (bool,
 	s.res.Inserts += res.Inserts
 	s.res.Updates += res.Updates
 	if s.opts.Budget != nil {
-		s.opts.Budget.Observe(chunkBudgetTable, rows, bytes, tm.Read+took)
+		s.opts.Budget.Observe(chunkBudgetTable, rows, bytes, cost+took)
 	}
 	pr = s.progress(StateCommitted)
 	pr.PageRows, pr.PageBytes, pr.Table, pr.Timings = rows, bytes, firstTable(chunk), tm
 	if err := s.emit(pr); err != nil {
-		return false, err
+		next.discard()
+		return false, nil, err
 	}
-	return res.Done, nil
+	if res.Done {
+		next.discard()
+	}
+	return res.Done, next, nil
+}
+
+// limits are the next chunk's: within MaxItems (and the cap after a refusal) and
+// MaxRoughSize, sized by the budget when there is one.
+func (s *chunkSession) limits() wallet.Limits {
+	limits := wallet.Limits{Rows: int(s.itemsCap), Bytes: s.opts.MaxRoughSize}
+	if s.opts.Budget != nil {
+		limits = s.opts.Budget.Next(chunkBudgetTable, limits)
+	}
+	return limits
 }
 
 // merge hands one chunk to the consumer, under a write grant when the consumer is the

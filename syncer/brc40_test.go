@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
+	"time"
 
 	"walletsync/localstore"
 	"walletsync/syncer"
@@ -102,6 +105,77 @@ func TestRunChunks_CancelStopsBetweenChunksAndResumes(t *testing.T) {
 		t.Fatalf("resumed run %+v after %+v", again.Counters, res.Counters)
 	}
 	mustEqual(t, src, dst, id)
+}
+
+// watchedProducer is a producer that reports each getSyncChunk it is asked.
+type watchedProducer struct {
+	*localstore.Store
+	asked chan wallet.RequestSyncChunkArgs
+}
+
+func (w *watchedProducer) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+	w.asked <- args
+	return w.Store.GetSyncChunk(ctx, args)
+}
+
+// checkingConsumer checks that every merge answers the consumer's durable state, and holds
+// each merge of an incomplete chunk until the producer was asked for the next one.
+type checkingConsumer struct {
+	*localstore.Store
+	t        *testing.T
+	identity string
+	from     wallet.Settings
+	asked    <-chan wallet.RequestSyncChunkArgs
+	seen     int // requests taken from asked
+}
+
+func (c *checkingConsumer) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+	st, err := c.Store.FindOrInsertSyncState(ctx, c.identity, c.from.StorageIdentityKey, c.from.StorageName)
+	if err != nil {
+		return wallet.ProcessSyncChunkResult{}, err
+	}
+	want := st.MakeRequestSyncChunkArgs(c.identity, args.ToStorageIdentityKey, args.MaxRoughSize, args.MaxItems)
+	if !reflect.DeepEqual(args, want) {
+		c.t.Errorf("merge of %+v, the state asks for %+v", args, want)
+	}
+	if !chunk.Complete() {
+		// The next request starts where this chunk ends, entity by entity.
+		next := slices.Clone(args.Offsets)
+		for i := range next {
+			next[i].Offset += int64(len(chunk.Rows[wallet.Entities[i].Name]))
+		}
+		for found := false; !found; {
+			select {
+			case a := <-c.asked:
+				c.seen++
+				found = slices.Equal(a.Offsets, next)
+			case <-time.After(time.Minute):
+				c.t.Fatalf("no prefetch of %v during the merge of %v", next, args.Offsets)
+			}
+		}
+	}
+	return c.Store.ProcessSyncChunk(ctx, args, chunk)
+}
+
+func TestRunChunks_PrefetchesTheNextChunkDuringAMerge(t *testing.T) {
+	t.Parallel()
+	src, id := seeded(t, localstore.FixtureSmall, 3)
+	settings, err := src.Settings(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := make(chan wallet.RequestSyncChunkArgs, 1000)
+	from := &watchedProducer{Store: src, asked: asked}
+	to := &checkingConsumer{Store: newStore(t, wallet.ChainTest), t: t, identity: id, from: settings, asked: asked}
+	res, err := syncer.RunChunks(t.Context(), from, to, id, syncer.ChunkOptions{Active: wallet.KeepSourceActive, MaxItems: 7, Settle: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustEqual(t, src, to.Store, id)
+	// One request per chunk: every prefetch was merged.
+	if total := to.seen + len(asked); res.Pages < 3 || int64(total) != res.Pages {
+		t.Fatalf("%d requests for %+v", total, res.Counters)
+	}
 }
 
 func TestRunChunks_PullKeepsTheConsumersActiveStore(t *testing.T) {

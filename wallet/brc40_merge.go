@@ -198,13 +198,14 @@ func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 
 // ConsumeChunk merges a checked chunk through the store's merge functions and moves st as
 // processSyncChunk moves it. mergeUser merges the user row (when the chunk has one) and
-// reports whether it changed it; mergeRow merges one entity row. Each entity's
+// reports whether it changed it; mergeRows merges one entity's rows, in the chunk's order
+// (a store merges them as one page, or one by one through RowByRow). Each entity's
 // maxUpdated_at rises to its rows' latest updated_at and its count grows by the rows
 // received (the next offset); when the chunk is complete (all 12 arrays present and empty)
 // When becomes the result's MaxUpdatedAt and every count resets to 0. The result's
 // MaxUpdatedAt is the latest of every entity's maxUpdated_at and, when the user row changed,
 // its updated_at. Inserts and Updates are the caller's to fill in.
-func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed bool, err error), mergeRow func(*Table, Row) error) (ProcessSyncChunkResult, error) {
+func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed bool, err error), mergeRows func(*Table, []Row) error) (ProcessSyncChunkResult, error) {
 	var maxUpdated *time.Time
 	if chunk.User != nil {
 		changed, err := mergeUser(chunk.User)
@@ -218,10 +219,12 @@ func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed b
 	for _, t := range Entities {
 		rows := chunk.Rows[t.Name]
 		e := st.SyncMap.Entity(t)
-		for i, r := range rows {
+		for _, r := range rows {
 			e.MaxUpdatedAt = Latest(e.MaxUpdatedAt, UpdatedAt(t, r))
-			if err := mergeRow(t, r); err != nil {
-				return ProcessSyncChunkResult{}, fmt.Errorf("merge %s[%d] %v: %w", t.Plural, i, t.KeyOf(r), err)
+		}
+		if len(rows) > 0 {
+			if err := mergeRows(t, rows); err != nil {
+				return ProcessSyncChunkResult{}, fmt.Errorf("merge %s: %w", t.Plural, err)
 			}
 		}
 		e.Count += int64(len(rows))
@@ -238,6 +241,19 @@ func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed b
 		}
 	}
 	return ProcessSyncChunkResult{Done: done, MaxUpdatedAt: maxUpdated}, nil
+}
+
+// RowByRow adapts a store's one-row merge to ConsumeChunk's mergeRows: the rows are merged
+// in order, and the first failure names the row by its index and key.
+func RowByRow(merge func(*Table, Row) error) func(*Table, []Row) error {
+	return func(t *Table, rows []Row) error {
+		for i, r := range rows {
+			if err := merge(t, r); err != nil {
+				return fmt.Errorf("[%d] %v: %w", i, t.KeyOf(r), err)
+			}
+		}
+		return nil
+	}
 }
 
 // MatchKeys returns the column sets that find the stored row matching an incoming one, in

@@ -239,7 +239,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 			return err
 		}
 		m := &merger{ctx: ctx, tx: tx, userID: userID, ids: st.SyncMap}
-		if res, err = wallet.ConsumeChunk(&st, chunk, m.mergeUser, m.merge); err != nil {
+		if res, err = wallet.ConsumeChunk(&st, chunk, m.mergeUser, wallet.RowByRow(m.merge)); err != nil {
 			return err
 		}
 		res.Inserts, res.Updates = m.inserts, m.updates

@@ -68,7 +68,7 @@ func chunkJSON(t testing.TB, s wallet.ChunkStore) []string {
 	// The user row's updated_at is each push's own (syncer's settleActive), so it stays out
 	// of the since the second cycle uses.
 	noUser := func(wallet.Row) (bool, error) { return false, nil }
-	noRow := func(*wallet.Table, wallet.Row) error { return nil }
+	noRow := func(*wallet.Table, []wallet.Row) error { return nil }
 	var out []string
 	for cycles := 0; cycles < 2 && len(out) < 1000; {
 		chunk, err := s.GetSyncChunk(t.Context(), st.MakeRequestSyncChunkArgs(localstore.FixtureIdentity(1), "consumer", 0, 25))

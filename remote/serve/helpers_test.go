@@ -68,7 +68,7 @@ func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ..
 		for name, rows := range chunk.Rows {
 			raw[name] = append(raw[name], rows...)
 		}
-		res, err := wallet.ConsumeChunk(&st, chunk, func(wallet.Row) (bool, error) { return false, nil }, func(*wallet.Table, wallet.Row) error { return nil })
+		res, err := wallet.ConsumeChunk(&st, chunk, func(wallet.Row) (bool, error) { return false, nil }, func(*wallet.Table, []wallet.Row) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}

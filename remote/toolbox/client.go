@@ -61,6 +61,11 @@ type Stats struct {
 	BytesSent     int64 `json:"bytesSent"` // request bodies
 	BytesReceived int64 `json:"bytesReceived"`
 	Retries       int64 `json:"retries"`
+	// Waiting is the time spent in the Doer: sending, the server's work, the answer's
+	// transfer and its BRC-104 checks. Decoding is the time spent reading results into
+	// their types. Both sum over every attempt, and over concurrent calls.
+	Waiting  time.Duration `json:"waiting"`
+	Decoding time.Duration `json:"decoding"`
 }
 
 // Client is a toolbox StorageServer as a wallet.ChunkStore: the backup methods the toolbox's
@@ -84,6 +89,7 @@ type Client struct {
 	nextID atomic.Int64
 
 	requests, sent, received, retries atomic.Int64
+	waiting, decoding                 atomic.Int64 // nanoseconds
 
 	mu       sync.Mutex
 	settings *wallet.Settings // cached by MakeAvailable, as the StorageClient caches it
@@ -108,7 +114,8 @@ func Dial(baseURL string, signer auth.Signer, opts ClientOptions) (*Client, erro
 
 // Stats returns what the client has sent and received so far.
 func (c *Client) Stats() Stats {
-	return Stats{Requests: c.requests.Load(), BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), Retries: c.retries.Load()}
+	return Stats{Requests: c.requests.Load(), BytesSent: c.sent.Load(), BytesReceived: c.received.Load(), Retries: c.retries.Load(),
+		Waiting: time.Duration(c.waiting.Load()), Decoding: time.Duration(c.decoding.Load())}
 }
 
 // MakeAvailable returns the server's settings row; the first answer is kept, as the
@@ -262,7 +269,10 @@ func (c *Client) call(ctx context.Context, method string, safe bool, out any, pa
 			if out == nil || result == nil {
 				return nil
 			}
-			if err := json.Unmarshal(result, out); err != nil {
+			began := time.Now()
+			err := json.Unmarshal(result, out)
+			c.decoding.Add(int64(time.Since(began)))
+			if err != nil {
 				return fmt.Errorf("%s: read the result: %w: %w", method, err, wallet.ErrRemote)
 			}
 			return nil
@@ -284,13 +294,17 @@ func (c *Client) call(ctx context.Context, method string, safe bool, out any, pa
 func (c *Client) once(ctx context.Context, body []byte) (json.RawMessage, error) {
 	c.requests.Add(1)
 	c.sent.Add(int64(len(body)))
+	began := time.Now()
 	resp, err := c.doer.Do(ctx, http.MethodPost, "/", body)
+	c.waiting.Add(int64(time.Since(began)))
 	if err != nil {
 		return nil, classifyTransport(ctx, err)
 	}
 	c.received.Add(int64(len(resp.Body)))
 	switch {
 	case resp.Status == http.StatusOK || resp.Status == http.StatusBadRequest:
+		began := time.Now()
+		defer func() { c.decoding.Add(int64(time.Since(began))) }()
 		return ParseResponse(resp.Body)
 	case resp.Status >= 500:
 		return nil, fmt.Errorf("HTTP %d: %w", resp.Status, wallet.ErrUnavailable)

@@ -106,7 +106,7 @@ func TestClient_BackupMethods(t *testing.T) {
 	if u3, err := c.FindOrInsertUser(ctx, me); err != nil || u3.ActiveStorage != producer || u3.UpdatedAt.Year() == 1971 {
 		t.Fatalf("after setActive: %+v, %v", u3, err)
 	}
-	if s := c.Stats(); s.Requests < 10 || s.BytesSent == 0 || s.Retries != 0 {
+	if s := c.Stats(); s.Requests < 10 || s.BytesSent == 0 || s.Retries != 0 || s.Waiting <= 0 || s.Decoding <= 0 {
 		t.Fatalf("stats %+v", s)
 	}
 }
