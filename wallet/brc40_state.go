@@ -254,7 +254,8 @@ func (st SyncState) Row() (Row, error) {
 // move the counts past rows never received. It returns an error wrapping
 // ErrCheckpointConflict, or nil.
 func (st SyncState) Answers(args RequestSyncChunkArgs) error {
-	if (st.When == nil) != (args.Since == nil) || (st.When != nil && !st.When.Equal(*args.Since)) {
+	// Compared in milliseconds, the precision since travels in (JavaScript's toISOString).
+	if (st.When == nil) != (args.Since == nil) || (st.When != nil && st.When.UnixMilli() != args.Since.UnixMilli()) {
 		return fmt.Errorf("chunk asked since %v, the sync state is at %v: %w", args.Since, st.When, ErrCheckpointConflict)
 	}
 	for i, o := range args.Offsets {

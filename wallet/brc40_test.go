@@ -525,7 +525,7 @@ func TestSyncState_Answers(t *testing.T) {
 		ok   bool
 	}{
 		{"the next request", func(*RequestSyncChunkArgs) {}, true},
-		{"the same since through JSON's milliseconds", func(a *RequestSyncChunkArgs) { s := since.Round(time.Millisecond); a.Since = &s }, true},
+		{"the same since to the millisecond", func(a *RequestSyncChunkArgs) { s := since.Add(300 * time.Microsecond); a.Since = &s }, true},
 		{"fewer offsets", func(a *RequestSyncChunkArgs) { a.Offsets = a.Offsets[:6] }, true},
 		{"a repeat after the state moved", func(a *RequestSyncChunkArgs) { a.Offsets[5].Offset = 0 }, false},
 		{"an offset past the state", func(a *RequestSyncChunkArgs) { a.Offsets[0].Offset = 1 }, false},
