@@ -94,6 +94,13 @@ func (r *Rule) Fired() int {
 	return r.fired
 }
 
+// Seen returns how many requests the rule has matched, the one it fired on among them.
+func (r *Rule) Seen() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen
+}
+
 // Disable stops the rule from firing again.
 func (r *Rule) Disable() {
 	r.mu.Lock()

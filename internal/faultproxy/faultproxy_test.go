@@ -147,8 +147,8 @@ func TestProxy_MatchesNthRequest(t *testing.T) {
 	if got, want := u.received(), []string{"page 1", "page x", "checkpoint", "page 2 again"}; strings.Join(got, "|") != strings.Join(want, "|") {
 		t.Fatalf("upstream received %q, want %q", got, want)
 	}
-	if rule.Fired() != 1 || p.Requests() != len(steps) {
-		t.Fatalf("fired %d, requests %d", rule.Fired(), p.Requests())
+	if rule.Fired() != 1 || rule.Seen() != 3 || p.Requests() != len(steps) {
+		t.Fatalf("fired %d, seen %d, requests %d", rule.Fired(), rule.Seen(), p.Requests())
 	}
 }
 

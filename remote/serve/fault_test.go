@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,13 +127,21 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 		"toolbox/handshake/" + string(faultproxy.CorruptRequest):    auth.ErrUnauthenticated,
 		"toolbox/commit/" + string(faultproxy.CorruptResponse):      auth.ErrBadSignature,
 	}
+	// notApplied is, by fault on a commit, how many of the commit requests the fault rule
+	// saw the server did not apply.
+	notApplied := map[faultproxy.Kind]int{faultproxy.Drop: 1, faultproxy.Reset: 1, faultproxy.CorruptRequest: 1, faultproxy.Duplicate: 1}
 	for _, w := range faultWires {
 		for _, target := range []string{"handshake", "commit"} {
 			for _, kind := range kinds {
 				name := w.name + "/" + target + "/" + string(kind)
 				t.Run(name, func(t *testing.T) {
 					src := seedWallet(t, localstore.FixtureSmall, 21)
-					r := startServer(t, Options{Mounts: []Mount{WireMount(wire.ViewOptions{}, nil)}})
+					var applied atomic.Int64 // commits the server's store made durable
+					r := startServer(t, Options{Mounts: []Mount{WireMount(wire.ViewOptions{}, nil)}, Store: localstore.Options{CommitHook: func(point string) {
+						if point == localstore.HookCommitted {
+							applied.Add(1)
+						}
+					}}})
 					proxy := startProxy(t, r.URL)
 					f := faultproxy.Fault{Method: http.MethodPost, Path: "/.well-known/auth", Nth: 1}
 					if target == "commit" {
@@ -154,6 +163,16 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 						t.Fatalf("the sync through the fault ended %s with %v, want an error matching %v", res.State, err, want)
 					case want == nil && res.Pages == 0:
 						t.Fatalf("the sync through the fault moved nothing: %+v", res)
+					}
+					if target == "commit" {
+						// Every commit request the server got whole was applied once: the
+						// ones it never got (dropped, reset) were sent again, the corrupted
+						// one was refused unapplied (its BRC-104 signature failed) and sent
+						// again, and the copy the client sent again after the duplicate's
+						// refusal (a replayed nonce) found the checkpoint or state moved.
+						if got, want := applied.Load(), int64(rule.Seen()-notApplied[kind]); got != want {
+							t.Fatalf("the server applied %d commits of the %d it was sent, want %d", got, rule.Seen(), want)
+						}
 					}
 					if _, err := w.push(t.Context(), proxy.URL(), src, from); err != nil {
 						t.Fatalf("clean re-run: %v", err)
