@@ -135,6 +135,7 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 			for _, kind := range kinds {
 				name := w.name + "/" + target + "/" + string(kind)
 				t.Run(name, func(t *testing.T) {
+					t.Parallel()
 					src := seedWallet(t, localstore.FixtureSmall, 21)
 					var applied atomic.Int64 // commits the server's store made durable
 					r := startServer(t, Options{Mounts: []Mount{WireMount(wire.ViewOptions{}, nil)}, Store: localstore.Options{CommitHook: func(point string) {
@@ -194,6 +195,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 	for _, w := range faultWires {
 		for _, at := range []string{localstore.HookRowsWritten, localstore.HookCommitted} {
 			t.Run(w.name+"/"+at, func(t *testing.T) {
+				t.Parallel()
 				dir := t.TempDir()
 				src := seedWallet(t, localstore.FixtureSmall, 22)
 				keyFile := filepath.Join(dir, "server.key")
