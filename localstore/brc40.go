@@ -153,9 +153,12 @@ func sinceFilter(t *wallet.Table, userID int64, since string) (string, []any) {
 // them).
 //
 // It refuses, before writing anything, a request that fails Validate, names another
-// consumer than this store, or does not match the chunk (producer, consumer, user), and a
-// row that Table.Normalize refuses; rows are normalized in place. While an import's merge
-// is unfinished it writes nothing (*wallet.ImportInProgressError).
+// consumer than this store, or does not match the chunk (producer, consumer, user), a
+// row that Table.Normalize refuses, and args that do not answer the state
+// (wallet.SyncState.Answers, wallet.ErrCheckpointConflict): a chunk merged already, which
+// the toolbox would merge again and so skip as many rows later. Rows are normalized in
+// place. While an import's merge is unfinished it writes nothing
+// (*wallet.ImportInProgressError).
 func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
 	if err := wallet.CheckChunk(args, chunk); err != nil {
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
@@ -176,6 +179,9 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		st, err := wallet.OneSyncState(states, args.FromStorageIdentityKey)
 		if err != nil {
 			return err
+		}
+		if err := st.Answers(args); err != nil {
+			return err // merged already, or the state moved on: merging it again would skip rows
 		}
 		if res, err = mergeChunk(ctx, tx, userID, &st, chunk); err != nil {
 			return err

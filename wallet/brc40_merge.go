@@ -548,35 +548,6 @@ func asList(v any) []any {
 	return l
 }
 
-// CheckArgsCurrent is the consumer's compare-and-set on its sync state: it refuses (with
-// ErrCheckpointConflict) args that were not made from st as it stands, that is whose Since
-// is not st.When or whose offsets are not st's counts. The toolbox's sync loop reads the
-// state again before every chunk (EntitySyncState.fromStorage, then
-// makeRequestSyncChunkArgs), so its args always pass; a second client of the same identity
-// that read the state before the first one's chunk moved it is refused instead of moving
-// the counts a second time (which would skip rows), and resumes by reading the state again.
-func CheckArgsCurrent(st SyncState, args RequestSyncChunkArgs) error {
-	stale := func(what string, want, got any) error {
-		return fmt.Errorf("sync state %d moved since the request was made: %s is %v, the request says %v: %w", st.SyncStateID, what, want, got, ErrCheckpointConflict)
-	}
-	switch {
-	case (st.When == nil) != (args.Since == nil):
-		return stale("since", st.When, args.Since)
-	case st.When != nil && !st.When.Equal(*args.Since):
-		return stale("since", FormatTime(*st.When), FormatTime(*args.Since))
-	}
-	for i, o := range args.Offsets {
-		var count int64
-		if e := st.SyncMap.Entity(Entities[i]); e != nil {
-			count = e.Count
-		}
-		if o.Offset != count {
-			return stale(o.Name+" offset", count, o.Offset)
-		}
-	}
-	return nil
-}
-
 // LocalID returns the consumer's id for a producer id of t, from the sync map's id maps.
 // Users have no entry there (the user is matched by identity key).
 func (m SyncMap) LocalID(t *Table, src int64) (int64, bool) {

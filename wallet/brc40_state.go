@@ -246,6 +246,32 @@ func (st SyncState) Row() (Row, error) {
 	return r, nil
 }
 
+// Answers reports whether args are the request this state makes next (MakeRequestSyncChunkArgs):
+// the same since and, for every offset args carry, the entity's count. A consumer checks it
+// in the transaction that merges the chunk, as a compare-and-set: a chunk it merged already
+// (a duplicate the network delivered twice, a repeat after a lost answer) or one of a run
+// whose state another run moved on answers a state that is gone, and merging it again would
+// move the counts past rows never received. It returns an error wrapping
+// ErrCheckpointConflict, or nil.
+func (st SyncState) Answers(args RequestSyncChunkArgs) error {
+	// Compared in milliseconds, the precision since travels in (JavaScript's toISOString).
+	if (st.When == nil) != (args.Since == nil) || (st.When != nil && st.When.UnixMilli() != args.Since.UnixMilli()) {
+		return fmt.Errorf("chunk asked since %v, the sync state is at %v: %w", args.Since, st.When, ErrCheckpointConflict)
+	}
+	for i, o := range args.Offsets {
+		var count int64
+		if i < len(Entities) {
+			if e := st.SyncMap.Entity(Entities[i]); e != nil {
+				count = e.Count
+			}
+		}
+		if o.Offset != count {
+			return fmt.Errorf("chunk asked %s at offset %d, the sync state is at %d: %w", o.Name, o.Offset, count, ErrCheckpointConflict)
+		}
+	}
+	return nil
+}
+
 // MakeRequestSyncChunkArgs builds the next request from the state, as the toolbox's
 // EntitySyncState.makeRequestSyncChunkArgs does: since = When, one offset per entity from
 // its Count, the producer as from and forStorageIdentityKey (the consumer) as to. A

@@ -510,3 +510,40 @@ func FuzzSyncMap(f *testing.F) {
 		}
 	})
 }
+
+// A consumer merges a chunk only for the request its state makes next: a repeat of one it
+// merged, or one of a state that moved on, is a checkpoint conflict.
+func TestSyncState_Answers(t *testing.T) {
+	since := ts("2026-05-01T10:00:00.5Z")
+	later := ts("2026-05-01T10:00:01Z")
+	st := SyncState{StorageIdentityKey: "02bb", SyncMap: NewSyncMap(), When: &since}
+	st.SyncMap.Entity(Outputs).Count = 4
+	next := func() RequestSyncChunkArgs { return st.MakeRequestSyncChunkArgs("03aa", "02cc", 0, 0) }
+	tests := []struct {
+		name string
+		edit func(*RequestSyncChunkArgs)
+		ok   bool
+	}{
+		{"the next request", func(*RequestSyncChunkArgs) {}, true},
+		{"the same since to the millisecond", func(a *RequestSyncChunkArgs) { s := since.Add(300 * time.Microsecond); a.Since = &s }, true},
+		{"fewer offsets", func(a *RequestSyncChunkArgs) { a.Offsets = a.Offsets[:6] }, true},
+		{"a repeat after the state moved", func(a *RequestSyncChunkArgs) { a.Offsets[5].Offset = 0 }, false},
+		{"an offset past the state", func(a *RequestSyncChunkArgs) { a.Offsets[0].Offset = 1 }, false},
+		{"another since", func(a *RequestSyncChunkArgs) { a.Since = &later }, false},
+		{"no since for a state that has one", func(a *RequestSyncChunkArgs) { a.Since = nil }, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			a := next()
+			tc.edit(&a)
+			err := st.Answers(a)
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrCheckpointConflict)) {
+				t.Fatalf("Answers: %v, want ok %v (else a checkpoint conflict)", err, tc.ok)
+			}
+		})
+	}
+	fresh := SyncState{SyncMap: NewSyncMap()}
+	if err := fresh.Answers(fresh.MakeRequestSyncChunkArgs("03aa", "02cc", 0, 0)); err != nil {
+		t.Fatalf("a new state refuses its first request: %v", err)
+	}
+}

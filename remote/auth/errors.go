@@ -1,8 +1,12 @@
 package auth
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"net"
+
+	"walletsync/wallet"
 )
 
 // Typed errors of BRC-103/104 authentication. Callers tell failures apart with errors.Is;
@@ -68,3 +72,32 @@ func isVerifyFailure(err error) bool {
 // ErrBadBody: a request body that is not JSON, or that JavaScript's JSON round trip would
 // change (see CanonicalJSON and BodyError).
 var ErrBadBody = errors.New("request body has no exact JSON.stringify form")
+
+// ClassifyTransport marks the failures of a Client's request after which its outcome is
+// unknown, or that a later attempt may not meet (the server down, restarting, or slow; an
+// answer lost or cut short), as wallet.ErrUnavailable, keeping err in the chain. The
+// caller's cancellation, a server that authenticates as someone else, a malformed or
+// forged answer and a refused signature stay what they are: sending again would not
+// change them. Both of walletsync's wires classify their transport errors here.
+func ClassifyTransport(ctx context.Context, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	var rej *RejectedError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &rej):
+		if rej.Status >= 500 {
+			return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
+		}
+		return err
+	case errors.Is(err, ErrWrongIdentity), errors.Is(err, ErrBadMessage), errors.Is(err, ErrBadSignature),
+		errors.Is(err, ErrBadBody), errors.Is(err, ErrSigner), errors.Is(err, ErrBadHMAC):
+		return err
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr), errors.Is(err, net.ErrClosed):
+		return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
+	}
+	// Anything else from net/http (an EOF, a reset connection, a refused dial) leaves the
+	// request's fate unknown.
+	return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
+}

@@ -209,7 +209,7 @@ func readSyncStates(ctx context.Context, tx pgx.Tx, userID int64, producerSIK, n
 // wallet.ErrAmbiguousSyncState.
 //
 // Compare-and-set: the state row is locked first (SELECT ... FOR UPDATE), and args must
-// have been made from it as it stands (wallet.CheckArgsCurrent). Two clients of one
+// have been made from it as it stands (wallet.SyncState.Answers). Two clients of one
 // identity, on one server process or two, that send chunks for the same state at once are
 // served one after the other: the first applies, the second is refused with
 // wallet.ErrCheckpointConflict and nothing of it is written; it reads the state again and
@@ -235,7 +235,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		if err != nil {
 			return err
 		}
-		if err := wallet.CheckArgsCurrent(st, args); err != nil {
+		if err := st.Answers(args); err != nil {
 			return err
 		}
 		m := &merger{ctx: ctx, tx: tx, userID: userID, ids: st.SyncMap}

@@ -1,16 +1,22 @@
 package serve
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -23,6 +29,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
+	"walletsync/remote/wire"
 	"walletsync/wallet"
 )
 
@@ -81,9 +88,11 @@ func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ..
 	return w
 }
 
-// crashTask is what a crash child serves: the store and the key file.
+// crashTask is what a crash child serves: the store and the key file, and walletsync's
+// paged wire beside the toolbox's when Wire is set.
 type crashTask struct {
 	DB, KeyFile string
+	Wire        bool
 }
 
 // runCrashChild serves until its Killer's boundary kills it; the first line on stdout is
@@ -97,13 +106,57 @@ func runCrashChild(k *crashtest.Killer, raw []byte) {
 	if err != nil {
 		crashtest.Fail("%v", err)
 	}
-	srv, err := Open(context.Background(), Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0",
+	var mounts []Mount
+	if task.Wire {
+		mounts = append(mounts, WireMount(wire.ViewOptions{}, nil))
+	}
+	srv, err := Open(context.Background(), Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
 		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}})
 	if err != nil {
 		crashtest.Fail("%v", err)
 	}
 	err = srv.Run(context.Background(), func(at Listening) { fmt.Println(at.URL) })
 	crashtest.Fail("the server stopped before its boundary: %v", err)
+}
+
+// startChild starts cmd, a server process, and returns the first line it prints (its URL,
+// or its log line saying where it listens) and a function that waits for it to end and
+// returns the rest of what it printed. The process is killed when the test ends.
+func startChild(t *testing.T, cmd *exec.Cmd) (string, func() (string, error)) {
+	t.Helper()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := bufio.NewReader(stdout)
+	first, err := lines.ReadString('\n')
+	if err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("%s did not start: %v\n%s", cmd.Path, err, stderr.String())
+	}
+	return strings.TrimSpace(first), func() (string, error) {
+		rest, _ := io.ReadAll(lines)
+		err := cmd.Wait()
+		return string(rest) + stderr.String(), err
+	}
+}
+
+// killedAt reports whether a crash child ended by SIGKILL at its boundary (its output
+// says so).
+func killedAt(err error, output string) bool {
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || !strings.Contains(output, "killed at") {
+		return false
+	}
+	ws, ok := exit.Sys().(syscall.WaitStatus)
+	return ok && ws.Signaled() && ws.Signal() == syscall.SIGKILL
 }
 
 // fixtureWallet is a seeded toolbox-schema wallet and the root key of its user.

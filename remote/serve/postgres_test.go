@@ -85,7 +85,7 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 // Two servers with their own pools over one PostgreSQL database, and two clients of one
 // identity, one on each, racing processSyncChunk for the same sync state with chunks made
 // from the same state: one applies, the other is refused with the typed conflict
-// (WERR_CHECKPOINT_CONFLICT, wallet.ErrCheckpointConflict to a walletsync client) having
+// (WERR_INVALID_OPERATION, wallet.ErrCheckpointConflict to a walletsync client) having
 // written nothing, and resumes through its own server to an exact copy.
 func TestServe_PostgresRacingClientsOneWins(t *testing.T) {
 	t.Parallel()

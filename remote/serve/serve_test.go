@@ -38,20 +38,7 @@ func startBinary(t *testing.T, exe, db, keyFile string, extra ...string) (string
 		db = "sqlite:" + db
 	}
 	cmd := exec.Command(exe, append([]string{"serve", "--listen", "127.0.0.1:0", "--db", db, "--key-file", keyFile}, extra...)...)
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		t.Fatalf("walletsync serve did not start: %v\n%s", err, stderr.String())
-	}
+	line, _ := startChild(t, cmd)
 	fields := strings.Fields(line)
 	if len(fields) < 5 || fields[2] != "listening" {
 		t.Fatalf("walletsync serve said %q", line)
@@ -421,26 +408,12 @@ func TestServe_KilledMidCommitThenBackupCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "server.sqlite")
-	child := crashtest.Command(t, crashtest.Point{At: localstore.HookRowsWritten, N: 1}, crashTask{DB: db, KeyFile: keyFile})
-	stdout, err := child.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	lines := bufio.NewReader(stdout)
-	url, err := lines.ReadString('\n')
-	if err != nil {
-		t.Fatalf("crash child: %v", err)
-	}
+	url, wait := startChild(t, crashtest.Command(t, crashtest.Point{At: localstore.HookRowsWritten, N: 1}, crashTask{DB: db, KeyFile: keyFile}))
 	var res backupResult
-	if err := toolboxpeer.TryScript(t.Context(), &res, "storage-client.mjs", "backup", "--url", strings.TrimSpace(url), "--key", src.KeyHex, "--db", src.Path); err == nil {
+	if err := toolboxpeer.TryScript(t.Context(), &res, "storage-client.mjs", "backup", "--url", url, "--key", src.KeyHex, "--db", src.Path); err == nil {
 		t.Fatalf("the backup completed against a server killed mid-commit: %+v", res)
 	}
-	rest, _ := io.ReadAll(lines)
-	err = child.Wait()
-	if ws, ok := child.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL || !strings.Contains(string(rest), "killed at") {
+	if rest, err := wait(); !killedAt(err, rest) {
 		t.Fatalf("crash child: %v, want death by SIGKILL at its boundary\n%s", err, rest)
 	}
 

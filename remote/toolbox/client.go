@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -217,7 +216,10 @@ func (c *Client) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkA
 }
 
 // ProcessSyncChunk calls processSyncChunk [args, chunk], once: an error matching
-// wallet.ErrUnavailable leaves its outcome unknown, and the caller reads the state again.
+// wallet.ErrUnavailable leaves its outcome unknown, and the caller reads the state again
+// (a walletsync server's refusal of a chunk that no longer answers its state is one). An
+// answer that does not verify (auth.ErrBadSignature) is returned as it is: the merge may
+// have landed, which the next run reads from the state.
 // A chunk whose request would pass MaxBodyBytes is refused before anything is sent, with
 // an error matching wallet.ErrChunkTooLarge.
 func (c *Client) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
@@ -231,6 +233,14 @@ func (c *Client) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncCh
 	}
 	var res wallet.ProcessSyncChunkResult
 	if err := c.call(ctx, "processSyncChunk", false, &res, a, ch); err != nil {
+		if errors.Is(err, wallet.ErrCheckpointConflict) {
+			// A walletsync server merged nothing: its sync state no longer answers args (see
+			// wallet.SyncState.Answers). An earlier copy of this request landed (a duplicate
+			// the network delivered, whose replay refusal made the auth client send it
+			// again) or another run moved the state on: as after a lost answer, the state
+			// says where to go on, and the next request, made from it, answers it.
+			return wallet.ProcessSyncChunkResult{}, fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
+		}
 		return wallet.ProcessSyncChunkResult{}, err
 	}
 	if err := res.Err(); err != nil {
@@ -298,7 +308,7 @@ func (c *Client) once(ctx context.Context, body []byte) (json.RawMessage, error)
 	resp, err := c.doer.Do(ctx, http.MethodPost, "/", body)
 	c.waiting.Add(int64(time.Since(began)))
 	if err != nil {
-		return nil, classifyTransport(ctx, err)
+		return nil, auth.ClassifyTransport(ctx, err)
 	}
 	c.received.Add(int64(len(resp.Body)))
 	switch {
@@ -310,33 +320,6 @@ func (c *Client) once(ctx context.Context, body []byte) (json.RawMessage, error)
 		return nil, fmt.Errorf("HTTP %d: %w", resp.Status, wallet.ErrUnavailable)
 	}
 	return nil, fmt.Errorf("HTTP %d %.200q: %w", resp.Status, bytes.TrimSpace(resp.Body), wallet.ErrRemote)
-}
-
-// classifyTransport marks the failures after which the request's outcome is unknown, or
-// that a later attempt may not meet (the server down, restarting, or slow), as
-// wallet.ErrUnavailable. The caller's cancellation, a server that authenticates as someone
-// else, a malformed answer and a refused signature stay what they are.
-func classifyTransport(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return err
-	}
-	var rej *auth.RejectedError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &rej):
-		if rej.Status >= 500 {
-			return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
-		}
-		return err
-	case errors.Is(err, auth.ErrWrongIdentity), errors.Is(err, auth.ErrBadMessage), errors.Is(err, auth.ErrBadSignature),
-		errors.Is(err, auth.ErrBadBody), errors.Is(err, auth.ErrSigner), errors.Is(err, auth.ErrBadHMAC):
-		return err
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr), errors.Is(err, net.ErrClosed):
-		return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
-	}
-	// Anything else from net/http (an EOF, a reset connection, a refused dial) leaves the
-	// request's fate unknown.
-	return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
 }
 
 func jsString(s string) (json.RawMessage, error) {

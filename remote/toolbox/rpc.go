@@ -219,8 +219,9 @@ var werrSentinels = []struct {
 	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument},
-	// walletsync's own: a processSyncChunk whose args no longer match the sync state.
-	{"WERR_CHECKPOINT_CONFLICT", wallet.ErrCheckpointConflict},
+	// A chunk that does not answer the consumer's sync state (wallet.SyncState.Answers):
+	// the toolbox has no class of its own for it; its processSyncChunk never refuses one.
+	{"WERR_INVALID_OPERATION", wallet.ErrCheckpointConflict},
 }
 
 func sentinelOf(name string) error {

@@ -31,7 +31,12 @@ import (
 // A refusal of the server comes back as the typed error its backend returned (see
 // errors.go); a busy server's is a *wallet.BusyError, retried within
 // ProviderOptions.BusyWait where a repeat cannot apply anything twice (opening a view,
-// reading a page). Provider is safe for concurrent use.
+// reading a page). A request whose answer was lost or that found no server (a dropped or
+// reset connection, an answer cut short, a restarting server) fails with
+// wallet.ErrUnavailable (auth.ClassifyTransport), and every request but Commit and the
+// view's Close is sent again then, ProviderOptions.Retries times with backoff: they only
+// read. A Commit is sent once; the session settles it by reading the durable checkpoint.
+// Provider is safe for concurrent use.
 type Provider struct {
 	client *auth.Client
 	codec  *codec
@@ -51,6 +56,13 @@ type ProviderOptions struct {
 	// each answer's retry hint says (at least 50 ms, at most 5 s each time). 0 returns
 	// the *wallet.BusyError at once.
 	BusyWait time.Duration
+	// Retries bounds how often a request that only reads is sent again after the server
+	// was unavailable (default 8; -1 for none). Backoff is the first retry's delay
+	// (default 250 ms); each retry doubles it, up to MaxBackoff (default 4 s). With the
+	// defaults a client rides out about 20 s of a restarting server.
+	Retries    int
+	Backoff    time.Duration
+	MaxBackoff time.Duration
 	// CloseTimeout bounds View.Close and View.Resume, which have no context of their own
 	// (default 10 s). A view whose close is lost is reaped by the server at the end of its
 	// lifetime.
@@ -77,6 +89,18 @@ func NewProvider(client *auth.Client, opts ProviderOptions) (*Provider, error) {
 	}
 	if opts.CloseTimeout <= 0 {
 		opts.CloseTimeout = 10 * time.Second
+	}
+	switch {
+	case opts.Retries == 0:
+		opts.Retries = 8
+	case opts.Retries < 0:
+		opts.Retries = 0
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = 250 * time.Millisecond
+	}
+	if opts.MaxBackoff <= 0 {
+		opts.MaxBackoff = 4 * time.Second
 	}
 	return &Provider{client: client, codec: newCodec(), opts: opts}, nil
 }
@@ -173,7 +197,7 @@ func capabilities(ctx context.Context, client *auth.Client, encodings []Encoding
 		return Capabilities{}, fmt.Errorf("probe walletsync wire: HTTP %d: %w", rej.Status, ErrNotWalletsync)
 	}
 	if err != nil {
-		return Capabilities{}, fmt.Errorf("probe walletsync wire: %w", err)
+		return Capabilities{}, fmt.Errorf("probe walletsync wire: %w", auth.ClassifyTransport(ctx, err))
 	}
 	var caps Capabilities
 	if resp.Status != http.StatusOK || json.Unmarshal(resp.Body, &caps) != nil || caps.Wire != wireName {
@@ -195,7 +219,7 @@ func (p *Provider) call(ctx context.Context, path string, req any, rows []wallet
 	}
 	resp, err := p.client.DoContent(ctx, http.MethodPost, Prefix+path, enc.contentType(), body)
 	if err != nil {
-		return nil, err
+		return nil, auth.ClassifyTransport(ctx, err)
 	}
 	if resp.Status != http.StatusOK {
 		return nil, fromWire(resp.Status, resp.Body)
@@ -203,17 +227,26 @@ func (p *Provider) call(ctx context.Context, path string, req any, rows []wallet
 	return p.codec.decode(enc, resp.Body, ans)
 }
 
-// retryBusy runs fn again while it fails with a *wallet.BusyError, within BusyWait.
-func (p *Provider) retryBusy(ctx context.Context, fn func() error) error {
+// retry runs fn, a request that only reads, again while it fails with a
+// *wallet.BusyError (within BusyWait, waiting what each answer's retry hint says, at least
+// 50 ms and at most 5 s) or with wallet.ErrUnavailable (Retries times, with backoff).
+func (p *Provider) retry(ctx context.Context, fn func() error) error {
 	deadline := time.Now().Add(p.opts.BusyWait)
+	backoff, retries := p.opts.Backoff, 0
 	for {
 		err := fn()
 		var busy *wallet.BusyError
-		if !errors.As(err, &busy) || p.opts.BusyWait <= 0 {
-			return err
-		}
-		wait := min(max(busy.RetryAfter, 50*time.Millisecond), 5*time.Second)
-		if time.Now().Add(wait).After(deadline) {
+		var wait time.Duration
+		switch {
+		case errors.As(err, &busy) && p.opts.BusyWait > 0:
+			wait = min(max(busy.RetryAfter, 50*time.Millisecond), 5*time.Second)
+			if time.Now().Add(wait).After(deadline) {
+				return err
+			}
+		case errors.Is(err, wallet.ErrUnavailable) && retries < p.opts.Retries && ctx.Err() == nil:
+			wait, backoff = backoff, min(2*backoff, p.opts.MaxBackoff)
+			retries++
+		default:
 			return err
 		}
 		t := time.NewTimer(wait)
@@ -229,7 +262,11 @@ func (p *Provider) retryBusy(ctx context.Context, fn func() error) error {
 // Describe returns the server store's settings and capabilities.
 func (p *Provider) Describe(ctx context.Context) (wallet.Settings, wallet.Capabilities, error) {
 	var ans describeAnswer
-	if _, err := p.call(ctx, pathDescribe, empty{}, nil, &ans); err != nil {
+	err := p.retry(ctx, func() error {
+		_, err := p.call(ctx, pathDescribe, empty{}, nil, &ans)
+		return err
+	})
+	if err != nil {
 		return wallet.Settings{}, wallet.Capabilities{}, fmt.Errorf("describe remote source: %w", err)
 	}
 	return ans.Settings, ans.Capabilities, nil
@@ -244,7 +281,7 @@ func (p *Provider) OpenView(ctx context.Context, lifetime time.Duration) (wallet
 		return nil, fmt.Errorf("open remote view: lifetime %v: %w", lifetime, wallet.ErrInvalidArgument)
 	}
 	var ans openViewAnswer
-	err := p.retryBusy(ctx, func() error {
+	err := p.retry(ctx, func() error {
 		_, err := p.call(ctx, pathOpenView, openViewRequest{LifetimeMs: lifetime.Milliseconds()}, nil, &ans)
 		return err
 	})
@@ -258,7 +295,11 @@ func (p *Provider) OpenView(ctx context.Context, lifetime time.Duration) (wallet
 // checkpoint there, in one request.
 func (p *Provider) Begin(ctx context.Context, session wallet.SessionKey) (wallet.DestinationState, error) {
 	var st wallet.DestinationState
-	if _, err := p.call(ctx, pathBegin, sessionRequest{Session: session}, nil, &st); err != nil {
+	err := p.retry(ctx, func() error {
+		_, err := p.call(ctx, pathBegin, sessionRequest{Session: session}, nil, &st)
+		return err
+	})
+	if err != nil {
 		return wallet.DestinationState{}, fmt.Errorf("begin at remote destination: %w", err)
 	}
 	return st, nil
@@ -267,7 +308,11 @@ func (p *Provider) Begin(ctx context.Context, session wallet.SessionKey) (wallet
 // Checkpoint returns the session's durable checkpoint at the server.
 func (p *Provider) Checkpoint(ctx context.Context, session wallet.SessionKey) (wallet.Checkpoint, error) {
 	var cp wallet.Checkpoint
-	if _, err := p.call(ctx, pathCheckpoint, sessionRequest{Session: session}, nil, &cp); err != nil {
+	err := p.retry(ctx, func() error {
+		_, err := p.call(ctx, pathCheckpoint, sessionRequest{Session: session}, nil, &cp)
+		return err
+	})
+	if err != nil {
 		return wallet.Checkpoint{}, fmt.Errorf("read remote checkpoint: %w", err)
 	}
 	return cp, nil
@@ -304,7 +349,7 @@ func (v *remoteView) Journal(since int64) (int64, bool) {
 func (v *remoteView) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Page, error) {
 	var head pageHead
 	var rows []wallet.Row
-	err := v.p.retryBusy(ctx, func() error {
+	err := v.p.retry(ctx, func() error {
 		var err error
 		rows, err = v.p.call(ctx, pathReadPage, readPageRequest{Handle: v.ans.Handle, Table: req.Table, IdentityKey: req.IdentityKey,
 			After: req.After, Rows: req.Limits.Rows, Bytes: req.Limits.Bytes, Incremental: req.Incremental, Since: req.Since}, nil, &head)
@@ -324,7 +369,11 @@ func (v *remoteView) Resume(table wallet.TableName, c wallet.Cursor) (wallet.Cur
 	ctx, cancel := context.WithTimeout(context.Background(), v.p.opts.CloseTimeout)
 	defer cancel()
 	var ans resumeAnswer
-	if _, err := v.p.call(ctx, pathResume, resumeRequest{Handle: v.ans.Handle, Table: table, Cursor: c}, nil, &ans); err != nil {
+	err := v.p.retry(ctx, func() error {
+		_, err := v.p.call(ctx, pathResume, resumeRequest{Handle: v.ans.Handle, Table: table, Cursor: c}, nil, &ans)
+		return err
+	})
+	if err != nil {
 		return "", fmt.Errorf("resume remote cursor: %w", err)
 	}
 	return ans.Cursor, nil

@@ -136,12 +136,13 @@ func (e *quotaError) Unwrap() error { return e.busy }
 
 // RemoteError is a refusal the server classified but that carries no details of its own:
 // it unwraps to the sentinel its code names (errors.Is works), and its message is the
-// server's.
+// server's. A code this client does not know unwraps to wallet.ErrUnavailable with a 5xx
+// status ("internal" among them) and to wallet.ErrRemote with another.
 type RemoteError struct {
 	Status  int
 	Code    string
 	Message string
-	Err     error // the sentinel, nil for a code this client does not know
+	Err     error // the sentinel
 }
 
 func (e *RemoteError) Error() string {
@@ -168,7 +169,12 @@ func fromWire(status int, body []byte) error {
 	case we.Chains != nil:
 		return &wallet.ChainError{Source: we.Chains.Source, Destination: we.Chains.Destination}
 	}
-	re := &RemoteError{Status: status, Code: we.Code, Message: we.Message}
+	re := &RemoteError{Status: status, Code: we.Code, Message: we.Message, Err: wallet.ErrRemote}
+	if status >= 500 {
+		// "internal", or a code of a newer server: its failure, not the request's; what a
+		// commit left, the session reads back.
+		re.Err = wallet.ErrUnavailable
+	}
 	for _, c := range codes {
 		if c.code == we.Code {
 			re.Err = c.err
