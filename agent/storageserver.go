@@ -249,19 +249,11 @@ func (a *Agent) addServerDestination(ctx context.Context, req ServerDestinationR
 	if err := cfg.Validate(); err != nil {
 		return Config{}, err
 	}
-	ref, err := cfg.walletOf(d)
-	if err != nil {
-		return Config{}, err
-	}
 	signer, key, err := a.signer(d.Path, req.Signer)
 	if err != nil {
 		return Config{}, err
 	}
-	chain, ids, err := a.walletFacts(ctx, ref)
-	if err != nil {
-		return Config{}, atPath(ref.Path, err)
-	}
-	if _, err := checkServer(ctx, d.Path, signer, chain, ids); err != nil {
+	if err := a.checkServerFor(ctx, cfg, d, signer); err != nil {
 		return Config{}, err
 	}
 	if key != nil {
@@ -297,23 +289,30 @@ func (a *Agent) updateServerDestination(ctx context.Context, id string, d Destin
 		if err := cfg.Validate(); err != nil {
 			return Config{}, err
 		}
-		ref, err := cfg.walletOf(d)
-		if err != nil {
-			return Config{}, err
-		}
 		signer, err := a.storageSigner(d)
 		if err != nil {
 			return Config{}, err
 		}
-		chain, ids, err := a.walletFacts(ctx, ref)
-		if err != nil {
-			return Config{}, atPath(ref.Path, err)
-		}
-		if _, err := checkServer(ctx, d.Path, signer, chain, ids); err != nil {
+		if err := a.checkServerFor(ctx, cfg, d, signer); err != nil {
 			return Config{}, err
 		}
 	}
 	return a.updateDestination(id, func(x *Destination) { *x = d })
+}
+
+// checkServerFor runs checkServer for d, which cfg holds, signed by signer, against the
+// chain and identities of the wallet d backs up.
+func (a *Agent) checkServerFor(ctx context.Context, cfg Config, d Destination, signer auth.Signer) error {
+	ref, err := cfg.walletOf(d)
+	if err != nil {
+		return err
+	}
+	chain, ids, err := a.walletFacts(ctx, ref)
+	if err != nil {
+		return atPath(ref.Path, err)
+	}
+	_, err = checkServer(ctx, d.Path, signer, chain, ids)
+	return err
 }
 
 // ServerPushResult is the result of a push to a storage server.
