@@ -13,9 +13,17 @@ if [ -n "$unformatted" ]; then echo "not gofmt'ed: $unformatted"; exit 1; fi
 go vet ./...
 
 # Three packages at a time on two cores: the interop tests spend most of their time waiting
-# for the Node peer (a toolbox server committing rows one by one), not on the CPU.
+# for the Node peer (a toolbox server committing rows one by one), not on the CPU. The
+# longest packages are named first, so that they start first and the stage does not end
+# waiting on one of them alone.
 echo "== go test -race"
-go test -race -count=1 -p 3 -timeout 20m $(go list ./... | grep -v '^walletsync/frontend$')
+longest=(portable remote/toolbox localstore syncer remote/serve agent bundle internal/bench remote/wire internal/cli)
+pkgs=()
+for p in "${longest[@]}"; do pkgs+=("walletsync/$p"); done
+for p in $(go list ./... | grep -v '^walletsync/frontend$'); do
+  [[ " ${pkgs[*]} " == *" $p "* ]] || pkgs+=("$p")
+done
+go test -race -count=1 -p 3 -timeout 20m "${pkgs[@]}"
 
 # The dashboard's end-to-end tests drive Chromium against a real agent. They run without
 # the race detector: it makes the agent's syncs and Argon2 several times slower on a
