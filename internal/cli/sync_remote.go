@@ -80,10 +80,11 @@ func remoteFor(ctx context.Context, rawURL, wireName string, signer auth.Signer)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
 		}
-		if _, err := wire.Probe(ctx, rawURL, ac); err != nil {
+		caps, err := wire.Probe(ctx, rawURL, ac)
+		if err != nil {
 			return nil, nil, fmt.Errorf("ask %s for walletsync's wire: %w", rawURL, err)
 		}
-		p, err := wire.NewProvider(ac, wire.ProviderOptions{BusyWait: time.Minute})
+		p, err := wire.NewProvider(ac, wire.ProviderOptions{BusyWait: time.Minute, Capabilities: &caps})
 		return nil, p, err
 	case wireName == "walletsync":
 		return nil, nil, fmt.Errorf("%s does not serve walletsync's wire (its GET %s is not walletsync's): %w", rawURL, wire.Prefix, wire.ErrNotWalletsync)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/internal/faultproxy"
 	"walletsync/internal/providertest"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/internal/walletsynctest"
@@ -102,8 +103,24 @@ func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
 		providertest.SameWallet(t, a, b, localstore.FixtureIdentity(1))
 	}
 
+	// An unchanged push from a fresh command is 4 HTTP requests: the unauthenticated
+	// wire.Detect, the handshake, the capabilities the probe asks (which the Provider
+	// reuses), and begin, which finds nothing to send.
+	proxy, err := faultproxy.Start(strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", proxy.URL(), "--key-file", own)
+	if code != 0 || !strings.Contains(out, "completed:") {
+		t.Fatalf("unchanged push: exit %d\n%s%s", code, out, stderr)
+	}
+	if n := proxy.Requests(); n != 4 {
+		t.Errorf("an unchanged push took %d HTTP requests, want 4", n)
+	}
+
 	tb := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(77)))
-	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", tb.URL, "--key-file", own, "--wire", "walletsync")
+	code, out, stderr = walletsync(t, "sync", "--from", src, "--to", tb.URL, "--key-file", own, "--wire", "walletsync")
 	if code != 1 || !strings.Contains(stderr, "walletsync's wire") {
 		t.Fatalf("--wire walletsync against a toolbox server: exit %d\n%s%s", code, out, stderr)
 	}

@@ -67,6 +67,10 @@ type ProviderOptions struct {
 	// (default 10 s). A view whose close is lost is reaped by the server at the end of its
 	// lifetime.
 	CloseTimeout time.Duration
+	// Capabilities, when set, are the server's capabilities as Probe returned them through
+	// the same client: the Provider chooses its encoding from them instead of asking the
+	// server again. A server's capabilities do not depend on what the client offers.
+	Capabilities *Capabilities
 }
 
 // Compile-time checks of the contract.
@@ -121,9 +125,14 @@ func (p *Provider) negotiate(ctx context.Context) (Encoding, error) {
 	if enc != "" {
 		return enc, nil
 	}
-	caps, err := capabilities(ctx, p.client, []Encoding{p.opts.Encoding})
-	if err != nil {
-		return "", err
+	var caps Capabilities
+	if p.opts.Capabilities != nil {
+		caps = *p.opts.Capabilities
+	} else {
+		var err error
+		if caps, err = capabilities(ctx, p.client, []Encoding{p.opts.Encoding}); err != nil {
+			return "", err
+		}
 	}
 	if !slices.Contains(caps.Versions, Version) {
 		return "", fmt.Errorf("server speaks wire versions %v, this client %d: %w", caps.Versions, Version, ErrIncompatible)

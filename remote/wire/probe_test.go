@@ -12,6 +12,7 @@ import (
 	"walletsync/internal/toolboxpeer"
 
 	"walletsync/remote/auth"
+	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
@@ -24,6 +25,35 @@ func TestProbe_WalletsyncServer(t *testing.T) {
 	if caps.Wire != "walletsync" || len(caps.Versions) != 1 || caps.Versions[0] != Version || len(caps.Encodings) != 2 ||
 		caps.Limits.MaxFrameBytes != wallet.MaxFrameBytes || caps.Limits.MaxLifetime != (10*time.Minute).Milliseconds() {
 		t.Fatalf("capabilities %+v", caps)
+	}
+}
+
+// TestProbe_ProviderReusesCapabilities: a Provider given the capabilities Probe returned
+// through the same client does not ask for them again: a push after the probe is the
+// probe's handshake and capabilities request, begin, then one commit per page.
+func TestProbe_ProviderReusesCapabilities(t *testing.T) {
+	owner := fixtureUser(94)
+	local := newStore(t, wallet.ChainTest)
+	seed(t, local, owner, 94)
+	srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{})
+	client := authClient(t, srv, owner)
+	caps, err := Probe(t.Context(), srv.URL, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := NewProvider(client, ProviderOptions{Capabilities: &caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := syncer.Run(t.Context(), local, p, owner.id, syncer.Options{MaxRows: 7, Active: wallet.KeepSourceActive})
+	if err != nil || res.State != syncer.StateCompleted {
+		t.Fatalf("push: %+v, %v", res, err)
+	}
+	if n := srv.requests.Load(); n != 3+res.Pages {
+		t.Errorf("probe and push of %d pages took %d HTTP requests, want %d", res.Pages, n, 3+res.Pages)
+	}
+	if _, enc := p.Negotiated(); enc != EncodingZstd {
+		t.Errorf("the provider chose %q from the probe's capabilities, want %q", enc, EncodingZstd)
 	}
 }
 

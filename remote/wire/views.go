@@ -138,13 +138,17 @@ func (vs *views) open(ctx context.Context, identity string, lifetime time.Durati
 	start := time.Now()
 	vs.mu.Lock()
 	u := vs.usage(identity)
+	// The refusal's reason reads the counts under mu: a release may change them at once.
+	var refused error
 	switch {
 	case u.views >= vs.opts.MaxViewsPerIdentity:
-		vs.mu.Unlock()
-		return nil, vs.busy(fmt.Sprintf("this identity holds %d open views, its quota", u.views), true)
+		refused = vs.busy(fmt.Sprintf("this identity holds %d open views, its quota", u.views), true)
 	case vs.total.views >= vs.opts.MaxViews:
+		refused = vs.busy(fmt.Sprintf("the server holds %d open views, its quota", vs.total.views), false)
+	}
+	if refused != nil {
 		vs.mu.Unlock()
-		return nil, vs.busy(fmt.Sprintf("the server holds %d open views, its quota", vs.total.views), false)
+		return nil, refused
 	}
 	u.views++ // reserved while the backend opens, so that concurrent opens cannot overshoot
 	vs.total.views++
@@ -231,13 +235,16 @@ func (vs *views) read(r *retained, bytes int64, fn func(wallet.View) error) (don
 		return nil, wallet.ErrConcurrentRead
 	}
 	u := vs.usage(r.identity)
+	var refused error // built under mu, as in open
 	switch {
 	case u.bytes > 0 && u.bytes+bytes > vs.opts.MaxBytesPerIdentity:
-		vs.mu.Unlock()
-		return nil, vs.busy(fmt.Sprintf("this identity's reads in flight hold %d bytes of its %d", u.bytes, vs.opts.MaxBytesPerIdentity), true)
+		refused = vs.busy(fmt.Sprintf("this identity's reads in flight hold %d bytes of its %d", u.bytes, vs.opts.MaxBytesPerIdentity), true)
 	case vs.total.bytes > 0 && vs.total.bytes+bytes > vs.opts.MaxBytes:
+		refused = vs.busy(fmt.Sprintf("reads in flight hold %d bytes of the server's %d", vs.total.bytes, vs.opts.MaxBytes), false)
+	}
+	if refused != nil {
 		vs.mu.Unlock()
-		return nil, vs.busy(fmt.Sprintf("reads in flight hold %d bytes of the server's %d", vs.total.bytes, vs.opts.MaxBytes), false)
+		return nil, refused
 	}
 	u.bytes += bytes
 	vs.total.bytes += bytes

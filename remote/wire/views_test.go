@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -230,4 +231,32 @@ func TestViews_ReleasedExactlyOnce(t *testing.T) {
 			t.Fatalf("after the races: %+v", st)
 		}
 	})
+}
+
+// TestViews_RefusalsBesideReleases: opens refused by an identity's quota say how many views
+// it holds while other opens of it release theirs; run under -race, it shows the refusal
+// reads the counts under the registry's lock.
+func TestViews_RefusalsBesideReleases(t *testing.T) {
+	vs := newViews(ViewOptions{MaxViewsPerIdentity: 1})
+	open := func(context.Context, time.Duration) (wallet.View, error) { return &fakeView{}, nil }
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 200 {
+				r, err := vs.open(t.Context(), "a", time.Minute, open)
+				var b *wallet.BusyError
+				switch {
+				case err == nil:
+					vs.release(r)
+				case !errors.As(err, &b):
+					t.Errorf("open: %v, want a view or a busy refusal", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if st := vs.stats(); st != (ViewStats{}) {
+		t.Fatalf("after the opens and releases: %+v", st)
+	}
 }
