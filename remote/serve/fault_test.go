@@ -114,7 +114,7 @@ func openStore(t *testing.T, path string) *localstore.Store {
 }
 
 // TestServe_SyncSurvivesFaults syncs a wallet through a fault proxy with `walletsync serve`
-// on both wires, in both directions, with one fault on the handshake or on the second page:
+// on both wires, in both directions, with one fault on the handshake (pushes) or on the second page:
 // a push meets it on a commit request, a pull (the server's copy into a new local wallet)
 // on a page read. The sync either completes (the client retried what a repeat cannot apply
 // twice, or read the server's durable checkpoint or sync state after an answer it lost)
@@ -143,8 +143,6 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 		"walletsync/push/handshake/" + string(faultproxy.CorruptRequest): auth.ErrUnauthenticated,
 		"toolbox/push/handshake/" + string(faultproxy.CorruptRequest):    auth.ErrUnauthenticated,
 		"toolbox/push/page/" + string(faultproxy.CorruptResponse):        auth.ErrBadSignature,
-		"walletsync/pull/handshake/" + string(faultproxy.CorruptRequest): auth.ErrUnauthenticated,
-		"toolbox/pull/handshake/" + string(faultproxy.CorruptRequest):    auth.ErrUnauthenticated,
 		"walletsync/pull/page/" + string(faultproxy.CorruptResponse):     auth.ErrBadSignature,
 	}
 	// notApplied is, by fault on a commit, how many of the commit requests the fault rule
@@ -160,7 +158,13 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 			t.Fatalf("push the wallet to the %s server the pulls read: %v", w.name, err)
 		}
 		for _, dir := range []string{"push", "pull"} {
-			for _, target := range []string{"handshake", "page"} {
+			// The BRC-104 handshake is the same whichever way the rows then go, so the
+			// pushes alone meet faults on it.
+			targets := []string{"handshake", "page"}
+			if dir == "pull" {
+				targets = targets[1:]
+			}
+			for _, target := range targets {
 				for _, kind := range kinds {
 					name := w.name + "/" + dir + "/" + target + "/" + string(kind)
 					t.Run(name, func(t *testing.T) {
