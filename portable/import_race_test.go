@@ -49,7 +49,7 @@ func importRaceChild(task string) {
 }
 
 // TestImport_TwoRestoresIntoOneNewFile starts two processes restoring one backup into the
-// same new wallet file at the same moment, 20 times, half of them with one shared staging
+// same new wallet file at the same moment, 10 times, half of them with one shared staging
 // folder and half with one each. Exactly one may report success, the other fails with the
 // winner's *wallet.LockedError (or, had the winner already finished, finds the file taken),
 // and the wallet is the backup's. Before the writer lock was taken ahead of the copy and the
@@ -58,7 +58,7 @@ func TestImport_TwoRestoresIntoOneNewFile(t *testing.T) {
 	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
 	file, _ := backupFile(t, src, identity)
 	want := readWallet(t, src, identity)
-	for round := range 20 {
+	for round := range 10 {
 		dir := t.TempDir()
 		target := filepath.Join(dir, "restored.sqlite")
 		env := func(i int) []string {
