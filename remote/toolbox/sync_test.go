@@ -356,7 +356,7 @@ func TestSyncCLI_KilledPushResumes(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 15))
 	t.Logf("kill times from seed %d", seed)
-	args := []string{"sync", "--from", src, "--to", srv.URL, "--key-file", keyFile, "--max-items", "3", "--json"}
+	args := []string{"sync", "--from", src, "--to", srv.URL, "--key-file", keyFile, "--max-items", "5", "--json"}
 	kills, landed := 0, 0
 	for i := 0; i < 4; i++ {
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
