@@ -230,6 +230,17 @@ func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d Destination, ref
 	h.SetDetail("copying the wallet file")
 	now := a.now()
 	out := filepath.Join(d.Path, BundleName(now))
+	if _, err := os.Lstat(out); err == nil {
+		// A bundle of this folder was taken earlier in the same second (names have one
+		// second's precision): wait for the next second rather than fail on the name.
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(now.Truncate(time.Second).Add(time.Second).Sub(now)):
+		}
+		now = a.now()
+		out = filepath.Join(d.Path, BundleName(now))
+	}
 	m, err := bundle.Create(ctx, w.store, out, bundle.CreateOptions{Grants: w.queue.NewSession("", "bundle "+d.ID)})
 	if err != nil {
 		return err

@@ -61,7 +61,8 @@ const bundlePrefix = "bundle"
 
 // BundleName returns the name of the bundle taken at t, for example
 // walletsync-bundle-20261129T201500Z. Names sort by time; two bundles within one second
-// share a name, and bundle.Create refuses a name that exists.
+// share a name, and bundle.Create refuses a name that exists (so the bundle job waits for
+// the next second when its name is taken).
 func BundleName(t time.Time) string {
 	return backupNamePrefix + bundlePrefix + "-" + t.UTC().Format(backupTimeLayout)
 }
