@@ -154,7 +154,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	a.routes()
-	a.cleanUploads()
+	a.cleanAbandoned()
 	if err = opts.Dir.PublishAddr(a.srv.Addr()); err != nil {
 		return nil, err
 	}

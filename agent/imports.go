@@ -335,13 +335,17 @@ func (a *Agent) markVerified(ctx context.Context, path string, err error) error 
 	return err
 }
 
-// cleanUploads removes uploads older than a day: an abandoned wizard must not leave
-// backups of the wallet lying in the data folder.
-func (a *Agent) cleanUploads() {
-	entries, _ := os.ReadDir(a.uploadsDir())
-	for _, e := range entries {
-		if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
-			os.Remove(filepath.Join(a.uploadsDir(), e.Name()))
+// cleanAbandoned removes the uploads and the server previews' staging wallets that are older
+// than a day: an abandoned wizard must not leave copies of the wallet lying in the data
+// folder. At start nothing is reading them; a preview older than a day is not worth
+// confirming, since the server has moved on since.
+func (a *Agent) cleanAbandoned() {
+	for _, dir := range []string{a.uploadsDir(), a.serverStagingDir()} {
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if info, err := e.Info(); err == nil && time.Since(info.ModTime()) > 24*time.Hour {
+				os.Remove(filepath.Join(dir, e.Name()))
+			}
 		}
 	}
 }

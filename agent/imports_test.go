@@ -4,9 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"walletsync/internal/importtest"
 	"walletsync/localstore"
@@ -102,5 +105,45 @@ func TestAgent_ImportRefusalsAndAbandon(t *testing.T) {
 	var imported Overview
 	if err := c.Call(ctx, RouteOverview, nil, &imported); err != nil || len(imported.Wallets[0].Identities) != 2 {
 		t.Fatalf("overview after the import: %+v, %v", imported.Wallets, err)
+	}
+}
+
+// TestAgent_Start_CleansAbandonedCopies: an upload or a server preview's staging wallet
+// that nobody confirmed for more than a day is a stale copy of wallet data; the agent
+// removes it at start and keeps the recent ones, which a person may still confirm.
+func TestAgent_Start_CleansAbandonedCopies(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	dirs := []string{filepath.Join(string(e.opts.Dir), "uploads"), filepath.Join(string(e.opts.Dir), "server-staging")}
+	old := time.Now().Add(-25 * time.Hour)
+	var stale, fresh []string
+	for _, dir := range dirs {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"stale", "fresh"} {
+			p := filepath.Join(dir, name)
+			if err := os.WriteFile(p, []byte("rows"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if name == "stale" {
+				if err := os.Chtimes(p, old, old); err != nil {
+					t.Fatal(err)
+				}
+				stale = append(stale, p)
+			} else {
+				fresh = append(fresh, p)
+			}
+		}
+	}
+	launchAgent(t, e.opts)
+	for _, p := range stale {
+		if _, err := os.Stat(p); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s, a day old, is still there: %v", p, err)
+		}
+	}
+	for _, p := range fresh {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s, made just now, is gone: %v", p, err)
+		}
 	}
 }

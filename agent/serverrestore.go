@@ -2,6 +2,8 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -66,6 +68,13 @@ type ServerRestoreResult struct {
 // files the imports manage.
 func (a *Agent) serverStagingDir() string { return filepath.Join(string(a.opts.Dir), "server-staging") }
 
+// stagingTag names a wallet's staging files: a digest of its path, so that a preview clears
+// only its own wallet's earlier previews, and the name stays free of glob characters.
+func stagingTag(walletPath string) string {
+	sum := sha256.Sum256([]byte(walletPath))
+	return hex.EncodeToString(sum[:6])
+}
+
 // serverTarget is the task target of previews and restores into a wallet: one at a time, so
 // a preview never replaces the staging wallet a restore is reading.
 func serverTarget(walletPath string) string { return "server-restore:" + walletPath }
@@ -74,8 +83,9 @@ func serverTarget(walletPath string) string { return "server-restore:" + walletP
 // construction: the preview pulls the server's rows (RunChunks, the toolbox's own pull)
 // into a new private staging wallet and counts them there, and the restore merges that
 // staging wallet into the wallet, so nothing the person did not see counted is written,
-// and a server that changes meanwhile changes nothing. Starting a preview clears earlier
-// previews' staging wallets: only the newest preview can be confirmed.
+// and a server that changes meanwhile changes nothing. Starting a preview clears the
+// staging wallets of the same wallet's earlier previews: only its newest preview can be
+// confirmed. Another wallet's preview stays confirmable.
 func (a *Agent) previewServerRestore(req ServerRestoreRequest) (Task, error) {
 	ref, err := a.config().walletRef(req.Wallet)
 	if err != nil {
@@ -110,11 +120,12 @@ func (a *Agent) serverPreviewJob(ctx context.Context, h *TaskHandle, rawURL stri
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return fmt.Errorf("make the staging folder: %w", err)
 	}
-	old, _ := filepath.Glob(filepath.Join(dir, "server-*"))
+	prefix := "server-" + stagingTag(ref.Path) + "-"
+	old, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
 	for _, f := range old {
 		os.Remove(f)
 	}
-	name := "server-" + h.ID() + ".sqlite"
+	name := prefix + h.ID() + ".sqlite"
 	path := filepath.Join(dir, name)
 	staging, err := localstore.Create(ctx, path, localstore.CreateOptions{Chain: check.Chain, StorageName: "walletsync staging of " + rawURL}, localstore.Options{Logger: a.log})
 	if err != nil {
