@@ -385,6 +385,31 @@ func (a *Agent) wallet(ctx context.Context, path string) (*walletHandle, error) 
 	return w, nil
 }
 
+// releaseUnconfigured closes the wallets the agent holds open but no longer protects (one
+// replaced by a restored wallet, say), so that it stops holding their writer lock, unless a
+// task that may use one runs or waits: that wallet is released by a later call, once the
+// task ended. The check and the removal are one step under a.mu, which a.wallet takes too.
+func (a *Agent) releaseUnconfigured() {
+	cfg := a.config()
+	var release []*walletHandle
+	a.mu.Lock()
+	for path, w := range a.wallets {
+		if slices.ContainsFunc(cfg.Wallets, func(r WalletRef) bool { return r.Path == path }) ||
+			slices.ContainsFunc(a.tasks.List(), func(t Task) bool { return !t.State.Terminal() && cfg.taskMayUse(t, path) }) {
+			continue
+		}
+		delete(a.wallets, path)
+		release = append(release, w)
+	}
+	a.mu.Unlock()
+	for _, w := range release {
+		// Close waits for the reads that started before the wallet was taken out of the map.
+		if err := w.store.Close(); err != nil {
+			a.log.Warn("release a wallet no longer protected", "err", err)
+		}
+	}
+}
+
 // walletOf returns the wallet a destination backs up: the one it names, or the only one.
 func (c Config) walletOf(d Destination) (WalletRef, error) {
 	for _, w := range c.Wallets {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"walletsync/internal/logical"
+	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )
@@ -465,5 +466,40 @@ func waitFirstRun(t *testing.T, a *Agent, target string, since time.Time) Task {
 			t.Fatalf("no run of %s after %v", target, since)
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// TestAgent_ReplaceWallet_LetsGoOfTheOldOne: once a restored wallet is made the protected
+// one, the agent holds the new file and no longer the old one, so that another program can
+// write the old one (here: a walletsync writer that would be refused while the agent holds
+// its lock); the destinations follow the new wallet.
+func TestAgent_ReplaceWallet_LetsGoOfTheOldOne(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	a := launchAgent(t, e.opts)
+	ctx := context.Background()
+	if _, err := a.wallet(ctx, e.wallet); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := localstore.Open(ctx, e.wallet, localstore.Options{}); !errors.Is(err, wallet.ErrWriterLocked) {
+		t.Fatalf("opening the protected wallet beside the agent: %v, want the writer lock refused", err)
+	}
+	restored := filepath.Join(e.dir, "restored.sqlite")
+	if err := safefile.CopyNew(e.wallet, restored); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := apiClient(t, e.opts.Dir).ReplaceWallet(ctx, WalletReplaceRequest{Old: e.wallet, New: restored})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.Wallets) != 1 || cfg.Wallets[0].Path != restored {
+		t.Fatalf("wallets after the replace: %+v", cfg.Wallets)
+	}
+	old, err := localstore.Open(ctx, e.wallet, localstore.Options{})
+	if err != nil {
+		t.Fatalf("the old wallet is still held by the agent: %v", err)
+	}
+	old.Close()
+	if _, err := localstore.Open(ctx, restored, localstore.Options{}); !errors.Is(err, wallet.ErrWriterLocked) {
+		t.Fatalf("opening the new protected wallet beside the agent: %v, want the writer lock refused", err)
 	}
 }

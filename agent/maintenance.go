@@ -70,6 +70,7 @@ func (a *Agent) maintainOnce(ctx context.Context, watches map[string]*quietWatch
 			return // its own work comes first; the next look will do
 		}
 	}
+	a.releaseUnconfigured()
 	cfg := a.config()
 	now := a.now()
 	for _, ref := range cfg.Wallets {

@@ -271,12 +271,13 @@ type WalletReplaceRequest struct {
 }
 
 // replaceWallet makes the agent protect req.New in place of req.Old, once New opens as a
-// wallet: the same destinations back it up from now on. Old is left as it is.
+// wallet: the same destinations back it up from now on. Old is left as it is, and the agent
+// lets go of it (see releaseUnconfigured).
 func (a *Agent) replaceWallet(ctx context.Context, req WalletReplaceRequest) (Config, error) {
 	if _, err := a.wallet(ctx, req.New); err != nil {
 		return Config{}, atPath(req.New, err)
 	}
-	return a.updateConfig(func(c *Config) error {
+	cfg, err := a.updateConfig(func(c *Config) error {
 		i := slices.IndexFunc(c.Wallets, func(w WalletRef) bool { return w.Path == req.Old })
 		if i < 0 {
 			return fmt.Errorf("wallet %q: %w", req.Old, wallet.ErrNotFound)
@@ -289,6 +290,10 @@ func (a *Agent) replaceWallet(ctx context.Context, req WalletReplaceRequest) (Co
 		}
 		return nil
 	})
+	if err == nil {
+		a.releaseUnconfigured() // Old is no longer the agent's to hold
+	}
+	return cfg, err
 }
 
 // addDestination adds d; an id already in use is refused.
