@@ -61,7 +61,7 @@ function manifestView(m) {
  */
 export function bundleRestore(finished) {
   const body = h('div', { class: 'stack' });
-  const el = h('section', { class: 'card stack', 'data-testid': 'bundle-restore', 'aria-label': 'Restore from a snapshot bundle' },
+  const el = h('section', { class: 'card stack wizard', 'data-testid': 'bundle-restore', 'aria-label': 'Restore from a snapshot bundle' },
     h('h2', {}, 'Restore the whole wallet from a snapshot bundle'),
     h('p', {}, 'A bundle is a copy of the entire wallet file: every identity, settings and sync records. ',
       'Restoring one replaces your wallet with it. You see what it holds before anything changes.'),
