@@ -5,9 +5,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# stage prints a stage's title with the seconds since the run began, so that a CI log says
+# where its time went (CI must stay under 30 minutes).
+stage() { echo "== $* (at ${SECONDS}s)"; }
+
 ./scripts/setup.sh
 
-echo "== gofmt, go vet"
+stage "gofmt, go vet"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then echo "not gofmt'ed: $unformatted"; exit 1; fi
 go vet ./...
@@ -16,7 +20,7 @@ go vet ./...
 # for the Node peer (a toolbox server committing rows one by one), not on the CPU. The
 # longest packages are named first, so that they start first and the stage does not end
 # waiting on one of them alone.
-echo "== go test -race"
+stage "go test -race"
 longest=(portable remote/toolbox localstore syncer remote/serve agent bundle internal/bench remote/wire internal/cli)
 pkgs=()
 for p in "${longest[@]}"; do pkgs+=("walletsync/$p"); done
@@ -29,7 +33,7 @@ go test -race -count=1 -p 3 -timeout 20m "${pkgs[@]}"
 # the race detector: it makes the agent's syncs and Argon2 several times slower on a
 # two-core machine while finding nothing the agent's own -race tests above do not; what
 # they test is the page. Their screenshots are kept as artifacts of the run.
-echo "== go test ./frontend (headless Chromium)"
+stage "go test ./frontend (headless Chromium)"
 mkdir -p artifacts/e2e
 WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./frontend
 
@@ -38,7 +42,7 @@ WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./fronte
 # time on every run, on top of its seed corpus that go test ran above.
 fuzztime=${WALLETSYNC_FUZZTIME:-4s}
 fuzz() {
-  echo "== go test -fuzz $2 ($1, $fuzztime)"
+  stage "go test -fuzz $2 ($1, $fuzztime)"
   go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$1"
 }
 fuzz ./portable FuzzParseHeader
@@ -64,5 +68,6 @@ fuzz ./remote/toolbox FuzzParseRequest
 fuzz ./remote/toolbox FuzzParseResponse
 fuzz ./remote/toolbox FuzzServer_Call
 
-echo "== desktop build and smoke test"
+stage "desktop build and smoke test"
 ./scripts/desktop.sh
+stage "done"
