@@ -65,11 +65,12 @@ func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ..
 	return w
 }
 
-// crashTask is what a crash child serves: the store and the key file, and walletsync's
-// paged wire beside the toolbox's when Wire is set.
+// crashTask is what a crash child serves: the store (a SQLite file, or a PostgreSQL
+// database when Postgres is set) and the key file, and walletsync's paged wire beside the
+// toolbox's when Wire is set.
 type crashTask struct {
-	DB, KeyFile string
-	Wire        bool
+	DB, Postgres, KeyFile string
+	Wire                  bool
 }
 
 // runCrashChild serves until its Killer's boundary kills it; the first line on stdout is
@@ -87,8 +88,13 @@ func runCrashChild(k *crashtest.Killer, raw []byte) {
 	if task.Wire {
 		mounts = append(mounts, WireMount(wire.ViewOptions{}, nil))
 	}
-	srv, err := Open(context.Background(), Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
-		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}})
+	opts := Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
+		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}}
+	if task.Postgres != "" {
+		opts.DBPath, opts.PostgresURL = "", task.Postgres
+		opts.wrapStore = func(s toolbox.Store) toolbox.Store { return killAround{Store: s, k: k} }
+	}
+	srv, err := Open(context.Background(), opts)
 	if err != nil {
 		crashtest.Fail("%v", err)
 	}
