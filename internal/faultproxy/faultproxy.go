@@ -141,9 +141,9 @@ type Proxy struct {
 	upstreams []string // the servers requests may go to (SetUpstreams)
 	at        int      // the one they go to now
 	rules     []*Rule
-	conns    map[net.Conn]struct{}
-	closed   bool
-	requests int
+	conns     map[net.Conn]struct{}
+	closed    bool
+	requests  int
 
 	done chan struct{} // closed by Close: ends a Delay early
 	wg   sync.WaitGroup
