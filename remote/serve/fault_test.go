@@ -223,16 +223,17 @@ func faultOnBackend(backend, dir, target string, kind faultproxy.Kind) bool {
 // is asked for, and left out where the backend refuses it as not implemented), counting
 // the commits its store makes durable: on SQLite every commit of both wires (the store's
 // commit hook), on PostgreSQL the toolbox wire's processSyncChunk calls that returned
-// without error (each commits its merge and state in one transaction).
+// without error (each commits its merge and state in one transaction). On PostgreSQL it
+// counts the toolbox wire's getSyncChunk answers too (reads).
 type faultServer struct {
 	*running
-	backend string
-	applied *atomic.Int64
+	backend        string
+	applied, reads *atomic.Int64
 }
 
 func newFaultServer(t *testing.T, backend string, options func(testing.TB) Options) faultServer {
 	t.Helper()
-	applied := new(atomic.Int64)
+	applied, reads := new(atomic.Int64), new(atomic.Int64)
 	opts := options(t)
 	if opts.DBPath != "" {
 		opts.Store = localstore.Options{CommitHook: func(point string) {
@@ -241,9 +242,12 @@ func newFaultServer(t *testing.T, backend string, options func(testing.TB) Optio
 			}
 		}}
 	} else {
-		opts.wrapStore = func(s toolbox.Store) toolbox.Store { return countingStore{Store: s, applied: applied} }
+		opts.wrapStore = func(s toolbox.Store) toolbox.Store { return countingStore{Store: s, applied: applied, reads: reads} }
 	}
-	opts.Signer, opts.Logger = auth.NewProtoWallet(randomKey(t)), slog.New(slog.DiscardHandler)
+	if opts.Signer == nil {
+		opts.Signer = auth.NewProtoWallet(randomKey(t))
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
 	opts.Mounts = []Mount{WireMount(wire.ViewOptions{}, nil)}
 	if srv, err := Open(t.Context(), opts); errors.Is(err, wallet.ErrNotImplemented) {
 		opts.Mounts = nil // no paged wire on this backend yet
@@ -252,7 +256,7 @@ func newFaultServer(t *testing.T, backend string, options func(testing.TB) Optio
 	} else {
 		t.Fatal(err)
 	}
-	return faultServer{running: startServer(t, opts), backend: backend, applied: applied}
+	return faultServer{running: startServer(t, opts), backend: backend, applied: applied, reads: reads}
 }
 
 // offers reports whether the server serves wire w.
@@ -265,10 +269,19 @@ func (s faultServer) counts(w faultWire) bool {
 	return s.Store() != nil || w.name == "toolbox"
 }
 
-// countingStore counts the processSyncChunk calls that applied their chunk.
+// countingStore counts the processSyncChunk calls that applied their chunk, and the
+// getSyncChunk calls answered.
 type countingStore struct {
 	toolbox.Store
-	applied *atomic.Int64
+	applied, reads *atomic.Int64
+}
+
+func (s countingStore) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+	chunk, err := s.Store.GetSyncChunk(ctx, args)
+	if err == nil {
+		s.reads.Add(1)
+	}
+	return chunk, err
 }
 
 func (s countingStore) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
