@@ -18,7 +18,6 @@ import (
 
 	"walletsync/internal/command"
 	"walletsync/internal/logical"
-	"walletsync/internal/pgcluster"
 	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
@@ -178,13 +177,9 @@ func RunLoad(ctx context.Context, args []string, out io.Writer) error {
 	if *asJSON {
 		progress = io.Discard
 	}
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	var reps []loadReport
 	for _, b := range backends {
-		rep, err := loadOn(ctx, b, loadConfig{Small: *small, Big: *big, Pull: *pull, Dir: *dir, Progress: progress, Exe: exe})
+		rep, err := loadOn(ctx, b, loadConfig{Small: *small, Big: *big, Pull: *pull, Dir: *dir, Progress: progress})
 		if err != nil {
 			return command.Cancelled(ctx, err)
 		}
@@ -230,28 +225,20 @@ func loadOn(ctx context.Context, backend string, cfg loadConfig) (loadReport, er
 	}
 	defer os.RemoveAll(work)
 	cfg.Work = work
-	if backend == "sqlite" {
-		return runLoad(ctx, cfg)
-	}
-	var cluster *pgcluster.Cluster
-	if backend == "postgres" {
-		fmt.Fprintln(cfg.Progress, "starting a throwaway PostgreSQL cluster...")
-		sctx, cancel := context.WithTimeout(ctx, pgcluster.StartTimeout)
-		cluster, err = pgcluster.Start(sctx)
-		cancel()
-		if err != nil {
-			return loadReport{}, err
-		}
-		defer cluster.Stop()
-	} else if cluster, err = pgcluster.Attach(ctx, backend); err != nil {
+	b, release, err := openBackend(ctx, backend, cfg.Progress)
+	if err != nil {
 		return loadReport{}, err
 	}
-	db, drop, err := cluster.CreateDatabase(ctx, "bench_load")
+	defer release()
+	if b.postgres == nil {
+		return runLoad(ctx, cfg)
+	}
+	db, drop, err := b.postgres.CreateDatabase(ctx, "bench_load")
 	if err != nil {
 		return loadReport{}, err
 	}
 	defer drop(context.WithoutCancel(ctx))
-	cfg.Postgres = db
+	cfg.Postgres, cfg.Exe = db, b.exe
 	return runLoad(ctx, cfg)
 }
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/internal/pgcluster"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
@@ -368,4 +370,79 @@ func (p *serveProcess) stop() error {
 func (p *serveProcess) stderr() string {
 	b, _ := os.ReadFile(p.logs)
 	return string(b)
+}
+
+// serveBackend is where `bench serve` runs its walletsync serve: on a SQLite store in this
+// process (Postgres nil), or as a `walletsync serve` process of the binary exe over a new
+// database of a PostgreSQL server (what `walletsync serve --db postgres://...` mounts
+// there, which wire.Detect tells).
+type serveBackend struct {
+	postgres *pgcluster.Cluster
+	exe      string
+}
+
+// name is the backend's name in reports: sqlite or postgres.
+func (b serveBackend) name() string {
+	if b.postgres == nil {
+		return "sqlite"
+	}
+	return "postgres"
+}
+
+// start runs walletsync serve on a new store named label (a file in work, or a database)
+// under the key in keyFile, and returns its URL and a function that stops it and removes
+// the store. clock, when set, is mounted as its paged wire with clocks (SQLite only: the
+// clocks of a child process are not this process's to read); a SQLite server without a
+// clock serves the toolbox wire alone.
+func (b serveBackend) start(ctx context.Context, work, label, keyFile string, clock *serverClock) (string, func(), error) {
+	if b.postgres == nil {
+		key, err := auth.LoadKeyFile(keyFile)
+		if err != nil {
+			return "", nil, err
+		}
+		var mounts []serve.Mount
+		if clock != nil {
+			mounts = append(mounts, clock.mount())
+		}
+		db := filepath.Join(work, label+".sqlite")
+		_, url, stop, err := startServe(ctx, db, key, mounts...)
+		if err != nil {
+			return "", nil, err
+		}
+		return url, func() { stop(); removeStore(db) }, nil
+	}
+	db, drop, err := b.postgres.CreateDatabase(ctx, label)
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := startServeProcess(ctx, b.exe, db, keyFile, filepath.Join(work, label+".log"))
+	if err != nil {
+		drop(context.WithoutCancel(ctx))
+		return "", nil, err
+	}
+	return p.URL, func() { p.stop(); drop(context.WithoutCancel(ctx)) }, nil
+}
+
+// openBackend returns the backend --db names (sqlite, postgres: a throwaway cluster, or
+// postgres://URL: that server) and a function that releases it.
+func openBackend(ctx context.Context, db string, progress io.Writer) (serveBackend, func(), error) {
+	if db == "sqlite" {
+		return serveBackend{}, func() {}, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return serveBackend{}, nil, err
+	}
+	if db != "postgres" {
+		c, err := pgcluster.Attach(ctx, db)
+		return serveBackend{postgres: c, exe: exe}, func() {}, err
+	}
+	fmt.Fprintln(progress, "starting a throwaway PostgreSQL cluster...")
+	sctx, cancel := context.WithTimeout(ctx, pgcluster.StartTimeout)
+	defer cancel()
+	c, err := pgcluster.Start(sctx)
+	if err != nil {
+		return serveBackend{}, nil, err
+	}
+	return serveBackend{postgres: c, exe: exe}, func() { c.Stop() }, nil
 }
