@@ -18,11 +18,13 @@ import (
 
 	"walletsync/internal/command"
 	"walletsync/internal/logical"
+	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/pgstore"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
-	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
@@ -43,7 +45,16 @@ type loadConfig struct {
 	Pull       bool
 	Dir, Work  string
 	Progress   io.Writer
+	// Postgres, when set, is the PostgreSQL database (postgres://...) that loadServers
+	// `walletsync serve` processes of the binary Exe share; without it one walletsync serve
+	// runs in this process on a SQLite store in Work.
+	Postgres string
+	Exe      string
 }
+
+// loadServers is how many `walletsync serve` processes a PostgreSQL load run starts over
+// its one database.
+const loadServers = 2
 
 // latency is a distribution of request latencies, in milliseconds (nearest rank).
 type latency struct {
@@ -93,11 +104,23 @@ type loadPhase struct {
 	// waited out and retried.
 	Errors int `json:"errors"`
 	Busy   int `json:"busy"`
+	// Moved counts the clients whose pages were answered by more than one server (a
+	// PostgreSQL run moves some mid-sync, see moveMode), Rehandshakes the refusals they met
+	// where a server did not know the BRC-104 session they had opened with another (each
+	// followed by a handshake there and the same request again; see httpRequest.Moved).
+	Moved        int `json:"moved,omitempty"`
+	Rehandshakes int `json:"rehandshakes,omitempty"`
 }
 
-// loadReport is the result of `walletsync bench load`.
+// loadReport is the result of `walletsync bench load` on one backend.
 type loadReport struct {
-	Phases []loadPhase `json:"phases"`
+	// Backend is "postgres" for a PostgreSQL run (Servers processes over one database, on
+	// Wire, the wire wire.Detect chose); all three are empty for the SQLite run of one
+	// server in the bench's process over the paged wire.
+	Backend string      `json:"backend,omitempty"`
+	Servers int         `json:"servers,omitempty"`
+	Wire    string      `json:"wire,omitempty"`
+	Phases  []loadPhase `json:"phases"`
 	// Errors and Busy are the phases' together; ErrorSamples the first few errors.
 	Errors       int      `json:"errors"`
 	ErrorSamples []string `json:"errorSamples,omitempty"`
@@ -112,21 +135,30 @@ type loadReport struct {
 // ok reports whether the run had no error and every client's data is exact.
 func (r loadReport) ok() bool { return r.Errors == 0 && len(r.Mismatches) == 0 }
 
-// RunLoad is `walletsync bench load`: a load test that stops by itself. It starts
-// `walletsync serve` in this process on 127.0.0.1 (serve.Open and Run with the paged wire,
-// as the serve command does), then --clients clients push the small fixture and --big
-// clients the toolbox fixture to it at the same time, each a distinct identity with its
-// own wallet and its own connections, as `walletsync sync --to URL` does (wire.Provider,
-// pages of the default size); with --pull they then pull it back into new wallets, all at
-// once too, as `walletsync sync --from URL` does. It reports the HTTP request latencies the
-// clients saw, the errors and the busy answers apart, and checks afterwards that every
-// client's rows on the server (and in the wallet it pulled) equal its wallet's, table by
-// table. It fails when there was an error or a difference.
+// RunLoad is `walletsync bench load`: a load test that stops by itself. By default it
+// starts `walletsync serve` in this process on 127.0.0.1 on a SQLite store (serve.Open and
+// Run with the paged wire, as the serve command does), then --clients clients push the
+// small fixture and --big clients the toolbox fixture to it at the same time, each a
+// distinct identity with its own wallet and its own connections, as `walletsync sync --to
+// URL` does (wire.Provider, pages of the default size); with --pull they then pull it back
+// into new wallets, all at once too, as `walletsync sync --from URL` does. It reports the
+// HTTP request latencies the clients saw, the errors and the busy answers apart, and checks
+// afterwards that every client's rows on the server (and in the wallet it pulled) equal its
+// wallet's, table by table. It fails when there was an error or a difference.
+//
+// --db chooses the backends, one run each, printed side by side: sqlite (the above),
+// postgres (a throwaway PostgreSQL cluster, as the tests start one: internal/pgcluster), or
+// postgres://USER@HOST/DB (that server; the run creates a scratch database there and drops
+// it afterwards, so the role needs CREATEDB). A PostgreSQL run starts two `walletsync
+// serve` processes of this binary over one database, spreads the clients across both, and
+// moves some of them between the two mid-sync (moveMode); they speak the wire the servers
+// offer (wire.Detect), as `walletsync sync` would.
 func RunLoad(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("bench load", "[--clients 50] [--big 5] [--pull] [--dir D] [--json]", out)
+	fs := command.NewFlags("bench load", "[--clients 50] [--big 5] [--pull] [--db sqlite|postgres|postgres://URL[,...]] [--dir D] [--json]", out)
 	small := fs.Int("clients", 50, "clients pushing the small fixture, each its own identity and wallet")
 	big := fs.Int("big", 5, "clients pushing the toolbox fixture at the same time")
 	pull := fs.Bool("pull", false, "then pull every wallet back into a new one, all clients at once (retained views: busy answers)")
+	db := fs.String("db", "sqlite", "the servers' backends, comma-separated, one run each: sqlite (one server in this process), postgres (two server processes over a throwaway PostgreSQL cluster), postgres://URL (over a scratch database on that server)")
 	dir := fs.String("dir", defaultBenchDir(), "where generated bench wallets are kept")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := command.Parse(fs, args); err != nil {
@@ -135,40 +167,105 @@ func RunLoad(ctx context.Context, args []string, out io.Writer) error {
 	if *small < 0 || *big < 0 || *small+*big == 0 {
 		return fmt.Errorf("%w: --clients and --big must not be negative, and one at least 1", command.ErrUsage)
 	}
+	backends := strings.Split(*db, ",")
+	for _, b := range backends {
+		if b != "sqlite" && b != "postgres" && !isPostgresURL(b) {
+			return fmt.Errorf("%w: --db takes sqlite, postgres or postgres://URL, comma-separated, not %q", command.ErrUsage, b)
+		}
+	}
 	progress := out
 	if *asJSON {
 		progress = io.Discard
 	}
-	work, err := os.MkdirTemp("", "walletsync-bench-load-")
-	if err != nil {
+	var reps []loadReport
+	for _, b := range backends {
+		rep, err := loadOn(ctx, b, loadConfig{Small: *small, Big: *big, Pull: *pull, Dir: *dir, Progress: progress})
+		if err != nil {
+			return command.Cancelled(ctx, err)
+		}
+		reps = append(reps, rep)
+	}
+	var v any = loadComparison{Runs: reps}
+	if len(reps) == 1 {
+		v = reps[0]
+	}
+	if err := command.Report(out, *asJSON, v, func(w io.Writer) {
+		for _, rep := range reps {
+			printLoad(w, rep)
+		}
+		if len(reps) > 1 {
+			printLoadComparison(w, reps)
+		}
+	}); err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
-	rep, err := runLoad(ctx, loadConfig{Small: *small, Big: *big, Pull: *pull, Dir: *dir, Work: work, Progress: progress})
-	if err != nil {
-		return command.Cancelled(ctx, err)
-	}
-	if err := command.Report(out, *asJSON, rep, func(w io.Writer) { printLoad(w, rep) }); err != nil {
-		return err
-	}
-	if !rep.ok() {
-		return fmt.Errorf("load: %d errors, %d clients' data differ: %w", rep.Errors, len(rep.Mismatches), errBenchMismatch)
+	for _, rep := range reps {
+		if !rep.ok() {
+			return fmt.Errorf("load on %s: %d errors, %d clients' data differ: %w", rep.backend(), rep.Errors, len(rep.Mismatches), errBenchMismatch)
+		}
 	}
 	return nil
 }
 
-// loadClient is one client of the load: its wallet and identity, and what its syncs did.
+// loadComparison is `bench load --json` with more than one backend: a report each.
+type loadComparison struct {
+	Runs []loadReport `json:"runs"`
+}
+
+func isPostgresURL(s string) bool {
+	return strings.HasPrefix(s, "postgres://") || strings.HasPrefix(s, "postgresql://")
+}
+
+// loadOn runs cfg on one backend of --db, in a work folder of its own; a PostgreSQL run in
+// a scratch database of the server (a throwaway cluster for "postgres"), dropped after.
+func loadOn(ctx context.Context, backend string, cfg loadConfig) (loadReport, error) {
+	work, err := os.MkdirTemp("", "walletsync-bench-load-")
+	if err != nil {
+		return loadReport{}, err
+	}
+	defer os.RemoveAll(work)
+	cfg.Work = work
+	b, release, err := openBackend(ctx, backend, cfg.Progress)
+	if err != nil {
+		return loadReport{}, err
+	}
+	defer release()
+	if b.postgres == nil {
+		return runLoad(ctx, cfg)
+	}
+	db, drop, err := b.postgres.CreateDatabase(ctx, "bench_load")
+	if err != nil {
+		return loadReport{}, err
+	}
+	defer drop(context.WithoutCancel(ctx))
+	cfg.Postgres, cfg.Exe = db, b.exe
+	return runLoad(ctx, cfg)
+}
+
+// loadClient is one client of the load: its wallet and identity, the server it starts on
+// and how it moves, and what its syncs did.
 type loadClient struct {
 	class    int // index in loadPhase.Classes
 	seed     uint64
 	path     string // its wallet
+	writable bool   // path is the run's own copy, which its push may write
 	pulled   string // the wallet its pull made
 	identity string
+	home     int // the server it starts a sync on
+	move     moveMode
 	// The phase's: its requests, and its sync's time, rows and error.
 	log     *requestLog
 	seconds float64
 	rows    int64
 	err     error
+}
+
+// loadTarget is what a load run syncs with: the servers' URLs, the wire they offer, and a
+// reader of a client's rows on them.
+type loadTarget struct {
+	urls  []string
+	paged bool
+	read  func(ctx context.Context, identity string) (logical.Wallet, error)
 }
 
 // runLoad runs the load of cfg and verifies every client's data afterwards. An error is
@@ -193,26 +290,48 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadReport, error) {
 				pulled: filepath.Join(cfg.Work, fmt.Sprintf("pulled-%d.sqlite", seed))})
 		}
 	}
-	key, err := secp256k1.GeneratePrivateKey()
-	if err != nil {
-		return rep, err
-	}
-	srv, url, stop, err := startServe(ctx, filepath.Join(cfg.Work, "server.sqlite"), key, serve.WireMount(wire.ViewOptions{}, slog.New(slog.DiscardHandler)))
+	target, stop, err := startLoadTarget(ctx, cfg)
 	if err != nil {
 		return rep, err
 	}
 	defer stop()
+	if cfg.Postgres != "" {
+		rep.Backend, rep.Servers, rep.Wire = "postgres", len(target.urls), "toolbox"
+		if target.paged {
+			rep.Wire = "walletsync"
+		}
+	}
+	if !target.paged {
+		// A push on the toolbox wire first merges the server's copy into the wallet and
+		// keeps its sync state there (BRC-40 both ways, as `walletsync sync --to URL` does),
+		// so each client pushes a copy of its wallet: the made ones are reused by later runs.
+		for _, c := range clients {
+			cp := filepath.Join(cfg.Work, filepath.Base(c.path))
+			if err := safefile.CopyNew(c.path, cp); err != nil {
+				return rep, err
+			}
+			c.path, c.writable = cp, true
+		}
+	}
+	// Clients take the servers in turn; with more than one, every fourth from the second
+	// moves after its first page and every fourth from the fourth after every page.
+	for i, c := range clients {
+		c.home = i % len(target.urls)
+		if len(target.urls) > 1 {
+			c.move = []moveMode{stay, moveOnce, stay, moveEvery}[i%4]
+		}
+	}
 
 	phases := []struct {
 		name string
-		run  func(*loadClient, context.Context, *wire.Provider) (pagedRun, error)
+		run  func(*loadClient, context.Context, loadRemote) (pagedRun, error)
 	}{{"push", (*loadClient).push}, {"pull", (*loadClient).pull}}
 	if !cfg.Pull {
 		phases = phases[:1]
 	}
 	for _, ph := range phases {
-		fmt.Fprintf(cfg.Progress, "%d clients %s at once, at %s...\n", len(clients), ph.name, url)
-		p, err := loadRound(ctx, clients, url, ph.run)
+		fmt.Fprintf(cfg.Progress, "%d clients %s at once, at %s...\n", len(clients), ph.name, strings.Join(target.urls, " and "))
+		p, err := loadRound(ctx, clients, target, ph.run)
 		if err != nil {
 			return rep, err
 		}
@@ -235,7 +354,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadReport, error) {
 
 	fmt.Fprintln(cfg.Progress, "comparing every client's rows on the server with its wallet...")
 	for _, c := range clients {
-		d, err := c.compare(ctx, srv.Store(), cfg.Pull)
+		d, err := c.compare(ctx, target.read, cfg.Pull)
 		switch {
 		case err != nil:
 			return rep, err
@@ -248,22 +367,80 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadReport, error) {
 	return rep, nil
 }
 
-// loadRound runs run for every client at once, each with a new client of the paged wire,
-// and returns what the round did.
-func loadRound(ctx context.Context, clients []*loadClient, url string, run func(*loadClient, context.Context, *wire.Provider) (pagedRun, error)) (loadPhase, error) {
+// startLoadTarget starts the servers of cfg: one walletsync serve in this process on a
+// SQLite store, or loadServers processes of cfg.Exe over the PostgreSQL database, all
+// under one identity key (one storage, whichever process answers). It returns them and a
+// function that stops them.
+func startLoadTarget(ctx context.Context, cfg loadConfig) (loadTarget, func(), error) {
+	if cfg.Postgres == "" {
+		key, err := secp256k1.GeneratePrivateKey()
+		if err != nil {
+			return loadTarget{}, nil, err
+		}
+		srv, url, stop, err := startServe(ctx, filepath.Join(cfg.Work, "server.sqlite"), key, serve.WireMount(wire.ViewOptions{}, slog.New(slog.DiscardHandler)))
+		if err != nil {
+			return loadTarget{}, nil, err
+		}
+		read := func(ctx context.Context, identity string) (logical.Wallet, error) {
+			return logical.Read(ctx, srv.Store(), identity, logical.AfterSync())
+		}
+		return loadTarget{urls: []string{url}, paged: true, read: read}, stop, nil
+	}
+	keyFile := filepath.Join(cfg.Work, "server.key")
+	if _, err := auth.CreateKeyFile(keyFile); err != nil {
+		return loadTarget{}, nil, err
+	}
+	var procs []*serveProcess
+	stop := func() {
+		for _, p := range procs {
+			if err := p.stop(); err != nil {
+				fmt.Fprintf(cfg.Progress, "warning: %v\n", err)
+			}
+		}
+	}
+	var t loadTarget
+	for i := range loadServers {
+		p, err := startServeProcess(ctx, cfg.Exe, cfg.Postgres, keyFile, filepath.Join(cfg.Work, fmt.Sprintf("serve-%d.log", i)))
+		if err != nil {
+			stop()
+			return loadTarget{}, nil, err
+		}
+		procs = append(procs, p)
+		t.urls = append(t.urls, p.URL)
+	}
+	store, err := pgstore.Open(ctx, cfg.Postgres, pgstore.Options{})
+	if err != nil {
+		stop()
+		return loadTarget{}, nil, err
+	}
+	t.paged = wire.Detect(ctx, t.urls[0])
+	t.read = func(ctx context.Context, identity string) (logical.Wallet, error) {
+		return logical.ReadChunks(ctx, store, identity, logical.AfterSync())
+	}
+	return t, func() { store.Close(); stop() }, nil
+}
+
+// loadRound runs run for every client at once, each with a new client of the servers'
+// wire, and returns what the round did.
+func loadRound(ctx context.Context, clients []*loadClient, target loadTarget, run func(*loadClient, context.Context, loadRemote) (pagedRun, error)) (loadPhase, error) {
 	p := loadPhase{Classes: []loadClass{{Fixture: string(localstore.FixtureSmall)}, {Fixture: string(localstore.FixtureToolbox)}}}
+	hosts := make([]string, len(target.urls))
+	for i, u := range target.urls {
+		hosts[i] = strings.TrimPrefix(u, "http://")
+	}
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for _, c := range clients {
 		c.log, c.seconds, c.rows, c.err = newRequestLog(), 0, 0, nil
+		c.log.route = newRouter(hosts, c.home, c.move)
 		wg.Go(func() {
-			prov, err := pagedClient(url, c.seed, c.log)
+			remote, err := dialRemote(target.urls[c.home], c.seed, target.paged, c.log)
 			if err != nil {
 				c.err = err
 				return
 			}
 			<-start
-			res, err := run(c, ctx, prov)
+			res, err := run(c, ctx, remote)
 			c.seconds, c.rows, c.err = res.Seconds, res.Rows, err
 		})
 	}
@@ -279,10 +456,12 @@ func loadRound(ctx context.Context, clients []*loadClient, url string, run func(
 	for _, c := range clients {
 		for _, r := range c.log.requests() {
 			all = append(all, r.Took)
-			if isPage(r.Path) {
+			if r.Page {
 				pages = append(pages, r.Took)
 			}
 			switch {
+			case r.Moved:
+				p.Rehandshakes++
 			case r.Status == http.StatusServiceUnavailable || r.Status == http.StatusTooManyRequests:
 				p.Busy++
 			case requestFailed(r):
@@ -291,6 +470,9 @@ func loadRound(ctx context.Context, clients []*loadClient, url string, run func(
 		}
 		if c.err != nil {
 			p.Errors++
+		}
+		if c.log.route.servers() > 1 {
+			p.Moved++
 		}
 		p.Classes[c.class].Rows += c.rows
 		secs[c.class] = append(secs[c.class], c.seconds)
@@ -305,15 +487,11 @@ func loadRound(ctx context.Context, clients []*loadClient, url string, run func(
 	return p, nil
 }
 
-// requestFailed reports a request that got no answer or a refusal other than busy.
+// requestFailed reports a request that got no answer or a refusal other than busy or a
+// moved client's expected one.
 func requestFailed(r httpRequest) bool {
 	busy := r.Status == http.StatusServiceUnavailable || r.Status == http.StatusTooManyRequests
-	return !busy && (r.Status == 0 || r.Status >= 400)
-}
-
-// isPage reports a page request: a commit, or a page read.
-func isPage(path string) bool {
-	return isCommit(path) || strings.HasSuffix(path, wire.Prefix+"view/read")
+	return !busy && !r.Moved && (r.Status == 0 || r.Status >= 400)
 }
 
 func (r *loadReport) sample(err error) {
@@ -322,34 +500,31 @@ func (r *loadReport) sample(err error) {
 	}
 }
 
-// push syncs the client's wallet to the server.
-func (c *loadClient) push(ctx context.Context, p *wire.Provider) (pagedRun, error) {
-	src, err := localstore.Open(ctx, c.path, localstore.Options{ReadOnly: true})
+// push syncs the client's wallet to the servers.
+func (c *loadClient) push(ctx context.Context, r loadRemote) (pagedRun, error) {
+	src, err := localstore.Open(ctx, c.path, localstore.Options{ReadOnly: !c.writable})
 	if err != nil {
 		return pagedRun{}, err
 	}
 	defer src.Close()
-	// The options of `walletsync sync --to URL`: pages of the default size, not bulk.
-	run, _, err := timedSync(ctx, src, p, c.identity, syncer.Options{Active: wallet.KeepSourceActive})
-	return run, err
+	return r.sync(ctx, src, c.identity, wallet.KeepSourceActive)
 }
 
-// pull syncs the client's rows on the server into a new wallet.
-func (c *loadClient) pull(ctx context.Context, p *wire.Provider) (pagedRun, error) {
+// pull syncs the client's rows on the servers into a new wallet.
+func (c *loadClient) pull(ctx context.Context, r loadRemote) (pagedRun, error) {
 	dst, err := localstore.Create(ctx, c.pulled, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
 	if err != nil {
 		return pagedRun{}, err
 	}
 	defer dst.Close()
-	run, _, err := timedSync(ctx, p, dst, c.identity, syncer.Options{Active: wallet.KeepDestinationActive})
-	return run, err
+	return r.sync(ctx, dst, c.identity, wallet.KeepDestinationActive)
 }
 
 // compare returns how the client's rows on the server, and in the wallet it pulled when
 // pulled is set, differ from its wallet's ("" when they are equal).
-func (c *loadClient) compare(ctx context.Context, server wallet.Source, pulled bool) (string, error) {
-	read := func(what string, src wallet.Source) (logical.Wallet, error) {
-		w, err := logical.Read(ctx, src, c.identity, logical.AfterSync())
+func (c *loadClient) compare(ctx context.Context, server func(context.Context, string) (logical.Wallet, error), pulled bool) (string, error) {
+	read := func(what string, src func(context.Context, string) (logical.Wallet, error)) (logical.Wallet, error) {
+		w, err := src(ctx, c.identity)
 		if err != nil && !errors.Is(err, wallet.ErrNotFound) {
 			return nil, fmt.Errorf("read client %d's rows %s: %w", c.seed, what, err)
 		}
@@ -361,7 +536,9 @@ func (c *loadClient) compare(ctx context.Context, server wallet.Source, pulled b
 			return nil, err
 		}
 		defer s.Close()
-		return read("in "+filepath.Base(path), s)
+		return read("in "+filepath.Base(path), func(ctx context.Context, identity string) (logical.Wallet, error) {
+			return logical.Read(ctx, s, identity, logical.AfterSync())
+		})
 	}
 	want, err := open(c.path)
 	if err != nil {
@@ -387,7 +564,15 @@ func (c *loadClient) compare(ctx context.Context, server wallet.Source, pulled b
 }
 
 func printLoad(w io.Writer, rep loadReport) {
-	fmt.Fprintln(w, "bench load: clients sync with one walletsync serve on 127.0.0.1 at once, over the paged wire, each its own identity and wallet")
+	if rep.Backend == "" {
+		fmt.Fprintln(w, "bench load: clients sync with one walletsync serve on 127.0.0.1 at once, over the paged wire, each its own identity and wallet")
+	} else {
+		wireNote := "the paged wire"
+		if rep.Wire == "toolbox" {
+			wireNote = "the toolbox wire (the servers offer no paged wire on PostgreSQL: wire.Detect)"
+		}
+		fmt.Fprintf(w, "bench load on PostgreSQL: clients sync with %d walletsync serve processes over one database at once, over %s, each its own identity and wallet, spread across the servers; some move between them mid-sync\n", rep.Servers, wireNote)
+	}
 	for _, p := range rep.Phases {
 		fmt.Fprintf(w, "  %s: %.2f s in all, %d HTTP requests (BRC-104 handshakes included)\n", p.Name, p.Seconds, p.Requests)
 		for _, c := range p.Classes {
@@ -402,6 +587,9 @@ func printLoad(w io.Writer, rep loadReport) {
 			fmt.Fprintf(w, "    latency, %-13s (%5d): p50 %7.1f ms  p95 %7.1f ms  p99 %7.1f ms  max %7.1f ms\n", l.name, l.l.Count, l.l.P50, l.l.P95, l.l.P99, l.l.Max)
 		}
 		fmt.Fprintf(w, "    errors: %d; busy answers retried: %d\n", p.Errors, p.Busy)
+		if rep.Servers > 1 {
+			fmt.Fprintf(w, "    clients whose pages both servers answered: %d (sessions opened again on the other server: %d)\n", p.Moved, p.Rehandshakes)
+		}
 	}
 	fmt.Fprintf(w, "  errors: %d (goal: none); busy answers retried: %d\n", rep.Errors, rep.Busy)
 	for _, e := range rep.ErrorSamples {
@@ -414,5 +602,29 @@ func printLoad(w io.Writer, rep loadReport) {
 	fmt.Fprintf(w, "  data: %d of %d clients' rows %s equal their wallets', table by table\n", rep.Verified, rep.Verified+len(rep.Mismatches), where)
 	for _, m := range rep.Mismatches {
 		fmt.Fprintf(w, "    %s\n", m)
+	}
+}
+
+// backend names the run's backend in messages.
+func (r loadReport) backend() string {
+	if r.Backend == "" {
+		return "sqlite"
+	}
+	return r.Backend
+}
+
+// printLoadComparison prints the runs' figures side by side, phase by phase.
+func printLoadComparison(w io.Writer, reps []loadReport) {
+	fmt.Fprintln(w, "bench load, the backends side by side (the same clients and wallets; latencies of every request, in ms):")
+	fmt.Fprintf(w, "  %-9s %-5s %-10s %7s %8s %8s %8s %8s %9s %7s %8s\n", "backend", "phase", "wire", "wall s", "requests", "p50", "p95", "p99", "page p95", "errors", "exact")
+	for _, rep := range reps {
+		wireName := rep.Wire
+		if wireName == "" {
+			wireName = "walletsync"
+		}
+		for _, p := range rep.Phases {
+			fmt.Fprintf(w, "  %-9s %-5s %-10s %7.2f %8d %8.1f %8.1f %8.1f %9.1f %7d %4d/%-3d\n", rep.backend(), p.Name, wireName, p.Seconds, p.Requests,
+				p.Latency.P50, p.Latency.P95, p.Latency.P99, p.Pages.P95, p.Errors, rep.Verified, rep.Verified+len(rep.Mismatches))
+		}
 	}
 }

@@ -13,11 +13,11 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-
 	"walletsync/internal/command"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/wire"
 )
 
 // serveGoal is the issue's goal for a toolbox wallet's backup: walletsync serve takes at
@@ -53,7 +53,11 @@ type serveClientReport struct {
 
 // serveBenchReport is the result of `walletsync bench serve`: its parts, those measured.
 type serveBenchReport struct {
-	Fixture     string             `json:"fixture"`
+	Fixture string `json:"fixture"`
+	// Backend is the store walletsync serve ran on: "postgres", or empty for SQLite.
+	Backend string `json:"backend,omitempty"`
+	// PagedNote says why part 1 was not measured: its server offers no paged wire.
+	PagedNote   string             `json:"pagedNote,omitempty"`
 	Paged       *servePagedReport  `json:"paged,omitempty"`
 	Client      *serveClientReport `json:"client,omitempty"`
 	Goals       []benchGoal        `json:"goals"`
@@ -71,13 +75,17 @@ type serveBenchReport struct {
 // BRC-104; the client's side (Node, its local SQLite reads, signing) is the same code on
 // both, so the ratio understates the difference between the servers.
 func RunServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("bench serve", "[--fixture toolbox|small] [--part all|paged|client] [--repeat N] [--interop DIR] [--dir D] [--json]", out)
+	fs := command.NewFlags("bench serve", "[--fixture toolbox|small] [--part all|paged|client] [--repeat N] [--db sqlite|postgres|postgres://URL] [--interop DIR] [--dir D] [--json]", out)
 	setup := benchFlags(fs, "toolbox: the toolbox's own sync benchmark shape; small: for tests")
 	interop := fs.String("interop", "", "the folder of the installed toolbox peer, interop/ of the walletsync source (default: found from the current folder up)")
 	part := fs.String("part", "all", "paged: part 1 only (walletsync's client over the paged wire against the local copy); client: part 2 only (the toolbox's StorageClient, walletsync serve against the toolbox's server)")
 	repeat := fs.Int("repeat", 3, "part 1's rounds; the median counts")
+	db := fs.String("db", "sqlite", "walletsync serve's store: sqlite (in this process), postgres (a `walletsync serve --db postgres://` process over a throwaway PostgreSQL cluster), postgres://URL (over new databases on that server; the role needs CREATEDB)")
 	if err := command.Parse(fs, args); err != nil {
 		return err
+	}
+	if *db != "sqlite" && *db != "postgres" && !isPostgresURL(*db) {
+		return fmt.Errorf("%w: --db takes sqlite, postgres or postgres://URL, not %q", command.ErrUsage, *db)
 	}
 	if *part != "all" && *part != "paged" && *part != "client" {
 		return fmt.Errorf("%w: --part must be all, paged or client", command.ErrUsage)
@@ -102,9 +110,22 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(work)
+	backend, release, err := openBackend(ctx, *db, progress)
+	if err != nil {
+		return err
+	}
+	defer release()
 	rep := serveBenchReport{Fixture: string(f)}
+	if backend.postgres != nil {
+		rep.Backend = backend.name()
+	}
 	if *part != "client" {
-		if rep.Paged, err = measurePaged(ctx, path, identity, work, *repeat, progress); err != nil {
+		if rep.PagedNote, err = pagedOffered(ctx, backend, work); err != nil {
+			return command.Cancelled(ctx, err)
+		}
+	}
+	if *part != "client" && rep.PagedNote == "" {
+		if rep.Paged, err = measurePaged(ctx, backend, path, identity, work, *repeat, progress); err != nil {
 			return command.Cancelled(ctx, err)
 		}
 		p := rep.Paged
@@ -114,7 +135,7 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 				Note: fmt.Sprintf("a new client adds its BRC-104 handshake and the capabilities request: %d", p.UnchangedColdRequests)})
 	}
 	if *part != "paged" {
-		if rep.Client, err = measureClients(ctx, peerDir, path, work, progress); err != nil {
+		if rep.Client, err = measureClients(ctx, backend, peerDir, path, work, progress); err != nil {
 			return command.Cancelled(ctx, err)
 		}
 		rep.Goals = append(rep.Goals, benchGoal{Name: "first backup time, walletsync serve / toolbox StorageServer, " + rep.Fixture + " fixture",
@@ -125,6 +146,12 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 		rep.AllGoalsMet = rep.AllGoalsMet && g.Met
 	}
 	return command.Report(out, *setup.asJSON, rep, func(w io.Writer) {
+		if rep.Backend != "" {
+			fmt.Fprintf(w, "bench serve on %s: walletsync serve runs as `walletsync serve --db postgres://...` (a child process) over a new database\n", rep.Backend)
+		}
+		if rep.PagedNote != "" {
+			fmt.Fprintf(w, "bench serve, part 1: not measured: %s\n", rep.PagedNote)
+		}
 		if rep.Paged != nil {
 			printServePaged(w, rep.Fixture, rep.Paged)
 		}
@@ -135,17 +162,40 @@ func RunServe(ctx context.Context, args []string, out io.Writer) error {
 	})
 }
 
+// pagedOffered returns why part 1 cannot run on the backend ("" when it can): it starts a
+// walletsync serve as part 1 would and asks it for the paged wire (wire.Detect), which
+// `walletsync serve` mounts on SQLite and, once it is built there, on PostgreSQL.
+func pagedOffered(ctx context.Context, b serveBackend, work string) (string, error) {
+	if b.postgres == nil {
+		return "", nil
+	}
+	keyFile := filepath.Join(work, "probe.key")
+	if _, err := auth.CreateKeyFile(keyFile); err != nil {
+		return "", err
+	}
+	url, stop, err := b.start(ctx, work, "probe", keyFile, nil)
+	if err != nil {
+		return "", err
+	}
+	defer stop()
+	if wire.Detect(ctx, url) {
+		return "", nil
+	}
+	return "needs the paged wire on PostgreSQL: walletsync serve --db postgres:// offers only the toolbox wire there yet (wire.Detect)", nil
+}
+
 // measureClients is part 2: storage-client.mjs backs a copy of the wallet at path up to
-// walletsync serve (in this process) and to the toolbox's StorageServer, both under one
-// new server identity.
-func measureClients(ctx context.Context, peerDir, path, work string, progress io.Writer) (*serveClientReport, error) {
+// walletsync serve (of the backend) and to the toolbox's StorageServer, both under one new
+// server identity.
+func measureClients(ctx context.Context, b serveBackend, peerDir, path, work string, progress io.Writer) (*serveClientReport, error) {
 	userKey := hex.EncodeToString(localstore.FixtureRootKey(1)) // benchWallet's user is seed 1's
-	serverKey, err := secp256k1.GeneratePrivateKey()
+	keyFile := filepath.Join(work, "server.key")
+	serverKey, err := auth.CreateKeyFile(keyFile)
 	if err != nil {
 		return nil, err
 	}
 	serverKeyHex := hex.EncodeToString(serverKey.Serialize()) // the toolbox server runs under the same identity
-	_, wsURL, stop, err := startServe(ctx, filepath.Join(work, "walletsync-server.sqlite"), serverKey)
+	wsURL, stop, err := b.start(ctx, work, "walletsync-server", keyFile, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -12,11 +12,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/decred/dcrd/dcrec/secp256k1/v4"
-
 	"walletsync/internal/command"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
@@ -77,7 +76,7 @@ type servePagedReport struct {
 // measurePaged runs part 1 on the wallet at srcPath (identity is its user, the fixture user
 // of seed 1): repeat rounds of a local full copy and a push over the paged wire, each to a
 // new store in work, the order alternating between rounds, then an unchanged re-sync.
-func measurePaged(ctx context.Context, srcPath, identity, work string, repeat int, progress io.Writer) (*servePagedReport, error) {
+func measurePaged(ctx context.Context, b serveBackend, srcPath, identity, work string, repeat int, progress io.Writer) (*servePagedReport, error) {
 	src, err := localstore.Open(ctx, srcPath, localstore.Options{ReadOnly: true})
 	if err != nil {
 		return nil, err
@@ -98,7 +97,7 @@ func measurePaged(ctx context.Context, srcPath, identity, work string, repeat in
 		}
 		remote := func() error {
 			fmt.Fprintf(progress, "round %d/%d: the push to walletsync serve over the paged wire...\n", round+1, repeat)
-			r, err := wirePush(ctx, src, identity, filepath.Join(work, fmt.Sprintf("server-%d.sqlite", round)), rep, round == repeat-1)
+			r, err := wirePush(ctx, b, src, identity, work, fmt.Sprintf("server-%d", round), rep, round == repeat-1)
 			wires = append(wires, r)
 			return err
 		}
@@ -165,17 +164,20 @@ func localCopy(ctx context.Context, src *localstore.Store, identity string, chai
 	return run, nil
 }
 
-// wirePush pushes src to a new walletsync serve on the store at db, with clocks on the
-// server's wire handler and store commits. With unchanged set it then measures an
-// unchanged re-sync into rep.
-func wirePush(ctx context.Context, src *localstore.Store, identity, db string, rep *servePagedReport, unchanged bool) (pagedRun, error) {
-	defer removeStore(db)
-	clock := &serverClock{}
-	key, err := secp256k1.GeneratePrivateKey()
-	if err != nil {
+// wirePush pushes src to a new walletsync serve of the backend on a store named label,
+// with clocks on the server's wire handler and store commits where the server runs in
+// this process (SQLite). With unchanged set it then measures an unchanged re-sync into rep.
+func wirePush(ctx context.Context, b serveBackend, src *localstore.Store, identity, work, label string, rep *servePagedReport, unchanged bool) (pagedRun, error) {
+	var clock *serverClock
+	if b.postgres == nil {
+		clock = &serverClock{}
+	}
+	keyFile := filepath.Join(work, label+".key")
+	if _, err := auth.CreateKeyFile(keyFile); err != nil {
 		return pagedRun{}, err
 	}
-	_, url, stop, err := startServe(ctx, db, key, clock.mount())
+	defer os.Remove(keyFile)
+	url, stop, err := b.start(ctx, work, label, keyFile, clock)
 	if err != nil {
 		return pagedRun{}, err
 	}
@@ -196,7 +198,9 @@ func wirePush(ctx context.Context, src *localstore.Store, identity, db string, r
 			run.HTTPSeconds += r.Took.Seconds()
 		}
 	}
-	run.ServerWireSeconds, run.ServerCommitSeconds = clock.seconds()
+	if clock != nil {
+		run.ServerWireSeconds, run.ServerCommitSeconds = clock.seconds()
+	}
 	if !unchanged {
 		return run, nil
 	}
@@ -307,9 +311,14 @@ func printServePaged(w io.Writer, fixture string, p *servePagedReport) {
 	x := p.Wire
 	fmt.Fprintf(w, "  where the paged push's commits went (%.3f s as the page session saw them, %s sent):\n", x.CommitSeconds, command.HumanBytes(x.BytesSent))
 	fmt.Fprintf(w, "    client: frame encode, BRC-104 sign and verify, frame decode  %7.3f s\n", x.CommitSeconds-x.HTTPSeconds)
-	fmt.Fprintf(w, "    loopback HTTP and the server's BRC-104 middleware           %7.3f s\n", x.HTTPSeconds-x.ServerWireSeconds)
-	fmt.Fprintf(w, "    server: frame decode and answer encode                      %7.3f s\n", x.ServerWireSeconds-x.ServerCommitSeconds)
-	fmt.Fprintf(w, "    server: store commit                                        %7.3f s (the local copy's commits: %.3f s)\n", x.ServerCommitSeconds, p.Local.CommitSeconds)
+	if x.ServerWireSeconds == 0 {
+		// A server in a child process (PostgreSQL): its clocks are not the bench's.
+		fmt.Fprintf(w, "    loopback HTTP and the server (a child process: not split)  %7.3f s\n", x.HTTPSeconds)
+	} else {
+		fmt.Fprintf(w, "    loopback HTTP and the server's BRC-104 middleware           %7.3f s\n", x.HTTPSeconds-x.ServerWireSeconds)
+		fmt.Fprintf(w, "    server: frame decode and answer encode                      %7.3f s\n", x.ServerWireSeconds-x.ServerCommitSeconds)
+		fmt.Fprintf(w, "    server: store commit                                        %7.3f s (the local copy's commits: %.3f s)\n", x.ServerCommitSeconds, p.Local.CommitSeconds)
+	}
 	fmt.Fprintf(w, "  paged push / local full copy: %.2fx (rounds: %s)\n", p.Ratio, formatRatios(p.Ratios))
 	fmt.Fprintf(w, "  unchanged re-sync: %d HTTP request(s) by the client that pushed (%d page-session request(s), %.3f s); %d by a new client (BRC-104 handshake and capabilities first)\n",
 		p.UnchangedRequests, p.UnchangedSyncRequests, p.UnchangedSeconds, p.UnchangedColdRequests)

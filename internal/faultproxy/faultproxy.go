@@ -60,6 +60,12 @@ const (
 	// Duplicate forwards the request twice, one after the other, and answers the client
 	// with the second response.
 	Duplicate Kind = "duplicate"
+	// SwitchAfter forwards the request as it is and, when the upstream answered it with a
+	// 2xx, sends the requests after it to the next of the proxy's upstreams (SetUpstreams):
+	// a client moved to another server between two pages, as a load balancer without
+	// session affinity moves it. It is no fault of the exchange itself: the client gets
+	// the answer whole.
+	SwitchAfter Kind = "switch-after"
 )
 
 // Fault is one scripted fault.
@@ -131,12 +137,13 @@ func (r *Rule) take(req *http.Request, body []byte) bool {
 type Proxy struct {
 	ln net.Listener
 
-	mu       sync.Mutex
-	upstream string
-	rules    []*Rule
-	conns    map[net.Conn]struct{}
-	closed   bool
-	requests int
+	mu        sync.Mutex
+	upstreams []string // the servers requests may go to (SetUpstreams)
+	at        int      // the one they go to now
+	rules     []*Rule
+	conns     map[net.Conn]struct{}
+	closed    bool
+	requests  int
 
 	done chan struct{} // closed by Close: ends a Delay early
 	wg   sync.WaitGroup
@@ -149,7 +156,7 @@ func Start(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start fault proxy: %w", err)
 	}
-	p := &Proxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	p := &Proxy{ln: ln, upstreams: []string{upstream}, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -160,10 +167,21 @@ func (p *Proxy) URL() string { return "http://" + p.ln.Addr().String() }
 
 // SetUpstream points the proxy at another server address, for the requests that arrive
 // from now on (a server restarted on another port).
-func (p *Proxy) SetUpstream(addr string) {
+func (p *Proxy) SetUpstream(addr string) { p.SetUpstreams(addr) }
+
+// SetUpstreams gives the proxy several servers ("host:port"): requests go to the first
+// until a SwitchAfter fault moves them to the next, and after the last to the first again.
+func (p *Proxy) SetUpstreams(addrs ...string) {
 	p.mu.Lock()
-	p.upstream = addr
+	p.upstreams, p.at = addrs, 0
 	p.mu.Unlock()
+}
+
+// Upstream returns the server address requests go to now.
+func (p *Proxy) Upstream() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.upstreams[p.at]
 }
 
 // Add scripts a fault and returns its Rule. Rules are tried in the order they were added,
@@ -293,6 +311,12 @@ func (p *Proxy) handle(c net.Conn, req *http.Request, body []byte) bool {
 		return false
 	case CorruptResponse:
 		respBody = corrupt(respBody, fault.Offset)
+	case SwitchAfter:
+		if resp.StatusCode/100 == 2 {
+			p.mu.Lock()
+			p.at = (p.at + 1) % len(p.upstreams)
+			p.mu.Unlock()
+		}
 	}
 	return writeResponse(c, resp, respBody, len(respBody)) == nil && !resp.Close && !req.Close
 }
@@ -300,7 +324,7 @@ func (p *Proxy) handle(c net.Conn, req *http.Request, body []byte) bool {
 // forward sends one request to the upstream on a fresh connection and reads its response.
 func (p *Proxy) forward(req *http.Request, body []byte) (*http.Response, []byte, error) {
 	p.mu.Lock()
-	addr := p.upstream
+	addr := p.upstreams[p.at]
 	p.mu.Unlock()
 	up, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {

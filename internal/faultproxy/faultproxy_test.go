@@ -175,3 +175,38 @@ func TestProxy_SetUpstream(t *testing.T) {
 		t.Fatalf("a received %q, c %q", a.received(), c.received())
 	}
 }
+
+// SwitchAfter moves the requests after a matching request that the upstream answered
+// (2xx) to the next upstream, around the ring; a request it does not match, or one
+// refused, leaves them where they are.
+func TestProxy_SwitchAfter(t *testing.T) {
+	a, b := startUpstream(t), startUpstream(t)
+	refuse := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(refuse.Close)
+	p := startProxy(t, a)
+	p.SetUpstreams(a.Listener.Addr().String(), b.Listener.Addr().String())
+	rule := p.Add(Fault{Kind: SwitchAfter, Path: "/page"})
+	for _, s := range []struct{ path, body string }{
+		{"/hello", "a1"}, // no page: stays on a
+		{"/page", "a2"},  // answered by a, then on b
+		{"/hello", "b1"},
+		{"/page", "b2"}, // answered by b, then on a again
+		{"/page", "a3"},
+	} {
+		if _, err := post(p, s.path, s.body); err != nil {
+			t.Fatalf("%s %q: %v", s.path, s.body, err)
+		}
+	}
+	if got, want := strings.Join(a.received(), "|")+" / "+strings.Join(b.received(), "|"), "a1|a2|a3 / b1|b2"; got != want {
+		t.Fatalf("upstreams received %q, want %q", got, want)
+	}
+	p.SetUpstreams(refuse.Listener.Addr().String(), a.Listener.Addr().String())
+	if _, err := post(p, "/page", "refused"); err != nil {
+		t.Fatal(err)
+	}
+	if p.Upstream() != refuse.Listener.Addr().String() || rule.Fired() != 4 {
+		t.Fatalf("after a refused page: upstream %s, fired %d", p.Upstream(), rule.Fired())
+	}
+}

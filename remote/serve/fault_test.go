@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,9 +19,11 @@ import (
 
 	"walletsync/internal/crashtest"
 	"walletsync/internal/faultproxy"
+	"walletsync/internal/logical"
 	"walletsync/internal/providertest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
+	"walletsync/remote/pgstore"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
@@ -114,18 +118,29 @@ func openStore(t *testing.T, path string) *localstore.Store {
 }
 
 // TestServe_SyncSurvivesFaults syncs a wallet through a fault proxy with `walletsync serve`
-// on both wires, in both directions, with one fault on the handshake (pushes) or on the second page:
-// a push meets it on a commit request, a pull (the server's copy into a new local wallet)
-// on a page read. The sync either completes (the client retried what a repeat cannot apply
-// twice, or read the server's durable checkpoint or sync state after an answer it lost)
-// or fails with the typed error the case names; a clean re-run then completes, and the
-// local wallet's rows of the identity equal the server's, table by table: nothing lost,
-// nothing applied twice, no corrupted byte applied. A duplicated commit reaches the server
-// twice: the BRC-104 nonce refuses the copy, and the request the client sends again after
-// that refusal is the duplicate that the checkpoint's compare-and-set (paged wire) or the
-// sync state's (wallet.SyncState.Answers, toolbox wire) refuses to apply. A page read
-// changes nothing on the server, so a client reads a page again after any fault; the pages
-// it applies are only the answers whose BRC-104 signature verified.
+// on every backend (SQLite and PostgreSQL: one suite, two backends), on each wire the
+// server offers (wire.Detect: the toolbox's everywhere, walletsync's paged wire where it is
+// mounted), in both directions, with one fault on the handshake (pushes) or on the second
+// page: a push meets it on a commit request, a pull (the server's copy into a new local
+// wallet) on a page read. The sync either completes (the client retried what a repeat
+// cannot apply twice, or read the server's durable checkpoint or sync state after an
+// answer it lost) or fails with the typed error the case names; a clean re-run then
+// completes, and the local wallet's rows of the identity equal the server's, table by
+// table: nothing lost, nothing applied twice, no corrupted byte applied. A duplicated
+// commit reaches the server twice: the BRC-104 nonce refuses the copy, and the request the
+// client sends again after that refusal is the duplicate that the checkpoint's
+// compare-and-set (paged wire) or the sync state's (wallet.SyncState.Answers, toolbox wire)
+// refuses to apply. A page read changes nothing on the server, so a client reads a page
+// again after any fault; the pages it applies are only the answers whose BRC-104 signature
+// verified.
+//
+// On PostgreSQL a subset runs (faultOnBackend), to keep CI's race stage short: on a commit,
+// where the store's transaction and compare-and-set act, a request that never arrived
+// (drop), one applied whose answer was lost (lose-answer, reset-after), one refused
+// unapplied (corrupt-request) and one that arrived twice (duplicate); on a page read, a
+// dropped one and a corrupted answer. The others differ from these only on the client's
+// side of the connection, and the handshake's faults are the BRC-104 layer's, the same
+// code on both backends.
 func TestServe_SyncSurvivesFaults(t *testing.T) {
 	kinds := []faultproxy.Kind{faultproxy.Drop, faultproxy.Reset, faultproxy.LoseAnswer, faultproxy.ResetAfter, faultproxy.Delay,
 		faultproxy.Truncate, faultproxy.CorruptRequest, faultproxy.CorruptResponse, faultproxy.Duplicate}
@@ -149,54 +164,172 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 	// saw the server did not apply.
 	notApplied := map[faultproxy.Kind]int{faultproxy.Drop: 1, faultproxy.Reset: 1, faultproxy.CorruptRequest: 1, faultproxy.Duplicate: 1}
 	// The cases share the seeded source (each pushes its own copy), and the pulls of a
-	// wire share one server holding it: a pull changes nothing on the server, which the
-	// cases check by its commits.
+	// backend's wire share one server holding it: a pull changes nothing on the server,
+	// which the cases check by its commits.
 	src := seedWallet(t, localstore.FixtureSmall, 21)
-	for _, w := range faultWires {
-		pullFrom := newFaultServer(t)
-		if _, err := w.sync(t.Context(), pullFrom.URL, src, openStore(t, copyWallet(t, src.Path)), false); err != nil {
-			t.Fatalf("push the wallet to the %s server the pulls read: %v", w.name, err)
-		}
-		for _, dir := range []string{"push", "pull"} {
-			// The BRC-104 handshake is the same whichever way the rows then go, so the
-			// pushes alone meet faults on it.
-			targets := []string{"handshake", "page"}
-			if dir == "pull" {
-				targets = targets[1:]
+	for _, b := range serverBackends {
+		var probe *faultServer
+		for _, w := range faultWires {
+			pullFrom := newFaultServer(t, b.name, b.options)
+			if probe == nil {
+				probe = &pullFrom
 			}
-			for _, target := range targets {
-				for _, kind := range kinds {
-					name := w.name + "/" + dir + "/" + target + "/" + string(kind)
-					t.Run(name, func(t *testing.T) {
-						t.Parallel()
-						c := faultCase{w: w, src: src, target: target, kind: kind, want: fails[name], notApplied: notApplied[kind]}
-						if dir == "pull" {
-							c.pullFrom = pullFrom
+			if !probe.offers(t, w) {
+				t.Logf("%s: the server offers no %s wire; its cases run once it does", b.name, w.name)
+				continue
+			}
+			if _, err := w.sync(t.Context(), pullFrom.URL, src, openStore(t, copyWallet(t, src.Path)), false); err != nil {
+				t.Fatalf("push the wallet to the %s %s server the pulls read: %v", b.name, w.name, err)
+			}
+			for _, dir := range []string{"push", "pull"} {
+				// The BRC-104 handshake is the same whichever way the rows then go, so the
+				// pushes alone meet faults on it.
+				targets := []string{"handshake", "page"}
+				if dir == "pull" {
+					targets = targets[1:]
+				}
+				for _, target := range targets {
+					for _, kind := range kinds {
+						if !faultOnBackend(b.name, dir, target, kind) {
+							continue
 						}
-						c.run(t)
-					})
+						key := w.name + "/" + dir + "/" + target + "/" + string(kind)
+						t.Run(b.name+"/"+key, func(t *testing.T) {
+							t.Parallel()
+							c := faultCase{w: w, src: src, target: target, kind: kind, want: fails[key], notApplied: notApplied[kind]}
+							c.server = func(t *testing.T) faultServer { return newFaultServer(t, b.name, b.options) }
+							if dir == "pull" {
+								c.pullFrom = pullFrom
+							}
+							c.run(t)
+						})
+					}
 				}
 			}
 		}
 	}
 }
 
-// faultServer is a `walletsync serve` with both wires, counting the commits its store makes
-// durable.
-type faultServer struct {
-	*running
-	applied *atomic.Int64
+// faultOnBackend reports whether the fault case runs on the backend: every case on SQLite,
+// the subset TestServe_SyncSurvivesFaults names on PostgreSQL.
+func faultOnBackend(backend, dir, target string, kind faultproxy.Kind) bool {
+	switch {
+	case backend == "sqlite":
+		return true
+	case target == "handshake":
+		return false
+	case dir == "push":
+		return slices.Contains([]faultproxy.Kind{faultproxy.Drop, faultproxy.LoseAnswer, faultproxy.ResetAfter, faultproxy.CorruptRequest, faultproxy.Duplicate}, kind)
+	}
+	return kind == faultproxy.Drop || kind == faultproxy.CorruptResponse
 }
 
-func newFaultServer(t *testing.T) faultServer {
+// faultServer is a `walletsync serve` with every wire it offers (walletsync's paged wire
+// is asked for, and left out where the backend refuses it as not implemented), counting
+// the commits its store makes durable: on SQLite every commit of both wires (the store's
+// commit hook), on PostgreSQL the toolbox wire's processSyncChunk calls that returned
+// without error (each commits its merge and state in one transaction). On PostgreSQL it
+// counts the toolbox wire's getSyncChunk answers too (reads).
+type faultServer struct {
+	*running
+	backend        string
+	applied, reads *atomic.Int64
+}
+
+func newFaultServer(t *testing.T, backend string, options func(testing.TB) Options) faultServer {
 	t.Helper()
-	applied := new(atomic.Int64)
-	r := startServer(t, Options{Mounts: []Mount{WireMount(wire.ViewOptions{}, nil)}, Store: localstore.Options{CommitHook: func(point string) {
-		if point == localstore.HookCommitted {
-			applied.Add(1)
-		}
-	}}})
-	return faultServer{running: r, applied: applied}
+	applied, reads := new(atomic.Int64), new(atomic.Int64)
+	opts := options(t)
+	if opts.DBPath != "" {
+		opts.Store = localstore.Options{CommitHook: func(point string) {
+			if point == localstore.HookCommitted {
+				applied.Add(1)
+			}
+		}}
+	} else {
+		opts.wrapStore = func(s toolbox.Store) toolbox.Store { return countingStore{Store: s, applied: applied, reads: reads} }
+	}
+	if opts.Signer == nil {
+		opts.Signer = auth.NewProtoWallet(randomKey(t))
+	}
+	opts.Logger = slog.New(slog.DiscardHandler)
+	opts.Mounts = []Mount{WireMount(wire.ViewOptions{}, nil)}
+	if srv, err := Open(t.Context(), opts); errors.Is(err, wallet.ErrNotImplemented) {
+		opts.Mounts = nil // no paged wire on this backend yet
+	} else if err == nil {
+		srv.Close()
+	} else {
+		t.Fatal(err)
+	}
+	return faultServer{running: startServer(t, opts), backend: backend, applied: applied, reads: reads}
+}
+
+// offers reports whether the server serves wire w.
+func (s faultServer) offers(t *testing.T, w faultWire) bool {
+	return w.name == "toolbox" || wire.Detect(t.Context(), s.URL)
+}
+
+// counts reports whether applied counts the commits of wire w.
+func (s faultServer) counts(w faultWire) bool {
+	return s.Store() != nil || w.name == "toolbox"
+}
+
+// countingStore counts the processSyncChunk calls that applied their chunk, and the
+// getSyncChunk calls answered.
+type countingStore struct {
+	toolbox.Store
+	applied, reads *atomic.Int64
+}
+
+func (s countingStore) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+	chunk, err := s.Store.GetSyncChunk(ctx, args)
+	if err == nil {
+		s.reads.Add(1)
+	}
+	return chunk, err
+}
+
+func (s countingStore) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+	res, err := s.Store.ProcessSyncChunk(ctx, args, chunk)
+	if err == nil {
+		s.applied.Add(1)
+	}
+	return res, err
+}
+
+// requireSame fails unless the local wallet's rows of identity equal the server's, table
+// by table: read through the store's view on SQLite, through its BRC-40 producer on
+// PostgreSQL.
+func requireSame(t *testing.T, server *Server, local *localstore.Store, identity string) {
+	t.Helper()
+	if server.Store() != nil {
+		providertest.SameWallet(t, server.Store(), local, identity)
+		return
+	}
+	if d := logical.Diff(readLocal(t, local, identity), readChunks(t, server.Backend(), identity)); d != "" {
+		t.Fatalf("the wallets differ:\n%s", d)
+	}
+}
+
+// readLocal reads identity's rows of a local wallet, as a sync's two sides are compared.
+func readLocal(t *testing.T, s *localstore.Store, identity string) logical.Wallet {
+	t.Helper()
+	w, err := logical.Read(t.Context(), s, identity, logical.AfterSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// readChunks reads identity's rows of a server's store through its BRC-40 producer, as a
+// sync's two sides are compared.
+func readChunks(t *testing.T, s logical.ChunkReader, identity string) logical.Wallet {
+	t.Helper()
+	w, err := logical.ReadChunks(t.Context(), s, identity, logical.AfterSync())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 // copyWallet copies the closed wallet file at path into the test's directory.
@@ -225,6 +358,7 @@ type faultCase struct {
 	kind       faultproxy.Kind
 	want       error
 	notApplied int
+	server     func(*testing.T) faultServer // a new server of the case's backend
 	pullFrom   faultServer
 }
 
@@ -240,7 +374,7 @@ func (c faultCase) run(t *testing.T) {
 		}
 		t.Cleanup(func() { local.Close() })
 	} else {
-		server = newFaultServer(t)
+		server = c.server(t)
 		local = openStore(t, copyWallet(t, c.src.Path))
 	}
 	proxy := startProxy(t, server.URL)
@@ -268,7 +402,7 @@ func (c faultCase) run(t *testing.T) {
 	case c.want == nil && res.Pages == 0:
 		t.Fatalf("the sync through the fault moved nothing: %+v", res)
 	}
-	if c.target == "page" && !pull {
+	if c.target == "page" && !pull && server.counts(c.w) {
 		// Every commit request the server got whole was applied once: the ones it never
 		// got (dropped, reset) were sent again, the corrupted one was refused unapplied
 		// (its BRC-104 signature failed) and sent again, and the copy the client sent
@@ -284,64 +418,125 @@ func (c faultCase) run(t *testing.T) {
 	if pull && server.applied.Load() != before {
 		t.Fatalf("the pulls committed %d times on the server", server.applied.Load()-before)
 	}
-	providertest.SameWallet(t, server.Store(), local, c.src.Identity)
+	requireSame(t, server.Server, local, c.src.Identity)
 }
 
 // TestServe_KilledMidCommitResumes kills `walletsync serve` (a real child process, SIGKILL)
-// in the middle of the second commit of a push, at both durable boundaries: the page's rows
-// written but its transaction not committed, and committed but the answer not written. The
-// server restarts on the same store (at another port, behind the same proxy address), and
-// the same run of the client hand-shakes again, settles the commit it lost from the
-// server's checkpoint or sync state, and completes; the server's rows equal the source's.
+// in the middle of the second commit of a push, at both durable boundaries, and restarts
+// it on the same store (at another port, behind the same proxy address); the same run of
+// the client hand-shakes again, settles the commit it lost from the server's checkpoint or
+// sync state, and completes; the server's rows equal the source's.
+//
+// On SQLite, on both wires, the boundaries are the store's own (localstore's commit hook):
+// the page's rows written but its transaction not committed, and committed but the answer
+// not written. On PostgreSQL, on the toolbox wire, they are around the store's
+// processSyncChunk (killAround): the chunk received but its transaction not begun (a
+// process killed inside the transaction leaves the same: PostgreSQL rolls back the
+// transaction of a connection that dies), and its transaction committed but the answer
+// not written. The paged wire's commits on PostgreSQL have no boundary this test can reach
+// from outside the store, so its cases are SQLite's.
 func TestServe_KilledMidCommitResumes(t *testing.T) {
+	type killCase struct {
+		backend string
+		w       faultWire
+		at      string
+	}
+	var cases []killCase
 	for _, w := range faultWires {
 		for _, at := range []string{localstore.HookRowsWritten, localstore.HookCommitted} {
-			t.Run(w.name+"/"+at, func(t *testing.T) {
-				t.Parallel()
-				dir := t.TempDir()
-				src := seedWallet(t, localstore.FixtureSmall, 22)
-				keyFile := filepath.Join(dir, "server.key")
-				if _, err := auth.CreateKeyFile(keyFile); err != nil {
-					t.Fatal(err)
-				}
-				task := crashTask{DB: filepath.Join(dir, "server.sqlite"), KeyFile: keyFile, Wire: true}
-				first, wait := startChild(t, crashtest.Command(t, crashtest.Point{At: at, N: 2}, task))
-				proxy := startProxy(t, first)
-				from := openStore(t, src.Path)
+			cases = append(cases, killCase{"sqlite", w, at})
+		}
+		if w.name == "toolbox" {
+			for _, at := range []string{pointChunkReceived, pointChunkCommitted} {
+				cases = append(cases, killCase{"postgres", w, at})
+			}
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.backend+"/"+c.w.name+"/"+c.at, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			src := seedWallet(t, localstore.FixtureSmall, 22)
+			keyFile := filepath.Join(dir, "server.key")
+			if _, err := auth.CreateKeyFile(keyFile); err != nil {
+				t.Fatal(err)
+			}
+			task := crashTask{KeyFile: keyFile, Wire: c.w.name == "walletsync"}
+			if c.backend == "postgres" {
+				task.Postgres = cluster.NewDatabase(t)
+			} else {
+				task.DB = filepath.Join(dir, "server.sqlite")
+			}
+			first, wait := startChild(t, crashtest.Command(t, crashtest.Point{At: c.at, N: 2}, task))
+			proxy := startProxy(t, first)
+			from := openStore(t, src.Path)
 
-				type outcome struct {
-					res syncer.Result
-					err error
-				}
-				done := make(chan outcome, 1)
-				go func() {
-					res, err := w.sync(t.Context(), proxy.URL(), src, from, false)
-					done <- outcome{res, err}
-				}()
-				if out, err := wait(); !killedAt(err, out) {
-					t.Fatalf("server: %v, want death by SIGKILL at %s\n%s", err, at, out)
-				}
-				second, _ := startChild(t, crashtest.Command(t, crashtest.Point{At: "never"}, task))
-				proxy.SetUpstream(strings.TrimPrefix(second, "http://"))
-				var o outcome
-				select {
-				case o = <-done:
-				case <-t.Context().Done():
-					t.Fatal("the push did not end")
-				}
-				if o.err != nil {
-					t.Fatalf("the push across the restart failed: %v", o.err)
-				}
-				if o.res.Pages == 0 {
-					t.Fatalf("the push across the restart moved nothing: %+v", o.res)
-				}
-				check, err := localstore.Open(t.Context(), task.DB, localstore.Options{ReadOnly: true})
+			type outcome struct {
+				res syncer.Result
+				err error
+			}
+			done := make(chan outcome, 1)
+			go func() {
+				res, err := c.w.sync(t.Context(), proxy.URL(), src, from, false)
+				done <- outcome{res, err}
+			}()
+			if out, err := wait(); !killedAt(err, out) {
+				t.Fatalf("server: %v, want death by SIGKILL at %s\n%s", err, c.at, out)
+			}
+			second, _ := startChild(t, crashtest.Command(t, crashtest.Point{At: "never"}, task))
+			proxy.SetUpstream(strings.TrimPrefix(second, "http://"))
+			var o outcome
+			select {
+			case o = <-done:
+			case <-t.Context().Done():
+				t.Fatal("the push did not end")
+			}
+			if o.err != nil {
+				t.Fatalf("the push across the restart failed: %v", o.err)
+			}
+			if o.res.Pages == 0 {
+				t.Fatalf("the push across the restart moved nothing: %+v", o.res)
+			}
+			if c.backend == "postgres" {
+				check, err := pgstore.Open(t.Context(), task.Postgres, pgstore.Options{})
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer check.Close()
-				providertest.SameWallet(t, from, check, src.Identity)
-			})
-		}
+				if d := logical.Diff(readLocal(t, from, src.Identity), readChunks(t, check, src.Identity)); d != "" {
+					t.Fatalf("the server's rows differ from the source's:\n%s", d)
+				}
+				return
+			}
+			check, err := localstore.Open(t.Context(), task.DB, localstore.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer check.Close()
+			providertest.SameWallet(t, from, check, src.Identity)
+		})
 	}
+}
+
+// The kill points of a crash child on PostgreSQL (see killAround).
+const (
+	pointChunkReceived  = "chunk-received"
+	pointChunkCommitted = "chunk-committed"
+)
+
+// killAround is a crash child's store on PostgreSQL: its processSyncChunk reaches
+// pointChunkReceived before the store's call and pointChunkCommitted after it returned
+// without error, where the Killer may end the process.
+type killAround struct {
+	toolbox.Store
+	k *crashtest.Killer
+}
+
+func (s killAround) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+	s.k.Reach(pointChunkReceived, nil)
+	res, err := s.Store.ProcessSyncChunk(ctx, args, chunk)
+	if err == nil {
+		s.k.Reach(pointChunkCommitted, nil)
+	}
+	return res, err
 }

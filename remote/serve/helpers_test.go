@@ -55,44 +55,22 @@ var serverBackends = []struct {
 }
 
 // backendWallet reads one user's rows from a server's store (SQLite or PostgreSQL) through
-// its BRC-40 producer, in the id-free form of logicalWallet.
+// its BRC-40 producer (logical.ReadChunks), in the id-free form of logicalWallet.
 func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ...string) logical.Wallet {
 	t.Helper()
-	settings, err := store.Settings(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	st := wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}
-	raw := map[wallet.TableName][]wallet.Row{}
-	for done := false; !done; {
-		chunk, err := store.GetSyncChunk(t.Context(), st.MakeRequestSyncChunkArgs(identity, "reader", 0, 0))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if chunk.User != nil {
-			raw[wallet.TableUsers] = []wallet.Row{chunk.User}
-		}
-		for name, rows := range chunk.Rows {
-			raw[name] = append(raw[name], rows...)
-		}
-		res, err := wallet.ConsumeChunk(&st, chunk, func(wallet.Row) (bool, error) { return false, nil }, func(*wallet.Table, []wallet.Row) error { return nil })
-		if err != nil {
-			t.Fatal(err)
-		}
-		done = res.Done
-	}
-	w, err := logical.FromRows(raw, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	w, err := logical.ReadChunks(t.Context(), store, identity, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return w
 }
 
-// crashTask is what a crash child serves: the store and the key file, and walletsync's
-// paged wire beside the toolbox's when Wire is set.
+// crashTask is what a crash child serves: the store (a SQLite file, or a PostgreSQL
+// database when Postgres is set) and the key file, and walletsync's paged wire beside the
+// toolbox's when Wire is set.
 type crashTask struct {
-	DB, KeyFile string
-	Wire        bool
+	DB, Postgres, KeyFile string
+	Wire                  bool
 }
 
 // runCrashChild serves until its Killer's boundary kills it; the first line on stdout is
@@ -110,8 +88,13 @@ func runCrashChild(k *crashtest.Killer, raw []byte) {
 	if task.Wire {
 		mounts = append(mounts, WireMount(wire.ViewOptions{}, nil))
 	}
-	srv, err := Open(context.Background(), Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
-		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}})
+	opts := Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
+		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}}
+	if task.Postgres != "" {
+		opts.DBPath, opts.PostgresURL = "", task.Postgres
+		opts.wrapStore = func(s toolbox.Store) toolbox.Store { return killAround{Store: s, k: k} }
+	}
+	srv, err := Open(context.Background(), opts)
 	if err != nil {
 		crashtest.Fail("%v", err)
 	}

@@ -1,4 +1,4 @@
-package pgtest
+package pgcluster
 
 import (
 	"os"
