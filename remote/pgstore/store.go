@@ -54,6 +54,8 @@ type Options struct {
 type Store struct {
 	pool  *pgxpool.Pool
 	where string // the database's URL without its password, for messages
+	// shared are the views this process holds of those every process shares (shared.go).
+	shared *sharedViews
 }
 
 // Open connects to the database at dbURL (postgres://...), brings its schema up to this
@@ -74,7 +76,7 @@ func Open(ctx context.Context, dbURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, where: redact(dbURL)}
+	s := &Store{pool: pool, where: redact(dbURL), shared: newSharedViews()}
 	err = s.tx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if err := migrate(ctx, tx, s.where); err != nil {
 			return err
@@ -120,8 +122,10 @@ func ensureSettings(ctx context.Context, tx pgx.Tx, opts Options) error {
 	return nil
 }
 
-// Close closes the pool; calls in flight finish first.
+// Close releases the shared views this process holds, then closes the pool; calls in
+// flight finish first.
 func (s *Store) Close() error {
+	s.shared.closeAll(s)
 	s.pool.Close()
 	return nil
 }
