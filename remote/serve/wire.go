@@ -1,13 +1,14 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 
-	"walletsync/localstore"
 	"walletsync/remote/wire"
+	"walletsync/wallet"
 )
 
 // WireMount is walletsync's paged wire (package wire) over the server's store, mounted at
@@ -19,10 +20,40 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 		Prefix:       wire.Prefix,
 		MaxBodyBytes: wire.MaxBodyBytes,
 		Hello:        wire.Hello,
-		New: func(store *localstore.Store) (http.Handler, error) {
-			return wireHandler{wire.NewHandler(wire.StoreBackend{Store: store}, wire.HandlerOptions{Views: views, Logger: log})}, nil
+		New: func(backend wire.Backend) (http.Handler, error) {
+			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log})}, nil
 		},
 	}
+}
+
+// pgWire is what the PostgreSQL store gives the paged wire: one multi-tenant source and
+// destination (the Handler scopes them per identity) whose views every server process
+// over the database shares.
+type pgWire interface {
+	wallet.Source
+	wallet.Destination
+	wire.SharedViews
+}
+
+// pgBackend is the PostgreSQL store as the paged wire's backend.
+type pgBackend struct{ pgWire }
+
+func (b pgBackend) Source(context.Context, string) (wallet.Source, error) { return b.pgWire, nil }
+
+func (b pgBackend) Destination(context.Context, string) (wallet.Destination, error) {
+	return b.pgWire, nil
+}
+
+// wireBackend returns the server's store as the paged wire's backend.
+func (s *Server) wireBackend() (wire.Backend, error) {
+	if s.local != nil {
+		return wire.StoreBackend{Store: s.local}, nil
+	}
+	pg, ok := s.store.(pgWire)
+	if !ok {
+		return nil, fmt.Errorf("the paged wire is not available on PostgreSQL yet: %w", wallet.ErrNotImplemented)
+	}
+	return pgBackend{pg}, nil
 }
 
 // wireHandler adds the wire's view gauges to /metrics.
