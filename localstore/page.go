@@ -235,7 +235,7 @@ var links = []link{
 // above since sends: those the journal records as changed, and those a change links in
 // (see link). The caller still applies the user's scope to them.
 func changedKeys(t *wallet.Table, userID, since int64) (string, []any) {
-	parts := []string{"SELECT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?"}
+	parts := []string{"SELECT DISTINCT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?"}
 	args := []any{string(t.Name), since}
 	for _, l := range links {
 		if l.to != t {

@@ -201,7 +201,7 @@ func changedKeys(q *query, t *wallet.Table, userID, since int64) string {
 			k2 = "j.k2::bigint"
 		}
 	}
-	parts := []string{fmt.Sprintf("SELECT j.k1, %s AS k2 FROM %s AS j WHERE j.tbl = %s AND j.seq > %s",
+	parts := []string{fmt.Sprintf("SELECT DISTINCT j.k1, %s AS k2 FROM %s AS j WHERE j.tbl = %s AND j.seq > %s",
 		k2, journalTable, q.add(string(t.Name)), q.add(since))}
 	user := ""
 	for _, l := range links {
@@ -220,5 +220,5 @@ func changedKeys(q *query, t *wallet.Table, userID, since int64) string {
 		}
 		parts = append(parts, fmt.Sprintf("SELECT %s FROM %s AS j %s WHERE %s", l.keys, journalTable, l.join, where))
 	}
-	return strings.Join(parts, " UNION ") // UNION: distinct, NULLs equal
+	return strings.Join(parts, " UNION ") // DISTINCT and UNION: a row changed twice is read once
 }
