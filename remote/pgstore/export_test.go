@@ -5,7 +5,17 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+// HoldReads makes every read of v run fn after its queries, while it still holds the read.
+func HoldReads(v *View, fn func()) { v.guard.AfterRead = fn }
+
+// PoolOf returns the store's pool, for tests that look at its connections.
+func PoolOf(s *Store) *pgxpool.Pool { return s.pool }
+
+// Ending is closed once v began to end (its reads are interrupted).
+func Ending(v *View) <-chan struct{} { return v.guard.Context().Done() }
 
 // HeldLocks is the advisory lock space of the owners' connections, for tests that find
 // an owner's backend in pg_locks.

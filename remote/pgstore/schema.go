@@ -35,6 +35,7 @@ type migration struct {
 // databases in the field already record it.
 var migrations = []migration{
 	{name: "toolbox tables", ddl: toolboxDDL},
+	{name: "change journal", ddl: journalDDL}, // journal.go
 	{name: "shared views", ddl: viewsDDL},
 }
 

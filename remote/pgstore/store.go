@@ -47,13 +47,17 @@ type Options struct {
 	StorageName        string
 	// MaxConns bounds the pool (default: pgxpool's, the larger of 4 and the CPU count).
 	MaxConns int32
+	// MaxViews bounds the snapshot views open at once (see OpenSnapshot), each of which
+	// holds a pooled connection for its lifetime (default: half the pool, at least 1).
+	MaxViews int
 }
 
 // Store is a wallet store in one PostgreSQL database, safe for concurrent use by many
 // goroutines and by several processes over the same database.
 type Store struct {
 	pool  *pgxpool.Pool
-	where string // the database's URL without its password, for messages
+	where string        // the database's URL without its password, for messages
+	views chan struct{} // one token per open snapshot view (see OpenSnapshot)
 	// shared are the views this process holds of those every process shares (shared.go).
 	shared *sharedViews
 }
@@ -76,7 +80,10 @@ func Open(ctx context.Context, dbURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, where: redact(dbURL), shared: newSharedViews()}
+	if opts.MaxViews <= 0 {
+		opts.MaxViews = max(int(cfg.MaxConns)/2, 1)
+	}
+	s := &Store{pool: pool, where: redact(dbURL), views: make(chan struct{}, opts.MaxViews), shared: newSharedViews()}
 	err = s.tx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if err := migrate(ctx, tx, s.where); err != nil {
 			return err
