@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -389,3 +390,88 @@ func (sv *sharedViews) closeAll(s *Store) {
 		s.release(h)
 	}
 }
+
+// OpenSharedView opens a view of the store that every server process over the database
+// serves (wire.SharedViews, whose contract it keeps; see the notes at the top of this
+// file): its snapshot pinned by this process on a connection of its own (not one of
+// Options.MaxViews' pooled views: the wire's quotas, counted through admit over all the
+// processes, bound these), its ID and journal bounds recorded for the others.
+func (s *Store) OpenSharedView(ctx context.Context, identity string, lifetime time.Duration, admit func(identityViews, allViews int) error) (string, wallet.View, error) {
+	start := time.Now()
+	if lifetime < wallet.MinViewLifetime || lifetime > wallet.MaxViewLifetime {
+		return "", nil, fmt.Errorf("open shared view: lifetime %v outside %v..%v: %w", lifetime, wallet.MinViewLifetime, wallet.MaxViewLifetime, wallet.ErrInvalidArgument)
+	}
+	handle, row, err := s.openShared(context.WithoutCancel(ctx), identity, start, lifetime, admit, func(ctx context.Context, tx pgx.Tx) (string, []byte, error) {
+		j, err := ReadJournal(ctx, tx)
+		if err != nil {
+			return "", nil, err
+		}
+		state, err := json.Marshal(j)
+		b := make([]byte, 8)
+		rand.Read(b)
+		return hex.EncodeToString(b), state, err
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	v, err := s.sharedView(row)
+	return handle, v, err
+}
+
+// SharedView returns identity's view under handle, whichever process opened it
+// (wire.SharedViews).
+func (s *Store) SharedView(ctx context.Context, identity, handle string) (wallet.View, error) {
+	row, err := s.lookupShared(ctx, identity, handle)
+	if err != nil {
+		return nil, err
+	}
+	return s.sharedView(row)
+}
+
+// CloseSharedView closes identity's view under handle from any process
+// (wire.SharedViews).
+func (s *Store) CloseSharedView(ctx context.Context, identity, handle string) error {
+	return s.closeShared(ctx, identity, handle)
+}
+
+func (s *Store) sharedView(row viewRow) (*sharedView, error) {
+	v := &sharedView{s: s, row: row}
+	if err := json.Unmarshal(row.State, &v.journal); err != nil {
+		return nil, fmt.Errorf("view %s: read its journal bounds: %v: %w", row.ViewID, err, wallet.ErrCorrupt)
+	}
+	return v, nil
+}
+
+// sharedView is a shared view as one request of any process sees it: every read imports
+// its snapshot (inSnapshot); ID, Journal and Resume are those of its opening.
+type sharedView struct {
+	s       *Store
+	row     viewRow
+	journal wallet.JournalBounds
+}
+
+func (v *sharedView) ID() string { return v.row.ViewID }
+
+func (v *sharedView) Journal(since int64) (int64, bool) {
+	return v.journal.HighWater, v.journal.CoversSince(since)
+}
+
+func (v *sharedView) Resume(table wallet.TableName, c wallet.Cursor) (wallet.Cursor, error) {
+	return wallet.ResumeCursor(v.row.ViewID, table, c)
+}
+
+func (v *sharedView) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Page, error) {
+	var page wallet.Page
+	err := v.s.inSnapshot(ctx, v.row, func(tx pgx.Tx) error {
+		var err error
+		page, err = ReadPage(ctx, tx, v.row.ViewID, req)
+		return err
+	})
+	return page, err
+}
+
+// Close does nothing: a shared view ends through CloseSharedView, its deadline or its
+// owner's end (wire.SharedViews: the Handler never closes it).
+func (v *sharedView) Close() error { return nil }
+
+var _ wallet.View = (*sharedView)(nil)

@@ -26,12 +26,11 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 	}
 }
 
-// pgWire is what the PostgreSQL store gives the paged wire: one multi-tenant source and
-// destination (the Handler scopes them per identity) whose views every server process
-// over the database shares.
+// pgWire is what the PostgreSQL store gives the paged wire: one multi-tenant source (the
+// Handler scopes it per identity) whose views every server process over the database
+// shares, and, when the store is one, a destination.
 type pgWire interface {
 	wallet.Source
-	wallet.Destination
 	wire.SharedViews
 }
 
@@ -41,7 +40,10 @@ type pgBackend struct{ pgWire }
 func (b pgBackend) Source(context.Context, string) (wallet.Source, error) { return b.pgWire, nil }
 
 func (b pgBackend) Destination(context.Context, string) (wallet.Destination, error) {
-	return b.pgWire, nil
+	if d, ok := b.pgWire.(wallet.Destination); ok {
+		return d, nil
+	}
+	return nil, fmt.Errorf("pages committed to PostgreSQL: %w", wallet.ErrNotImplemented)
 }
 
 // wireBackend returns the server's store as the paged wire's backend.
