@@ -31,6 +31,7 @@ type Proxy struct {
 	mu     sync.Mutex
 	next   int
 	served []map[string]int // per upstream: answered requests by path
+	gone   []bool           // dropped upstreams (a killed server): never chosen again
 }
 
 // Start starts a proxy over the upstreams' base URLs; Close stops it.
@@ -43,6 +44,7 @@ func Start(upstreams ...string) (*Proxy, error) {
 		}
 		p.upstreams = append(p.upstreams, parsed)
 		p.served = append(p.served, map[string]int{})
+		p.gone = append(p.gone, false)
 	}
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
@@ -58,13 +60,35 @@ func Start(upstreams ...string) (*Proxy, error) {
 			defer p.mu.Unlock()
 			if resp.Request.URL.Path != handshakePath && resp.StatusCode != http.StatusUnauthorized {
 				p.served[i][resp.Request.URL.Path]++
-				p.next = (i + 1) % len(p.upstreams)
+				p.advance(i)
 			}
 			return nil
 		},
 	}
 	p.Server = httptest.NewServer(rp)
 	return p, nil
+}
+
+// advance moves to the next upstream after i that is not gone; mu must be held.
+func (p *Proxy) advance(i int) {
+	for range p.upstreams {
+		i = (i + 1) % len(p.upstreams)
+		if !p.gone[i] {
+			p.next = i
+			return
+		}
+	}
+}
+
+// Drop stops sending requests to upstream i (a server that was killed), as a balancer
+// does once its health check fails.
+func (p *Proxy) Drop(i int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.gone[i] = true
+	if p.next == i {
+		p.advance(i)
+	}
 }
 
 // Served returns how many requests of path upstream i answered (refusals and handshakes

@@ -88,10 +88,12 @@ func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ..
 	return w
 }
 
-// crashTask is what a crash child serves: the store and the key file, and walletsync's
-// paged wire beside the toolbox's when Wire is set.
+// crashTask is what a crash child serves: the store (a SQLite file, or a PostgreSQL
+// database when Postgres is set) and the key file, and walletsync's paged wire beside the
+// toolbox's when Wire is set.
 type crashTask struct {
 	DB, KeyFile string
+	Postgres    string
 	Wire        bool
 }
 
@@ -110,7 +112,11 @@ func runCrashChild(k *crashtest.Killer, raw []byte) {
 	if task.Wire {
 		mounts = append(mounts, WireMount(wire.ViewOptions{}, nil))
 	}
-	srv, err := Open(context.Background(), Options{DBPath: task.DB, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
+	db := task.DB
+	if task.Postgres != "" {
+		db = ""
+	}
+	srv, err := Open(context.Background(), Options{DBPath: db, PostgresURL: task.Postgres, Signer: auth.NewProtoWallet(key), Listen: "127.0.0.1:0", Mounts: mounts,
 		Logger: slog.New(slog.DiscardHandler), Store: localstore.Options{CommitHook: func(point string) { k.Reach(point, nil) }}})
 	if err != nil {
 		crashtest.Fail("%v", err)

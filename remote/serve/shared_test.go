@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/internal/crashtest"
 	"walletsync/internal/providertest"
 	"walletsync/internal/switchproxy"
 	"walletsync/localstore"
@@ -216,4 +219,84 @@ func createEmpty(t testing.TB) string {
 	}
 	s.Close()
 	return path
+}
+
+// TestServe_PostgresOwnerKilledMidPull: two server processes (real children) over one
+// PostgreSQL, a pull moving between them after every request; once its first page is
+// committed, the process that holds its view is killed (SIGKILL) and dropped by the
+// balancer. The next read, on the survivor, finds the view's snapshot gone
+// (wallet.ErrSnapshotExpired); the client opens a new view there, resumes from its
+// checkpoint, and the pull completes exactly.
+func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
+	t.Parallel()
+	const seed = 57
+	ps := startPGServers(t, 0, wire.ViewOptions{}, seed)
+	keyFile := filepath.Join(t.TempDir(), "server.key")
+	if _, err := auth.CreateKeyFile(keyFile); err != nil {
+		t.Fatal(err)
+	}
+	task := crashTask{Postgres: ps.db, KeyFile: keyFile, Wire: true}
+	var urls []string
+	var cmds []*exec.Cmd
+	for range 2 {
+		cmd := crashtest.Command(t, crashtest.Point{At: "never"}, task)
+		url, _ := startChild(t, cmd)
+		urls, cmds = append(urls, url), append(cmds, cmd)
+	}
+	proxy, err := switchproxy.Start(urls...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	gauge := func(url string) string { return viewsOpen(t, &running{Listening: Listening{MetricsURL: url}}) }
+
+	want := seedWallet(t, localstore.FixtureSmall, seed)
+	restored := openWallet(t, createEmpty(t))
+	killed := -1
+	res, err := syncer.Run(t.Context(), wireProvider(t, proxy.URL, seed), restored, want.Identity, syncer.Options{MaxRows: 3, Active: wallet.KeepDestinationActive,
+		Progress: func(p syncer.Progress) error {
+			if p.State != syncer.StateCommitted || killed >= 0 {
+				return nil
+			}
+			for i, url := range urls {
+				if gauge(url) == "1" {
+					killed = i
+				}
+			}
+			if killed < 0 {
+				t.Fatal("no server holds the pull's view")
+			}
+			cmds[killed].Process.Kill()
+			cmds[killed].Wait()
+			proxy.Drop(killed)
+			// The database ends the dead process's backends as their sockets close, and
+			// with them the view's lock (the only two-key advisory lock held between
+			// requests); a balancer's health check takes longer than that.
+			waitFor(t, "the database to end the killed server's connections", func() bool {
+				return pgCount(t, ps.db, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2") == 0
+			})
+			return nil
+		}})
+	if err != nil || killed < 0 {
+		t.Fatalf("pull across the owner's death: %+v, %v", res, err)
+	}
+	providertest.SameWallet(t, openWallet(t, want.Path), restored, want.Identity)
+	if n := proxy.Served(1-killed, wire.Prefix+"view/open"); n == 0 {
+		t.Fatalf("the survivor opened no view: the pull did not resume on a new one")
+	}
+}
+
+// pgCount runs a count query on the database at url.
+func pgCount(t testing.TB, url, sql string) int {
+	t.Helper()
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var n int
+	if err := conn.QueryRow(t.Context(), sql).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
