@@ -35,6 +35,7 @@ type migration struct {
 // databases in the field already record it.
 var migrations = []migration{
 	{name: "toolbox tables", ddl: toolboxDDL},
+	{name: "walletsync checkpoints and id maps", ddl: func() string { return sessionDDL }},
 }
 
 // pgType is the column type that holds every value of a kind exactly: bigint for the
