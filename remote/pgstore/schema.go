@@ -36,7 +36,8 @@ type migration struct {
 var migrations = []migration{
 	{name: "toolbox tables", ddl: toolboxDDL},
 	{name: "change journal", ddl: journalDDL}, // journal.go
-	{name: "shared views", ddl: viewsDDL},
+	{name: "walletsync checkpoints and id maps", ddl: func() string { return sessionDDL }},
+	{name: "shared views", ddl: viewsDDL}, // shared.go
 }
 
 // pgType is the column type that holds every value of a kind exactly: bigint for the

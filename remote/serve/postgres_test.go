@@ -26,8 +26,8 @@ import (
 // first and a second user's small fixture through the second; the database then holds
 // both exactly (read through its BRC-40 producer), an unchanged backup moves nothing, and
 // a TS pull of the second user through the first server (the client moved) restores it
-// equal in walletsync's and the toolbox's reading. Neither server offers the paged wire, so
-// wire.Detect sends clients to the toolbox wire.
+// equal in walletsync's and the toolbox's reading. Both offer walletsync's paged wire beside
+// it (wire.Detect finds it), whose views they share (shared_test.go).
 func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "walletsync")
@@ -43,8 +43,8 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 		if status, body := get(t, url+"/"); status != 200 || body != "BRC-100 testNet Storage Provider." {
 			t.Fatalf("GET %s/ = %d %q", url, status, body)
 		}
-		if wire.Detect(t.Context(), url) {
-			t.Fatalf("%s offers the paged wire on PostgreSQL", url)
+		if !wire.Detect(t.Context(), url) {
+			t.Fatalf("%s does not offer the paged wire on PostgreSQL", url)
 		}
 	}
 

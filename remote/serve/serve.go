@@ -112,6 +112,7 @@ type Server struct {
 	log      *slog.Logger
 	store    backend
 	local    *localstore.Store // the SQLite store, nil on PostgreSQL
+	pg       *pgstore.Store    // the PostgreSQL store, nil on SQLite
 	settings wallet.Settings
 	metrics  *metrics
 	handler  http.Handler
@@ -156,7 +157,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open server: %w", err)
 		}
-		s.store = pg
+		s.store, s.pg = pg, pg
 	default:
 		local, err := localstore.OpenOrCreate(ctx, opts.DBPath, localstore.CreateOptions{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName}, opts.Store)
 		if err != nil {
@@ -202,11 +203,7 @@ func (s *Server) build(ctx context.Context) error {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)
 		}
-		b, err := s.wireBackend()
-		if err != nil {
-			return fmt.Errorf("mount %s: %w", m.Prefix, err)
-		}
-		h, err := m.New(b)
+		h, err := m.New(s.wireBackend())
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Prefix, err)
 		}

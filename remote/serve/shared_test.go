@@ -32,12 +32,15 @@ type pgServers struct {
 	proxy   *switchproxy.Proxy
 }
 
-// startPGServers starts n in-process servers with one identity over a new database that
-// holds the wallets of the fixture's users seeds (pushed in through the BRC-40 consumer).
-func startPGServers(t *testing.T, n int, views wire.ViewOptions, seeds ...uint64) *pgServers {
+// startPGServers starts n in-process servers with one identity over a new database on
+// chain that holds the wallets of the fixture's users seeds (pushed in through the BRC-40
+// consumer).
+func startPGServers(t *testing.T, n int, views wire.ViewOptions, chain wallet.Chain, seeds ...uint64) *pgServers {
 	t.Helper()
 	ps := &pgServers{db: cluster.NewDatabase(t)}
-	store, err := pgstore.Open(t.Context(), ps.db, pgstore.Options{Chain: wallet.ChainTest, StorageIdentityKey: "seeding", StorageName: "seeding"})
+	key := randomKey(t)
+	signer := auth.NewProtoWallet(key)
+	store, err := pgstore.Open(t.Context(), ps.db, pgstore.Options{Chain: chain, StorageIdentityKey: pubHex(key), StorageName: "walletsync serve"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +51,9 @@ func startPGServers(t *testing.T, n int, views wire.ViewOptions, seeds ...uint64
 		}
 	}
 	store.Close()
-	signer := auth.NewProtoWallet(randomKey(t))
 	urls := make([]string, n)
 	for i := range n {
-		r := startServer(t, Options{PostgresURL: ps.db, Signer: signer, Mounts: []Mount{WireMount(views, nil)}})
+		r := startServer(t, Options{PostgresURL: ps.db, Chain: chain, Signer: signer, Mounts: []Mount{WireMount(views, nil)}})
 		ps.servers = append(ps.servers, r)
 		urls[i] = r.URL
 	}
@@ -108,7 +110,7 @@ func viewsOpen(t testing.TB, r *running) string {
 func TestServe_PostgresPullAcrossServers(t *testing.T) {
 	t.Parallel()
 	const seed = 51
-	ps := startPGServers(t, 2, wire.ViewOptions{}, seed, seed+1)
+	ps := startPGServers(t, 2, wire.ViewOptions{}, wallet.ChainTest, seed, seed+1)
 	for _, r := range ps.servers {
 		if !wire.Detect(t.Context(), r.URL) {
 			t.Fatalf("%s does not offer the paged wire on PostgreSQL", r.URL)
@@ -140,15 +142,21 @@ func TestServe_PostgresPullAcrossServers(t *testing.T) {
 	}
 }
 
-// TestServe_PostgresSourceConformance runs the Provider suite's source cases against the
-// paged wire on PostgreSQL, every request on the other of two servers than the last.
-func TestServe_PostgresSourceConformance(t *testing.T) {
+// TestServe_PostgresConformance runs the Provider suite against the paged wire on
+// PostgreSQL (remote/wire's TestConformance runs it on SQLite), every request on the other
+// of two servers than the request before.
+func TestServe_PostgresConformance(t *testing.T) {
 	t.Parallel()
 	const seed = 53
-	providertest.RunSource(t, providertest.Harness{
+	providertest.Run(t, providertest.Harness{
 		NewSource: func(t *testing.T) (wallet.Source, string) {
-			ps := startPGServers(t, 2, wire.ViewOptions{}, seed)
+			ps := startPGServers(t, 2, wire.ViewOptions{}, wallet.ChainTest, seed)
 			return wireProvider(t, ps.proxy.URL, seed), localstore.FixtureIdentity(seed)
+		},
+		NewDestination: func(t *testing.T, chain wallet.Chain) (wallet.Destination, wallet.Source) {
+			ps := startPGServers(t, 2, wire.ViewOptions{}, chain)
+			p := wireProvider(t, ps.proxy.URL, seed)
+			return p, p
 		},
 	})
 }
@@ -161,7 +169,7 @@ func TestServe_PostgresSourceConformance(t *testing.T) {
 func TestServe_PostgresViewQuotasAcrossServers(t *testing.T) {
 	t.Parallel()
 	const seed = 55
-	ps := startPGServers(t, 2, wire.ViewOptions{MaxViewsPerIdentity: 1}, seed)
+	ps := startPGServers(t, 2, wire.ViewOptions{MaxViewsPerIdentity: 1}, wallet.ChainTest, seed)
 	v, err := wireProvider(t, ps.proxy.URL, seed).OpenView(t.Context(), time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +238,7 @@ func createEmpty(t testing.TB) string {
 func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 	t.Parallel()
 	const seed = 57
-	ps := startPGServers(t, 0, wire.ViewOptions{}, seed)
+	ps := startPGServers(t, 0, wire.ViewOptions{}, wallet.ChainTest, seed)
 	keyFile := filepath.Join(t.TempDir(), "server.key")
 	if _, err := auth.CreateKeyFile(keyFile); err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"walletsync/remote/pgstore"
 	"walletsync/remote/wire"
 	"walletsync/wallet"
 )
@@ -26,44 +27,37 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 	}
 }
 
-// pgWire is what the PostgreSQL store gives the paged wire: one multi-tenant source (the
-// Handler scopes it per identity) whose views every server process over the database
-// shares, and, when the store is one, a destination.
-type pgWire interface {
-	wallet.Source
-	wire.SharedViews
-}
+// pgBackend is the PostgreSQL store as the paged wire's backend: one multi-tenant source
+// and destination (the Handler scopes them per identity) whose views every server process
+// over the database shares (wire.SharedViews).
+type pgBackend struct{ *pgstore.Store }
 
-// pgBackend is the PostgreSQL store as the paged wire's backend.
-type pgBackend struct{ pgWire }
+var (
+	_ wire.Backend     = pgBackend{}
+	_ wire.SharedViews = pgBackend{}
+)
 
-func (b pgBackend) Source(context.Context, string) (wallet.Source, error) { return b.pgWire, nil }
+func (b pgBackend) Source(context.Context, string) (wallet.Source, error) { return b.Store, nil }
 
 func (b pgBackend) Destination(context.Context, string) (wallet.Destination, error) {
-	if d, ok := b.pgWire.(wallet.Destination); ok {
-		return d, nil
-	}
-	return nil, fmt.Errorf("pages committed to PostgreSQL: %w", wallet.ErrNotImplemented)
+	return b.Store, nil
 }
 
 // wireBackend returns the server's store as the paged wire's backend.
-func (s *Server) wireBackend() (wire.Backend, error) {
+func (s *Server) wireBackend() wire.Backend {
 	if s.local != nil {
-		return wire.StoreBackend{Store: s.local}, nil
+		return wire.StoreBackend{Store: s.local}
 	}
-	pg, ok := s.store.(pgWire)
-	if !ok {
-		return nil, fmt.Errorf("the paged wire is not available on PostgreSQL yet: %w", wallet.ErrNotImplemented)
-	}
-	return pgBackend{pg}, nil
+	return pgBackend{s.pg}
 }
 
 // wireHandler adds the wire's view gauges to /metrics.
 type wireHandler struct{ *wire.Handler }
 
-// WriteMetrics writes the retained views open now and the bytes their reads reserve.
+// WriteMetrics writes the retained views open now (with shared views, those this process
+// holds) and the bytes their reads reserve.
 func (h wireHandler) WriteMetrics(w io.Writer) {
 	st := h.Stats()
-	fmt.Fprintf(w, "# HELP walletsync_serve_views_open Retained views of the paged wire open now.\n# TYPE walletsync_serve_views_open gauge\nwalletsync_serve_views_open %d\n", st.Open)
+	fmt.Fprintf(w, "# HELP walletsync_serve_views_open Retained views of the paged wire open now (held by this process).\n# TYPE walletsync_serve_views_open gauge\nwalletsync_serve_views_open %d\n", st.Open)
 	fmt.Fprintf(w, "# HELP walletsync_serve_views_reserved_bytes Byte limits of the page reads in flight on retained views.\n# TYPE walletsync_serve_views_reserved_bytes gauge\nwalletsync_serve_views_reserved_bytes %d\n", st.ReservedBytes)
 }
