@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"walletsync/internal/logical"
+	"walletsync/internal/providertest"
+	"walletsync/internal/switchproxy"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/internal/walletsynctest"
 	"walletsync/localstore"
@@ -27,7 +29,8 @@ import (
 // both exactly (read through its BRC-40 producer), an unchanged backup moves nothing, and
 // a TS pull of the second user through the first server (the client moved) restores it
 // equal in walletsync's and the toolbox's reading. Both offer walletsync's paged wire beside
-// it (wire.Detect finds it), whose views they share (shared_test.go).
+// it (wire.Detect finds it), whose views they share: a walletsync client's pull of the
+// second user, moved to the other server after every request, restores it exactly.
 func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "walletsync")
@@ -73,6 +76,23 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	}
 	// A pull keeps the puller's own activeStorage (syncFromReader), as it must.
 	sameWallet(t, small.Path, restored, small.Identity, "users.activeStorage")
+
+	// A walletsync client pulls the second user's wallet through the paged wire, moved to
+	// the other process after every request: its view opens on one, its pages are read
+	// through both, and the copy is exact.
+	proxy, err := switchproxy.Start(first, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	pulledWire := openWallet(t, createEmpty(t))
+	if _, err := syncer.Run(t.Context(), wireProvider(t, proxy.URL, 5), pulledWire, small.Identity, syncer.Options{MaxRows: 4, Active: wallet.KeepDestinationActive}); err != nil {
+		t.Fatalf("paged-wire pull across both servers: %v", err)
+	}
+	providertest.SameWallet(t, openWallet(t, small.Path), pulledWire, small.Identity)
+	if a, b := proxy.Served(0, wire.Prefix+"view/read"), proxy.Served(1, wire.Prefix+"view/read"); a == 0 || b == 0 {
+		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", a, b)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
