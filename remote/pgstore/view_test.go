@@ -376,3 +376,60 @@ func TestView_Lifetime(t *testing.T) {
 		t.Fatalf("%d connections still held after every view ended", n)
 	}
 }
+
+// TestView_SnapshotImportedElsewhere: a transaction on another connection that imports the
+// view's exported snapshot reads, through ReadPage and ReadJournal, exactly what the view
+// reads, cursors included, even after writers committed; and the store describes itself as
+// a source with snapshots, a journal and reads beside a writer.
+func TestView_SnapshotImportedElsewhere(t *testing.T) {
+	t.Parallel()
+	url := cluster.NewDatabase(t)
+	s := openPG(t, url)
+	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
+	id := localstore.FixtureIdentity(1)
+	settings, caps, err := s.Describe(t.Context())
+	if err != nil || settings.StorageIdentityKey != serverKey || !caps.Snapshots || !caps.Journal || !caps.ReadsBesideWriter || caps.ConcurrentReads < 1 {
+		t.Fatalf("describe: %+v %+v, %v", settings, caps, err)
+	}
+	v, err := s.OpenSnapshot(t.Context(), pgstore.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	exec(t, url, `DELETE FROM outputs`)
+	exec(t, url, insertLabel, id, "after the view")
+
+	conn := connect(t, url)
+	tx, err := conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SET TRANSACTION SNAPSHOT '"+v.SnapshotID()+"'"); err != nil {
+		t.Fatal(err)
+	}
+	j, err := pgstore.ReadJournal(t.Context(), tx)
+	if hw, _ := v.Journal(0); err != nil || j.HighWater != hw {
+		t.Fatalf("journal in the imported snapshot: %+v, %v; the view's high-water is %d", j, err, hw)
+	}
+	for _, tb := range wallet.SyncOrder {
+		req := wallet.PageRequest{Table: tb.Name, IdentityKey: id, Limits: wallet.Limits{Rows: 2}}
+		for {
+			want, err := v.ReadPage(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgstore.ReadPage(t.Context(), tx, v.ID(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("%s after %q: the imported snapshot read\n%+v\nthe view\n%+v", tb.Name, req.After, got, want)
+			}
+			if want.Done {
+				break
+			}
+			req.After = want.Next
+		}
+	}
+}
