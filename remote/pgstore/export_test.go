@@ -10,3 +10,6 @@ func PoolOf(s *Store) *pgxpool.Pool { return s.pool }
 
 // Ending is closed once v began to end (its reads are interrupted).
 func Ending(v *View) <-chan struct{} { return v.guard.Context().Done() }
+
+// Migrations is the number of steps in this binary's schema history.
+var Migrations = len(migrations)

@@ -3,6 +3,7 @@ package pgstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -99,8 +100,8 @@ func TestOpen_ConcurrentFirstStart(t *testing.T) {
 			t.Fatalf("open %d: %v", i, err)
 		}
 	}
-	if n := count(t, url, "SELECT count(*) FROM walletsync_migrations"); n != 1 {
-		t.Fatalf("ledger holds %d rows, want 1", n)
+	if n := count(t, url, "SELECT count(*) FROM walletsync_migrations"); n != pgstore.Migrations {
+		t.Fatalf("ledger holds %d rows, want %d", n, pgstore.Migrations)
 	}
 	if n := count(t, url, "SELECT count(*) FROM settings"); n != 1 {
 		t.Fatalf("%d settings rows, want 1", n)
@@ -122,8 +123,8 @@ func TestOpen_RefusesUnknownLedger(t *testing.T) {
 		want error
 		rows int // the ledger's rows, unchanged by the refused Open
 	}{
-		{"newer", "INSERT INTO walletsync_migrations (version, name) VALUES (2, 'from the future')", wallet.ErrSchemaTooNew, 2},
-		{"renamed", "UPDATE walletsync_migrations SET name = 'something else' WHERE version = 1", wallet.ErrUnknownSchema, 1},
+		{"newer", fmt.Sprintf("INSERT INTO walletsync_migrations (version, name) VALUES (%d, 'from the future')", pgstore.Migrations+1), wallet.ErrSchemaTooNew, pgstore.Migrations + 1},
+		{"renamed", "UPDATE walletsync_migrations SET name = 'something else' WHERE version = 1", wallet.ErrUnknownSchema, pgstore.Migrations},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -41,6 +41,19 @@ func pushChunks(t testing.TB, src *localstore.Store, dst *pgstore.Store, seed ui
 	}
 }
 
+// seededPG opens a store on a database of its own holding the wallets of seeds (the small
+// fixture, pushed through the BRC-40 consumer), and returns the database's URL and the
+// first seed's identity.
+func seededPG(t testing.TB, seeds ...uint64) (url string, s *pgstore.Store, identity string) {
+	t.Helper()
+	url = cluster.NewDatabase(t)
+	s = openPG(t, url)
+	for _, seed := range seeds {
+		pushChunks(t, seededSQLite(t, localstore.FixtureSmall, seed), s, seed)
+	}
+	return url, s, localstore.FixtureIdentity(seeds[0])
+}
+
 // copyRows writes every row of src's wallet for identity into the database at url with
 // their ids as they are (plain INSERTs), then moves the id sequences past them, so that
 // both stores hold the very same rows.
@@ -114,10 +127,8 @@ func TestSource_Conformance(t *testing.T) {
 	t.Parallel()
 	providertest.RunSource(t, providertest.Harness{
 		NewSource: func(t *testing.T) (wallet.Source, string) {
-			s := openPG(t, cluster.NewDatabase(t))
-			pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 2), s, 2)
-			pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-			return s, localstore.FixtureIdentity(1)
+			_, s, id := seededPG(t, 1, 2)
+			return s, id
 		},
 	})
 }
@@ -171,10 +182,7 @@ func TestPages_SameAsSQLite(t *testing.T) {
 // writes, and its journal high-water mark is above the old one.
 func TestView_ConsistentWhileWriting(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1)
 	read := func(v wallet.View) map[wallet.TableName][]wallet.Row {
 		out := map[wallet.TableName][]wallet.Row{}
 		for _, tb := range wallet.SyncOrder {
@@ -214,11 +222,7 @@ func TestView_ConsistentWhileWriting(t *testing.T) {
 // another user.
 func TestView_Incremental(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 2), s, 2)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1, 2)
 	v, err := s.OpenView(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -383,10 +387,7 @@ func TestView_Lifetime(t *testing.T) {
 // a source with snapshots, a journal and reads beside a writer.
 func TestView_SnapshotImportedElsewhere(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1)
 	settings, caps, err := s.Describe(t.Context())
 	if err != nil || settings.StorageIdentityKey != serverKey || !caps.Snapshots || !caps.Journal || !caps.ReadsBesideWriter || caps.ConcurrentReads < 1 {
 		t.Fatalf("describe: %+v %+v, %v", settings, caps, err)
