@@ -94,11 +94,7 @@ func (v *Snapshot) readPage(ctx context.Context, plan wallet.PagePlan, userID in
 		var rowCharge int64
 		dst[len(key)] = &rowCharge
 		return key, rowCharge, classify(rows.Scan(dst...))
-	})
-	rows.Close()
-	if err == nil {
-		err = classify(rows.Err())
-	}
+	}, func() error { rows.Close(); return classify(rows.Err()) })
 	if err != nil {
 		return wallet.Page{}, err
 	}

@@ -139,10 +139,19 @@ func NewPageFit(plan PagePlan) *PageFit { return &PageFit{plan: plan} }
 
 // Take offers the rows that next and scan yield (a query's cursor: next moves to the
 // following row, scan returns its key and charge) until the page is full or they run out,
-// and stops at the first error. A first row whose charge exceeds the byte limit is refused
-// with a *RowTooLargeError reporting its charge, never skipped: the caller reads it alone
-// with Limits{Rows: 1, Bytes: charge}. The caller closes its cursor and checks its error.
-func (f *PageFit) Take(next func() bool, scan func() (key []any, charge int64, err error)) error {
+// stops at the first error, and then calls finish (which closes the cursor and reports its
+// error). A first row whose charge exceeds the byte limit is refused with a
+// *RowTooLargeError reporting its charge, never skipped: the caller reads it alone with
+// Limits{Rows: 1, Bytes: charge}.
+func (f *PageFit) Take(next func() bool, scan func() (key []any, charge int64, err error), finish func() error) error {
+	err := f.take(next, scan)
+	if ferr := finish(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func (f *PageFit) take(next func() bool, scan func() ([]any, int64, error)) error {
 	for next() {
 		key, charge, err := scan()
 		if err != nil {

@@ -88,11 +88,7 @@ func readPage(ctx context.Context, tx pgx.Tx, view string, plan wallet.PagePlan,
 			return nil, 0, classify(err)
 		}
 		return vals[:len(t.Key)], vals[len(t.Key)].(int64), nil
-	})
-	rows.Close()
-	if err == nil {
-		err = classify(rows.Err())
-	}
+	}, func() error { rows.Close(); return classify(rows.Err()) })
 	if err != nil {
 		return wallet.Page{}, err
 	}
