@@ -1,6 +1,10 @@
 package pgstore
 
-import "github.com/jackc/pgx/v5/pgxpool"
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
 
 // HoldReads makes every read of v run fn after its queries, while it still holds the read.
 func HoldReads(v *View, fn func()) { v.guard.AfterRead = fn }
@@ -13,3 +17,9 @@ func Ending(v *View) <-chan struct{} { return v.guard.Context().Done() }
 
 // Migrations is the number of steps in this binary's schema history.
 var Migrations = len(migrations)
+
+// FailStatement runs a failing statement in v's transaction, which aborts it.
+func FailStatement(ctx context.Context, v *View) error {
+	_, err := v.tx.Exec(ctx, "SELECT 1/0")
+	return err
+}

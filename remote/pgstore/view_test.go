@@ -364,6 +364,36 @@ func TestView_Lifetime(t *testing.T) {
 			t.Fatalf("the read in flight when the view closed: err = %v, want its result discarded (ErrSnapshotClosed)", err)
 		}
 	})
+	t.Run("AbortedTransactionEndsView", func(t *testing.T) {
+		v, err := s.OpenSnapshot(t.Context(), pgstore.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if err := pgstore.FailStatement(t.Context(), v); err == nil {
+			t.Fatal("1/0 succeeded")
+		}
+		if _, err := v.ReadPage(t.Context(), req); err == nil || errors.Is(err, wallet.ErrSnapshotClosed) {
+			t.Fatalf("the read that finds the transaction aborted: err = %v, want the database's error", err)
+		}
+		if _, err := v.ReadPage(t.Context(), req); !errors.Is(err, wallet.ErrSnapshotClosed) {
+			t.Fatalf("a read after the view lost its transaction: err = %v, want ErrSnapshotClosed", err)
+		}
+	})
+	t.Run("AbandonedViewReleased", func(t *testing.T) {
+		// Short, but long enough that the open itself never outlives it on a loaded machine.
+		v, err := s.OpenView(t.Context(), 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Never read nor closed: its lifetime alone gives the connection and the slot back.
+		for pgstore.PoolOf(s).Stat().AcquiredConns() != 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := v.ReadPage(t.Context(), req); !errors.Is(err, wallet.ErrSnapshotExpired) {
+			t.Fatalf("read of a view past its lifetime: err = %v, want ErrSnapshotExpired", err)
+		}
+	})
 	t.Run("ContextEndsView", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		v, err := s.OpenView(ctx, 0)
