@@ -464,3 +464,71 @@ func TestView_SnapshotImportedElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestSource_PullsIntoSQLite: the paged sync contract pulls a wallet from PostgreSQL (with
+// another user beside it) into an empty SQLite wallet exactly; after writes in PostgreSQL
+// the next run is incremental and reads only what changed, and a run after that finds the
+// wallet unchanged in one request.
+func TestSource_PullsIntoSQLite(t *testing.T) {
+	t.Parallel()
+	url, s, id := seededPG(t, 1, 2)
+	dst := openSQLite(t)
+	opts := syncer.Options{MaxRows: 7, Active: wallet.KeepSourceActive}
+	if res, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || res.Kind != syncer.KindFull || !res.Checkpoint.Done {
+		t.Fatalf("first pull: %+v, %v", res, err)
+	}
+	providertest.SameWallet(t, s, dst, id)
+
+	exec(t, url, `UPDATE outputs SET "outputDescription" = 'changed', updated_at = now() WHERE "outputId" = (SELECT min("outputId") FROM outputs)`)
+	exec(t, url, insertLabel, id, "a new label")
+	res, err := syncer.Run(t.Context(), s, dst, id, opts)
+	if err != nil || res.Kind != syncer.KindIncremental || res.Rows == 0 || res.Rows > 3 {
+		t.Fatalf("pull after two writes: %+v, %v; want an incremental run of the changed rows", res, err)
+	}
+	providertest.SameWallet(t, s, dst, id)
+	if again, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || again.Kind != syncer.KindUnchanged || again.Pages != 0 {
+		t.Fatalf("pull of an unchanged wallet: %+v, %v", again, err)
+	}
+}
+
+// TestView_Resume: a cursor of one view continues in another through Resume (the rows
+// after the same key), and is refused for another table or when it is not a cursor.
+func TestView_Resume(t *testing.T) {
+	t.Parallel()
+	_, s, id := seededPG(t, 1)
+	v, err := s.OpenView(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := wallet.PageRequest{Table: wallet.TableOutputs, IdentityKey: id, Limits: wallet.Limits{Rows: 2}}
+	first, err := v.ReadPage(t.Context(), req)
+	if err != nil || first.Done {
+		t.Fatalf("first page: %+v, %v", first, err)
+	}
+	req.After = first.Next
+	want, err := v.ReadPage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Close()
+	w, err := s.OpenView(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if req.After, err = w.Resume(wallet.TableOutputs, first.Next); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.ReadPage(t.Context(), req)
+	if err != nil || !reflect.DeepEqual(got.Rows, want.Rows) {
+		t.Fatalf("resumed in a new view: %v, %v; want the rows the old view read next", got.Rows, err)
+	}
+	for _, c := range []struct {
+		table  wallet.TableName
+		cursor wallet.Cursor
+	}{{wallet.TableTransactions, first.Next}, {wallet.TableOutputs, "not a cursor"}} {
+		if _, err := w.Resume(c.table, c.cursor); !errors.Is(err, wallet.ErrCursorMismatch) {
+			t.Errorf("resume %q for %s: err = %v, want ErrCursorMismatch", c.cursor, c.table, err)
+		}
+	}
+}
