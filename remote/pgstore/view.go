@@ -79,6 +79,7 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*View, 
 	rand.Read(b)
 	v := &View{id: hex.EncodeToString(b), guard: guard}
 	if err := v.pin(ctx, s.pool); err != nil {
+		guard.End(wallet.ErrSnapshotClosed) // nothing to release yet
 		<-s.views
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
