@@ -85,7 +85,7 @@ func (v *Snapshot) readPage(ctx context.Context, plan wallet.PagePlan, userID in
 		return wallet.Page{}, classify(err)
 	}
 	fit := wallet.NewPageFit(plan)
-	for rows.Next() {
+	err = fit.Take(rows.Next, func() ([]any, int64, error) {
 		key := make([]any, len(t.Key))
 		dst := make([]any, len(key)+1)
 		for i := range key {
@@ -93,21 +93,10 @@ func (v *Snapshot) readPage(ctx context.Context, plan wallet.PagePlan, userID in
 		}
 		var rowCharge int64
 		dst[len(key)] = &rowCharge
-		if err := rows.Scan(dst...); err != nil {
-			rows.Close()
-			return wallet.Page{}, classify(err)
-		}
-		if ok, err := fit.Offer(key, rowCharge); err != nil || !ok {
-			rows.Close()
-			if err != nil {
-				return wallet.Page{}, err
-			}
-			break
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return wallet.Page{}, classify(err)
+		return key, rowCharge, classify(rows.Scan(dst...))
+	}, func() error { rows.Close(); return classify(rows.Err()) })
+	if err != nil {
+		return wallet.Page{}, err
 	}
 	if fit.Rows == 0 {
 		return fit.Page(v.id, nil)

@@ -137,11 +137,35 @@ type PageFit struct {
 // NewPageFit starts fitting a page of plan.
 func NewPageFit(plan PagePlan) *PageFit { return &PageFit{plan: plan} }
 
-// Offer offers the next row, by its key and charge. It returns true when the row joins the
-// page, false when the page is full (the caller stops offering). A first row whose charge
-// exceeds the byte limit is refused with a *RowTooLargeError reporting its charge, never
-// skipped: the caller reads it alone with Limits{Rows: 1, Bytes: charge}.
-func (f *PageFit) Offer(key []any, charge int64) (bool, error) {
+// Take offers the rows that next and scan yield (a query's cursor: next moves to the
+// following row, scan returns its key and charge) until the page is full or they run out,
+// stops at the first error, and then calls finish (which closes the cursor and reports its
+// error). A first row whose charge exceeds the byte limit is refused with a
+// *RowTooLargeError reporting its charge, never skipped: the caller reads it alone with
+// Limits{Rows: 1, Bytes: charge}.
+func (f *PageFit) Take(next func() bool, scan func() (key []any, charge int64, err error), finish func() error) error {
+	err := f.take(next, scan)
+	if ferr := finish(); err == nil {
+		err = ferr
+	}
+	return err
+}
+
+func (f *PageFit) take(next func() bool, scan func() ([]any, int64, error)) error {
+	for next() {
+		key, charge, err := scan()
+		if err != nil {
+			return err
+		}
+		if ok, err := f.offer(key, charge); err != nil || !ok {
+			return err
+		}
+	}
+	return nil
+}
+
+// offer offers the next row: true when it joins the page, false when the page is full.
+func (f *PageFit) offer(key []any, charge int64) (bool, error) {
 	if f.Rows == f.plan.Limits.Rows || f.Bytes+charge > f.plan.Limits.Bytes {
 		if f.Rows == 0 {
 			return false, &RowTooLargeError{Table: f.plan.Table.Name, Key: key, Charge: charge, Limit: f.plan.Limits.Bytes}
@@ -155,7 +179,7 @@ func (f *PageFit) Offer(key []any, charge int64) (bool, error) {
 	return true, nil
 }
 
-// Page returns the page of rows (exactly the rows Offer took, loaded by the store), with
+// Page returns the page of rows (exactly the rows Take took, loaded by the store), with
 // its Next cursor for the view named view and its Done flag. An empty page keeps the
 // request's position. A store that loaded another number of rows than it was given (its
 // snapshot moved under the view) gets ErrCorrupt.

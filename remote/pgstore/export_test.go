@@ -44,3 +44,12 @@ func (s *Store) ReadPlainView(ctx context.Context, identity, handle string, fn f
 func (s *Store) ClosePlainView(ctx context.Context, identity, handle string) error {
 	return s.closeShared(ctx, identity, handle)
 }
+
+// Migrations is the number of steps in this binary's schema history.
+var Migrations = len(migrations)
+
+// FailStatement runs a failing statement in v's transaction, which aborts it.
+func FailStatement(ctx context.Context, v *View) error {
+	_, err := v.tx.Exec(ctx, "SELECT 1/0")
+	return err
+}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"walletsync/localstore"
 	"walletsync/remote/pgstore"
 	"walletsync/wallet"
 )
@@ -55,10 +54,7 @@ const insertLabel = `INSERT INTO tx_labels (created_at, updated_at, "userId", la
 // becomes visible later at a position a reader already passed.
 func TestJournal_CommitOrder(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1)
 	_, before := labelsSince(t, s, id, 0)
 
 	a, b := connect(t, url), connect(t, url)
@@ -125,10 +121,7 @@ func TestJournal_CommitOrder(t *testing.T) {
 // transaction commits later, and that label would never be read.
 func TestJournal_NoChangeMissedUnderConcurrentWriters(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1)
 	_, since := labelsSince(t, s, id, 0)
 
 	const writers, perWriter = 4, 25

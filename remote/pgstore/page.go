@@ -82,24 +82,15 @@ func readPage(ctx context.Context, tx pgx.Tx, view string, plan wallet.PagePlan,
 		return wallet.Page{}, classify(err)
 	}
 	fit := wallet.NewPageFit(plan)
-	for rows.Next() {
+	err = fit.Take(rows.Next, func() ([]any, int64, error) {
 		vals, err := rows.Values()
 		if err != nil {
-			rows.Close()
-			return wallet.Page{}, classify(err)
+			return nil, 0, classify(err)
 		}
-		ok, err := fit.Offer(vals[:len(t.Key)], vals[len(t.Key)].(int64))
-		if err != nil || !ok {
-			rows.Close()
-			if err != nil {
-				return wallet.Page{}, err
-			}
-			break
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return wallet.Page{}, classify(err)
+		return vals[:len(t.Key)], vals[len(t.Key)].(int64), nil
+	}, func() error { rows.Close(); return classify(rows.Err()) })
+	if err != nil {
+		return wallet.Page{}, err
 	}
 	if fit.Rows == 0 {
 		return fit.Page(view, nil)

@@ -13,8 +13,9 @@
 // Store is a wallet.ChunkStore too, so that syncer.RunChunks moves wallets in and out of it
 // directly.
 //
-// Not yet here: walletsync's paged wire (views, keyset pages, page+checkpoint commits, the
-// change journal), which remote/wire serves only over localstore.
+// Store is a wallet.Source too, for walletsync's paged wire: snapshot views that export
+// their snapshot to other connections (view.go), keyset pages identical to localstore's
+// (page.go), and a change journal in commit order (journal.go).
 package pgstore
 
 import (

@@ -79,6 +79,7 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*View, 
 	rand.Read(b)
 	v := &View{id: hex.EncodeToString(b), guard: guard}
 	if err := v.pin(ctx, s.pool); err != nil {
+		guard.End(wallet.ErrSnapshotClosed) // nothing to release yet
 		<-s.views
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
@@ -153,9 +154,11 @@ func (v *View) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Pag
 	case err == nil:
 		return page, nil
 	case err == readErr:
-		if v.pg.IsClosed() {
-			// An interrupted query closes the connection, and the snapshot with it: the
-			// view cannot serve another read.
+		if v.pg.IsClosed() || v.pg.TxStatus() == 'E' {
+			// A failed statement aborts PostgreSQL's transaction (an interrupted one may
+			// close the connection too), and the snapshot goes with it: the view cannot
+			// serve another read, and says so with ErrSnapshotClosed from now on, so that
+			// its session opens a new one.
 			v.guard.End(wallet.ErrSnapshotClosed)
 		}
 		return wallet.Page{}, err

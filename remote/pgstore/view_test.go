@@ -41,6 +41,19 @@ func pushChunks(t testing.TB, src *localstore.Store, dst *pgstore.Store, seed ui
 	}
 }
 
+// seededPG opens a store on a database of its own holding the wallets of seeds (the small
+// fixture, pushed through the BRC-40 consumer), and returns the database's URL and the
+// first seed's identity.
+func seededPG(t testing.TB, seeds ...uint64) (url string, s *pgstore.Store, identity string) {
+	t.Helper()
+	url = cluster.NewDatabase(t)
+	s = openPG(t, url)
+	for _, seed := range seeds {
+		pushChunks(t, seededSQLite(t, localstore.FixtureSmall, seed), s, seed)
+	}
+	return url, s, localstore.FixtureIdentity(seeds[0])
+}
+
 // copyRows writes every row of src's wallet for identity into the database at url with
 // their ids as they are (plain INSERTs), then moves the id sequences past them, so that
 // both stores hold the very same rows.
@@ -114,10 +127,8 @@ func TestSource_Conformance(t *testing.T) {
 	t.Parallel()
 	providertest.RunSource(t, providertest.Harness{
 		NewSource: func(t *testing.T) (wallet.Source, string) {
-			s := openPG(t, cluster.NewDatabase(t))
-			pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 2), s, 2)
-			pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-			return s, localstore.FixtureIdentity(1)
+			_, s, id := seededPG(t, 1, 2)
+			return s, id
 		},
 	})
 }
@@ -171,10 +182,7 @@ func TestPages_SameAsSQLite(t *testing.T) {
 // writes, and its journal high-water mark is above the old one.
 func TestView_ConsistentWhileWriting(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1)
 	read := func(v wallet.View) map[wallet.TableName][]wallet.Row {
 		out := map[wallet.TableName][]wallet.Row{}
 		for _, tb := range wallet.SyncOrder {
@@ -214,11 +222,7 @@ func TestView_ConsistentWhileWriting(t *testing.T) {
 // another user.
 func TestView_Incremental(t *testing.T) {
 	t.Parallel()
-	url := cluster.NewDatabase(t)
-	s := openPG(t, url)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 1), s, 1)
-	pushChunks(t, seededSQLite(t, localstore.FixtureSmall, 2), s, 2)
-	id := localstore.FixtureIdentity(1)
+	url, s, id := seededPG(t, 1, 2)
 	v, err := s.OpenView(t.Context(), 0)
 	if err != nil {
 		t.Fatal(err)
@@ -360,6 +364,36 @@ func TestView_Lifetime(t *testing.T) {
 			t.Fatalf("the read in flight when the view closed: err = %v, want its result discarded (ErrSnapshotClosed)", err)
 		}
 	})
+	t.Run("AbortedTransactionEndsView", func(t *testing.T) {
+		v, err := s.OpenSnapshot(t.Context(), pgstore.SnapshotOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer v.Close()
+		if err := pgstore.FailStatement(t.Context(), v); err == nil {
+			t.Fatal("1/0 succeeded")
+		}
+		if _, err := v.ReadPage(t.Context(), req); err == nil || errors.Is(err, wallet.ErrSnapshotClosed) {
+			t.Fatalf("the read that finds the transaction aborted: err = %v, want the database's error", err)
+		}
+		if _, err := v.ReadPage(t.Context(), req); !errors.Is(err, wallet.ErrSnapshotClosed) {
+			t.Fatalf("a read after the view lost its transaction: err = %v, want ErrSnapshotClosed", err)
+		}
+	})
+	t.Run("AbandonedViewReleased", func(t *testing.T) {
+		// Short, but long enough that the open itself never outlives it on a loaded machine.
+		v, err := s.OpenView(t.Context(), 50*time.Millisecond)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Never read nor closed: its lifetime alone gives the connection and the slot back.
+		for pgstore.PoolOf(s).Stat().AcquiredConns() != 0 {
+			time.Sleep(time.Millisecond)
+		}
+		if _, err := v.ReadPage(t.Context(), req); !errors.Is(err, wallet.ErrSnapshotExpired) {
+			t.Fatalf("read of a view past its lifetime: err = %v, want ErrSnapshotExpired", err)
+		}
+	})
 	t.Run("ContextEndsView", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(t.Context())
 		v, err := s.OpenView(ctx, 0)
@@ -374,5 +408,127 @@ func TestView_Lifetime(t *testing.T) {
 	})
 	if n := pgstore.PoolOf(s).Stat().AcquiredConns(); n != 0 {
 		t.Fatalf("%d connections still held after every view ended", n)
+	}
+}
+
+// TestView_SnapshotImportedElsewhere: a transaction on another connection that imports the
+// view's exported snapshot reads, through ReadPage and ReadJournal, exactly what the view
+// reads, cursors included, even after writers committed; and the store describes itself as
+// a source with snapshots, a journal and reads beside a writer.
+func TestView_SnapshotImportedElsewhere(t *testing.T) {
+	t.Parallel()
+	url, s, id := seededPG(t, 1)
+	settings, caps, err := s.Describe(t.Context())
+	if err != nil || settings.StorageIdentityKey != serverKey || !caps.Snapshots || !caps.Journal || !caps.ReadsBesideWriter || caps.ConcurrentReads < 1 {
+		t.Fatalf("describe: %+v %+v, %v", settings, caps, err)
+	}
+	v, err := s.OpenSnapshot(t.Context(), pgstore.SnapshotOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v.Close()
+	exec(t, url, `DELETE FROM outputs`)
+	exec(t, url, insertLabel, id, "after the view")
+
+	conn := connect(t, url)
+	tx, err := conn.BeginTx(t.Context(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(context.Background())
+	if _, err := tx.Exec(t.Context(), "SET TRANSACTION SNAPSHOT '"+v.SnapshotID()+"'"); err != nil {
+		t.Fatal(err)
+	}
+	j, err := pgstore.ReadJournal(t.Context(), tx)
+	if hw, _ := v.Journal(0); err != nil || j.HighWater != hw {
+		t.Fatalf("journal in the imported snapshot: %+v, %v; the view's high-water is %d", j, err, hw)
+	}
+	for _, tb := range wallet.SyncOrder {
+		req := wallet.PageRequest{Table: tb.Name, IdentityKey: id, Limits: wallet.Limits{Rows: 2}}
+		for {
+			want, err := v.ReadPage(t.Context(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := pgstore.ReadPage(t.Context(), tx, v.ID(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(want, got) {
+				t.Fatalf("%s after %q: the imported snapshot read\n%+v\nthe view\n%+v", tb.Name, req.After, got, want)
+			}
+			if want.Done {
+				break
+			}
+			req.After = want.Next
+		}
+	}
+}
+
+// TestSource_PullsIntoSQLite: the paged sync contract pulls a wallet from PostgreSQL (with
+// another user beside it) into an empty SQLite wallet exactly; after writes in PostgreSQL
+// the next run is incremental and reads only what changed, and a run after that finds the
+// wallet unchanged in one request.
+func TestSource_PullsIntoSQLite(t *testing.T) {
+	t.Parallel()
+	url, s, id := seededPG(t, 1, 2)
+	dst := openSQLite(t)
+	opts := syncer.Options{MaxRows: 7, Active: wallet.KeepSourceActive}
+	if res, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || res.Kind != syncer.KindFull || !res.Checkpoint.Done {
+		t.Fatalf("first pull: %+v, %v", res, err)
+	}
+	providertest.SameWallet(t, s, dst, id)
+
+	exec(t, url, `UPDATE outputs SET "outputDescription" = 'changed', updated_at = now() WHERE "outputId" = (SELECT min("outputId") FROM outputs)`)
+	exec(t, url, insertLabel, id, "a new label")
+	res, err := syncer.Run(t.Context(), s, dst, id, opts)
+	if err != nil || res.Kind != syncer.KindIncremental || res.Rows == 0 || res.Rows > 3 {
+		t.Fatalf("pull after two writes: %+v, %v; want an incremental run of the changed rows", res, err)
+	}
+	providertest.SameWallet(t, s, dst, id)
+	if again, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || again.Kind != syncer.KindUnchanged || again.Pages != 0 {
+		t.Fatalf("pull of an unchanged wallet: %+v, %v", again, err)
+	}
+}
+
+// TestView_Resume: a cursor of one view continues in another through Resume (the rows
+// after the same key), and is refused for another table or when it is not a cursor.
+func TestView_Resume(t *testing.T) {
+	t.Parallel()
+	_, s, id := seededPG(t, 1)
+	v, err := s.OpenView(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := wallet.PageRequest{Table: wallet.TableOutputs, IdentityKey: id, Limits: wallet.Limits{Rows: 2}}
+	first, err := v.ReadPage(t.Context(), req)
+	if err != nil || first.Done {
+		t.Fatalf("first page: %+v, %v", first, err)
+	}
+	req.After = first.Next
+	want, err := v.ReadPage(t.Context(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Close()
+	w, err := s.OpenView(t.Context(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if req.After, err = w.Resume(wallet.TableOutputs, first.Next); err != nil {
+		t.Fatal(err)
+	}
+	got, err := w.ReadPage(t.Context(), req)
+	if err != nil || !reflect.DeepEqual(got.Rows, want.Rows) {
+		t.Fatalf("resumed in a new view: %v, %v; want the rows the old view read next", got.Rows, err)
+	}
+	for _, c := range []struct {
+		table  wallet.TableName
+		cursor wallet.Cursor
+	}{{wallet.TableTransactions, first.Next}, {wallet.TableOutputs, "not a cursor"}} {
+		if _, err := w.Resume(c.table, c.cursor); !errors.Is(err, wallet.ErrCursorMismatch) {
+			t.Errorf("resume %q for %s: err = %v, want ErrCursorMismatch", c.cursor, c.table, err)
+		}
 	}
 }
