@@ -15,7 +15,9 @@
 //
 // Store is a wallet.Source too, for walletsync's paged wire: snapshot views that export
 // their snapshot to other connections (view.go), keyset pages identical to localstore's
-// (page.go), and a change journal in commit order (journal.go).
+// (page.go), and a change journal in commit order (journal.go). Its views are shared by
+// every server process over the database too (shared.go: wire.SharedViews), so that a
+// client's pages may land on any of them.
 package pgstore
 
 import (
