@@ -85,11 +85,11 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer proxy.Close()
-	pulledWire := openWallet(t, createEmpty(t))
+	pulledWire := emptyWallet(t)
 	if _, err := syncer.Run(t.Context(), wireProvider(t, proxy.URL, 5), pulledWire, small.Identity, syncer.Options{MaxRows: 4, Active: wallet.KeepDestinationActive}); err != nil {
 		t.Fatalf("paged-wire pull across both servers: %v", err)
 	}
-	providertest.SameWallet(t, openWallet(t, small.Path), pulledWire, small.Identity)
+	providertest.SameWallet(t, openStore(t, small.Path), pulledWire, small.Identity)
 	if a, b := proxy.Served(0, wire.Prefix+"view/read"), proxy.Served(1, wire.Prefix+"view/read"); a == 0 || b == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", a, b)
 	}

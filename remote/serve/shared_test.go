@@ -3,7 +3,6 @@ package serve
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,7 +44,7 @@ func startPGServers(t *testing.T, n int, views wire.ViewOptions, chain wallet.Ch
 		t.Fatal(err)
 	}
 	for _, seed := range seeds {
-		src := openWallet(t, seedWallet(t, localstore.FixtureSmall, seed).Path)
+		src := openStore(t, seedWallet(t, localstore.FixtureSmall, seed).Path)
 		if _, err := syncer.RunChunks(t.Context(), src, store, localstore.FixtureIdentity(seed), syncer.ChunkOptions{Active: wallet.KeepSourceActive, MaxItems: 100, Settle: -1}); err != nil {
 			t.Fatal(err)
 		}
@@ -62,16 +61,6 @@ func startPGServers(t *testing.T, n int, views wire.ViewOptions, chain wallet.Ch
 	}
 	t.Cleanup(ps.proxy.Close)
 	return ps
-}
-
-func openWallet(t testing.TB, path string) *localstore.Store {
-	t.Helper()
-	s, err := localstore.Open(t.Context(), path, localstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
 }
 
 // wireProvider is a paged-wire client signing as seed's user against url.
@@ -117,20 +106,20 @@ func TestServe_PostgresPullAcrossServers(t *testing.T) {
 		}
 	}
 	want := seedWallet(t, localstore.FixtureSmall, seed)
-	restored := openWallet(t, createEmpty(t))
+	restored := emptyWallet(t)
 	changed := false
 	res, err := syncer.Run(t.Context(), wireProvider(t, ps.proxy.URL, seed), restored, want.Identity, syncer.Options{MaxRows: 3, Active: wallet.KeepDestinationActive,
 		Progress: func(p syncer.Progress) error {
 			if p.State == syncer.StateCommitted && !changed {
 				changed = true
-				pgExec(t, ps.db, `UPDATE tx_labels SET label = label || ' renamed later'`)
+				pgQuery(t, ps.db, `UPDATE tx_labels SET label = label || ' renamed later'`)
 			}
 			return nil
 		}})
 	if err != nil || !changed {
 		t.Fatalf("pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, openWallet(t, want.Path), restored, want.Identity)
+	providertest.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
 	read := wire.Prefix + "view/read"
 	if ps.proxy.Served(0, read) == 0 || ps.proxy.Served(1, read) == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", ps.proxy.Served(0, read), ps.proxy.Served(1, read))
@@ -204,29 +193,15 @@ func TestServe_PostgresViewQuotasAcrossServers(t *testing.T) {
 	}
 }
 
-// pgExec runs sql on the database at url.
-func pgExec(t testing.TB, url, sql string) {
+// emptyWallet makes an empty test-chain wallet.
+func emptyWallet(t testing.TB) *localstore.Store {
 	t.Helper()
-	conn, err := pgx.Connect(t.Context(), url)
+	s, err := localstore.Create(t.Context(), filepath.Join(t.TempDir(), "restored.sqlite"), localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "restored"}, localstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(context.Background())
-	if _, err := conn.Exec(t.Context(), sql); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// createEmpty makes an empty test-chain wallet file.
-func createEmpty(t testing.TB) string {
-	t.Helper()
-	path := fmt.Sprintf("%s/restored.sqlite", t.TempDir())
-	s, err := localstore.Create(t.Context(), path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "restored"}, localstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Close()
-	return path
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // TestServe_PostgresOwnerKilledMidPull: two server processes (real children) over one
@@ -259,7 +234,7 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 	gauge := func(url string) string { return viewsOpen(t, &running{Listening: Listening{MetricsURL: url}}) }
 
 	want := seedWallet(t, localstore.FixtureSmall, seed)
-	restored := openWallet(t, createEmpty(t))
+	restored := emptyWallet(t)
 	killed := -1
 	res, err := syncer.Run(t.Context(), wireProvider(t, proxy.URL, seed), restored, want.Identity, syncer.Options{MaxRows: 3, Active: wallet.KeepDestinationActive,
 		Progress: func(p syncer.Progress) error {
@@ -281,30 +256,35 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 			// with them the view's lock (the only two-key advisory lock held between
 			// requests); a balancer's health check takes longer than that.
 			waitFor(t, "the database to end the killed server's connections", func() bool {
-				return pgCount(t, ps.db, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2") == 0
+				var n int
+				pgQuery(t, ps.db, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objsubid = 2", &n)
+				return n == 0
 			})
 			return nil
 		}})
 	if err != nil || killed < 0 {
 		t.Fatalf("pull across the owner's death: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, openWallet(t, want.Path), restored, want.Identity)
+	providertest.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
 	if n := proxy.Served(1-killed, wire.Prefix+"view/open"); n == 0 {
 		t.Fatalf("the survivor opened no view: the pull did not resume on a new one")
 	}
 }
 
-// pgCount runs a count query on the database at url.
-func pgCount(t testing.TB, url, sql string) int {
+// pgQuery runs sql on the database at url, scanning its one row into dest when given.
+func pgQuery(t testing.TB, url, sql string, dest ...any) {
 	t.Helper()
 	conn, err := pgx.Connect(t.Context(), url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	var n int
-	if err := conn.QueryRow(t.Context(), sql).Scan(&n); err != nil {
+	if len(dest) == 0 {
+		_, err = conn.Exec(t.Context(), sql)
+	} else {
+		err = conn.QueryRow(t.Context(), sql).Scan(dest...)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
-	return n
 }
