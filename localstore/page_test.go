@@ -202,3 +202,22 @@ func TestReadPage_StableUnderConcurrentWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestReadPage_IncrementalRowChangedTwiceReadOnce: a row the journal records twice above
+// since (updated in two transactions) comes once in an incremental page.
+func TestReadPage_IncrementalRowChangedTwiceReadOnce(t *testing.T) {
+	s := mustCreate(t, Options{})
+	id := mustSeed(t, s, FixtureSmall, 1)
+	v := openView(t, s, SnapshotOptions{})
+	since, _ := v.Journal(0)
+	v.Close()
+	for range 2 {
+		mustExec(t, s.writeDB, "UPDATE tx_labels SET label = label || '+' WHERE txLabelId = (SELECT min(txLabelId) FROM tx_labels)")
+	}
+	w := openView(t, s, SnapshotOptions{})
+	defer w.Close()
+	p, err := w.ReadPage(t.Context(), wallet.PageRequest{Table: wallet.TableTxLabels, IdentityKey: id, Incremental: true, Since: since})
+	if err != nil || len(p.Rows) != 1 || !p.Done {
+		t.Fatalf("incremental page above %d: %d rows, done %v, %v; want the one changed label once", since, len(p.Rows), p.Done, err)
+	}
+}
