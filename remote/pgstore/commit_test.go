@@ -382,3 +382,60 @@ func TestUnstorableText_Refused(t *testing.T) {
 		})
 	}
 }
+
+// Page commits count and store alike on SQLite and PostgreSQL, also where a page repeats a
+// natural key (the second row finds the first and merges into it) and where a later page
+// updates what an earlier one inserted (the newer row wins).
+func TestCommit_SameOnBothBackends(t *testing.T) {
+	t.Parallel()
+	t1 := time.Date(2025, 1, 2, 3, 4, 5, 6_000_000, time.UTC)
+	t2, t3 := t1.Add(time.Second), t1.Add(time.Hour)
+	label := func(updated time.Time, id int64, name string, deleted bool) wallet.Row {
+		return wallet.Row{t1, updated, id, int64(99), name, deleted}
+	}
+	pages := [][]wallet.Row{
+		{label(t1, 1, "a", false), label(t1, 2, "dup", false), label(t2, 3, "dup", true), label(t1, 4, "b", false)},
+		{label(t3, 1, "a", true), label(t1, 4, "b", false), label(t1, 5, "c", false)},
+	}
+	id := localstore.FixtureIdentity(4)
+	key := wallet.SessionKey{SourceStorage: "03producer", IdentityKey: id}
+	pos := slices.Index(wallet.SyncOrder, wallet.TxLabels)
+	var acks [][]wallet.Ack
+	var stored [][]wallet.Row
+	for _, be := range backends {
+		dst := be.open(t)
+		var got []wallet.Ack
+		for i, rows := range pages {
+			page := make([]wallet.Row, len(rows))
+			for k, r := range rows {
+				page[k] = clone(r)
+			}
+			ack, err := dst.(wallet.Destination).Commit(t.Context(), wallet.Batch{Chain: wallet.ChainTest, Expect: int64(i), Active: wallet.KeepSourceActive,
+				Page:       wallet.Page{Table: wallet.TableTxLabels, Rows: page},
+				Checkpoint: wallet.Checkpoint{Session: key, Seq: int64(i + 1), Mode: wallet.ModeFull, Table: pos, Cursor: "c", View: "v"}})
+			if err != nil {
+				t.Fatalf("%s: page %d: %v", be.name, i, err)
+			}
+			ack.Checkpoint = wallet.Checkpoint{}
+			got = append(got, ack)
+		}
+		acks = append(acks, got)
+		chunk, err := dst.GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: serverKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var labels []wallet.Row
+		for _, r := range chunk.Rows[wallet.TableTxLabels] {
+			labels = append(labels, wallet.Row{r[wallet.TxLabels.Col("label")], r[wallet.TxLabels.Col("isDeleted")], r[wallet.TxLabels.Col("updated_at")]})
+		}
+		stored = append(stored, labels)
+	}
+	// "a", "dup" and "b" new, the second "dup" newer; then "a" newer, "c" new.
+	want := []wallet.Ack{{Inserts: 3, Updates: 1}, {Inserts: 1, Updates: 1}}
+	if !reflect.DeepEqual(acks[0], want) || !reflect.DeepEqual(acks[1], want) {
+		t.Fatalf("acknowledged sqlite %+v, postgres %+v; want %+v", acks[0], acks[1], want)
+	}
+	if !reflect.DeepEqual(stored[0], stored[1]) || len(stored[0]) != 4 {
+		t.Fatalf("stored differently:\nsqlite   %v\npostgres %v", stored[0], stored[1])
+	}
+}
