@@ -202,7 +202,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 
 // mergeChunk merges the chunk's rows and moves st as processSyncChunk does.
 func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncState, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
-	m := newMerger(ctx, tx, userID, syncMapIDs{st.SyncMap}, "")
+	m := newMerger(ctx, tx, userID, st.SyncMap, "")
 	defer m.close()
 	mergeUser := func(u wallet.Row) (bool, error) {
 		before := m.updates
@@ -212,19 +212,6 @@ func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncSt
 	res, err := wallet.ConsumeChunk(st, chunk, mergeUser, m.mergePage)
 	res.Inserts, res.Updates = m.inserts, m.updates
 	return res, err
-}
-
-// syncMapIDs is the consumer's idMapper: the id maps of the producer's sync map, as the
-// toolbox keeps them. Users have no entry there (the user is matched by identity key), so
-// their mapping is not kept.
-type syncMapIDs struct{ m wallet.SyncMap }
-
-var _ idMapper = syncMapIDs{}
-
-func (s syncMapIDs) local(t *wallet.Table, src int64) (int64, bool) { return s.m.LocalID(t, src) }
-
-func (s syncMapIDs) record(t *wallet.Table, src, local int64) error {
-	return s.m.RecordID(t, src, local)
 }
 
 // FindOrInsertSyncState returns the consumer state for the user identityKey and the

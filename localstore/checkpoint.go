@@ -57,10 +57,3 @@ func writeCheckpoint(ctx context.Context, tx *sql.Tx, cp wallet.Checkpoint) erro
 		cp.Table, string(cp.Cursor), cp.View, cp.CatchUpTable, string(cp.CatchUpCursor), cp.CatchUpHighWater, cp.Done, wallet.FormatTime(cp.UpdatedAt))
 	return classify(err)
 }
-
-// samePosition reports whether two checkpoints describe the same committed batch.
-func samePosition(a, b wallet.Checkpoint) bool {
-	return a.Session == b.Session && a.Seq == b.Seq && a.Mode == b.Mode && a.Since == b.Since &&
-		a.HighWater == b.HighWater && a.Table == b.Table && a.Cursor == b.Cursor && a.View == b.View &&
-		a.CatchUpTable == b.CatchUpTable && a.CatchUpCursor == b.CatchUpCursor && a.CatchUpHighWater == b.CatchUpHighWater && a.Done == b.Done
-}

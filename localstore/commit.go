@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -81,7 +80,7 @@ func (s *Store) OpenView(ctx context.Context, lifetime time.Duration) (wallet.Vi
 // The user is created the way the toolbox's findOrInsertUser does when the store has never
 // seen it, so a fresh destination file can receive a first page of any table.
 func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) {
-	if err := checkBatch(b); err != nil {
+	if err := b.Check(); err != nil {
 		return wallet.Ack{}, fmt.Errorf("commit: %w", err)
 	}
 	var ack wallet.Ack
@@ -105,12 +104,9 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		if err != nil {
 			return err
 		}
-		if cur.Seq == b.Checkpoint.Seq && samePosition(cur, b.Checkpoint) {
-			ack = wallet.Ack{Checkpoint: cur, Duplicate: true}
-			return nil
-		}
-		if cur.Seq != b.Expect {
-			return fmt.Errorf("session %s: expected sequence %d, the destination holds %d: %w", b.Checkpoint.Session, b.Expect, cur.Seq, wallet.ErrCheckpointConflict)
+		if dup, err := b.Against(cur); dup || err != nil {
+			ack = wallet.Ack{Checkpoint: cur, Duplicate: dup}
+			return err
 		}
 		// The page of an import's merge is recorded in its undo log; while a merge is
 		// unfinished, no other session writes to the store.
@@ -138,7 +134,11 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		m.undo = undo
 		defer m.close()
 		t, _ := wallet.LookupTable(b.Page.Table)
-		if err := ids.load(ctx, m.stmt, referencedIDs(t, b.Page.Rows)); err != nil {
+		refs, err := wallet.ReferencedIDs(t, b.Page.Rows)
+		if err != nil {
+			return err
+		}
+		if err := ids.load(ctx, m.stmt, refs); err != nil {
 			return err
 		}
 		if err := m.mergePage(t, b.Page.Rows); err != nil {
@@ -172,72 +172,4 @@ func (s *Store) hook(point string) {
 	if s.opts.CommitHook != nil {
 		s.opts.CommitHook(point)
 	}
-}
-
-// checkBatch refuses a malformed batch before any work.
-func checkBatch(b wallet.Batch) error {
-	cp := b.Checkpoint
-	switch {
-	case cp.Session.SourceStorage == "" || cp.Session.IdentityKey == "":
-		return fmt.Errorf("batch without a session: %w", wallet.ErrInvalidArgument)
-	case cp.Seq != b.Expect+1:
-		return fmt.Errorf("batch sequence %d does not follow %d: %w", cp.Seq, b.Expect, wallet.ErrInvalidArgument)
-	case cp.Table < 0 || cp.Table >= len(wallet.SyncOrder):
-		return fmt.Errorf("batch table position %d: %w", cp.Table, wallet.ErrInvalidArgument)
-	}
-	t, err := wallet.LookupTable(b.Page.Table)
-	if err != nil {
-		return err
-	}
-	// A catch-up page belongs to a table before the traversal's position; no page belongs
-	// to a table after it.
-	if pos := slices.Index(wallet.SyncOrder, t); len(b.Page.Rows) > 0 && pos > cp.Table {
-		return fmt.Errorf("batch of %s rows at table position %d: %w", t.Name, cp.Table, wallet.ErrInvalidArgument)
-	}
-	if cp.CatchUpTable < 0 || cp.CatchUpTable > cp.Table {
-		return fmt.Errorf("batch catch-up table %d beyond its position %d: %w", cp.CatchUpTable, cp.Table, wallet.ErrInvalidArgument)
-	}
-	for _, r := range b.Page.Rows {
-		if len(r) != len(t.Columns) {
-			return fmt.Errorf("%s row of %d values: %w", t.Name, len(r), wallet.ErrInvalidArgument)
-		}
-	}
-	return nil
-}
-
-// referencedIDs collects the source ids a page of t refers to, by the table they belong to:
-// its own ids, its foreign keys, and a proof request's notify ids.
-func referencedIDs(t *wallet.Table, rows []wallet.Row) map[wallet.TableName][]int64 {
-	seen := map[wallet.TableName]map[int64]bool{}
-	add := func(table wallet.TableName, v any) {
-		id, ok := v.(int64)
-		if !ok {
-			return
-		}
-		if seen[table] == nil {
-			seen[table] = map[int64]bool{}
-		}
-		seen[table][id] = true
-	}
-	for _, r := range rows {
-		if t.ID != "" {
-			add(t.Name, r[t.Col(t.ID)])
-		}
-		for _, ref := range t.Refs {
-			add(ref.Target, r[t.Col(ref.Column)])
-		}
-		if t == wallet.ProvenTxReqs {
-			ids, _ := wallet.NotifyTransactionIDs(r[t.Col("notify")].(string))
-			for _, id := range ids {
-				add(wallet.TableTransactions, id)
-			}
-		}
-	}
-	out := map[wallet.TableName][]int64{}
-	for table, ids := range seen {
-		for id := range ids {
-			out[table] = append(out[table], id)
-		}
-	}
-	return out
 }

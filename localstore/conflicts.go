@@ -105,8 +105,7 @@ func (m *merger) checkUnique(t *wallet.Table, r wallet.Row, self []any, changed 
 		if null {
 			continue // NULLs never collide in a unique index
 		}
-		k, _ := naturalKey(t, cols, r)
-		key := string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + k
+		key := string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + wallet.NaturalKey(t, cols, r)
 		if other, ok := m.conflicts.owners[key]; ok && other != owner {
 			m.conflicts.add(wallet.MergeConflict{Kind: wallet.ConflictUnique, Table: t.Name, Key: m.conflicts.cur, Columns: cols,
 				Reason: fmt.Sprintf("its %s repeats that of another row of the backup", strings.Join(cols, ", "))})
@@ -198,8 +197,8 @@ func (m *merger) mergeOrRecord(t *wallet.Table, in wallet.Row) error {
 		return nil
 	}
 	src := in[t.Col(t.ID)].(int64)
-	if _, ok := m.ids.local(t, src); ok {
+	if _, ok := m.ids.LocalID(t, src); ok {
 		return nil
 	}
-	return m.ids.record(t, src, m.dry.put(t, append(wallet.Row(nil), in...), true))
+	return m.ids.RecordID(t, src, m.dry.put(t, append(wallet.Row(nil), in...), true))
 }

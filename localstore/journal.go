@@ -93,22 +93,12 @@ func journalTriggerObjects() map[string]string {
 	return out
 }
 
-// JournalState describes how far the change journal can be trusted.
+// JournalState describes how far the change journal can be trusted (wallet.JournalBounds,
+// whose CoversSince it has) and how many entries it keeps.
 type JournalState struct {
-	// HighWater is the highest sequence number ever assigned (it survives pruning).
-	HighWater int64 `json:"highWater"`
-	// CompleteAfter: every change with a sequence above it is recorded.
-	CompleteAfter int64 `json:"completeAfter"`
-	// PrunedThrough: entries at or below it may have been deleted.
-	PrunedThrough int64 `json:"prunedThrough"`
+	wallet.JournalBounds
 	// Entries is the number of entries kept.
 	Entries int64 `json:"entries"`
-}
-
-// CoversSince reports whether a reader that has applied every change up to hwm can catch
-// up from the journal alone; when false it must traverse all rows again.
-func (j JournalState) CoversSince(hwm int64) bool {
-	return hwm >= j.CompleteAfter && hwm >= j.PrunedThrough && hwm <= j.HighWater
 }
 
 type queryer interface {

@@ -31,7 +31,7 @@ type merger struct {
 	tx      *sql.Tx
 	w       *rowWriter
 	userID  int64
-	ids     idMapper
+	ids     wallet.IDMapper
 	active  wallet.ActivePolicy
 	stmts   map[string]*sql.Stmt
 	inserts int64
@@ -50,7 +50,7 @@ type merger struct {
 	undo *undoLog
 }
 
-func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids idMapper, active wallet.ActivePolicy) *merger {
+func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids wallet.IDMapper, active wallet.ActivePolicy) *merger {
 	return &merger{ctx: ctx, tx: tx, w: newRowWriter(tx), userID: userID, ids: ids, active: active, stmts: map[string]*sql.Stmt{}}
 }
 
@@ -75,7 +75,7 @@ func (m *merger) stmt(q string) (*sql.Stmt, error) {
 
 // merge applies one incoming row of table t (with the source's ids).
 func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
-	local, err := m.localize(t, in)
+	local, err := m.Localize(t, in)
 	if err != nil {
 		return err
 	}
@@ -92,14 +92,14 @@ func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
 	if !ok {
 		return m.insert(t, in, local)
 	}
-	return m.mergeFound(t, in, local, found)
+	return m.MergeFound(t, in, local, found)
 }
 
-// mergeFound merges an incoming row into the stored row that matches it.
-func (m *merger) mergeFound(t *wallet.Table, in, local, found wallet.Row) error {
+// MergeFound merges an incoming row into the stored row that matches it (wallet.PageMerger).
+func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error {
 	m.noteOlder(t, in, found)
 	if t.ID != "" {
-		if err := m.ids.record(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
+		if err := m.ids.RecordID(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
 			return err
 		}
 	}
@@ -117,42 +117,19 @@ func (m *merger) mergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 	return m.update(t, found, cols)
 }
 
-// mergePage applies the rows of one page of t with the same rules as merge, batched: the
-// matching local rows of the whole page are found with one query per batch of rows, and the
-// unmatched rows are inserted with multi-row statements. A page in which two rows share a
-// natural key (or a user page) goes one row at a time, so that the second row finds the first.
+// mergePage applies the rows of one page of t with the same rules as merge, batched
+// (wallet.MergePage); a preview goes one row at a time, so that its overlay sees each row.
 func (m *merger) mergePage(t *wallet.Table, rows []wallet.Row) error {
-	if t == wallet.Users || len(rows) < 2 || m.dry != nil {
-		return m.mergeEach(t, rows)
+	if m.dry != nil {
+		return m.MergeEach(t, rows)
 	}
-	locals := make([]wallet.Row, len(rows))
-	for i, r := range rows {
-		var err error
-		if locals[i], err = m.localize(t, r); err != nil {
-			return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
-		}
-	}
-	found, unique, err := m.findPage(t, locals)
-	if err != nil {
-		return err
-	}
-	if !unique {
-		return m.mergeEach(t, rows)
-	}
-	var fresh []int
-	for i, r := range rows {
-		if found[i] == nil {
-			fresh = append(fresh, i)
-			continue
-		}
-		if err := m.mergeFound(t, r, locals[i], found[i]); err != nil {
-			return fmt.Errorf("merge %s row %v: %w", t.Name, t.KeyOf(r), err)
-		}
-	}
-	return m.insertMany(t, rows, locals, fresh)
+	return wallet.MergePage(m, t, rows, idBatchSize)
 }
 
-func (m *merger) mergeEach(t *wallet.Table, rows []wallet.Row) error {
+var _ wallet.PageMerger = (*merger)(nil)
+
+// MergeEach merges rows one at a time (wallet.PageMerger).
+func (m *merger) MergeEach(t *wallet.Table, rows []wallet.Row) error {
 	merge := m.merge
 	if m.conflicts != nil {
 		merge = m.mergeOrRecord
@@ -165,75 +142,25 @@ func (m *merger) mergeEach(t *wallet.Table, rows []wallet.Row) error {
 	return nil
 }
 
-// findPage returns, for each local row, the stored row matching it by natural key (nil when
-// none), and whether the page's natural keys are distinct. Transactions match by txid
-// first and by reference for those still unmatched, as find does.
-func (m *merger) findPage(t *wallet.Table, locals []wallet.Row) ([]wallet.Row, bool, error) {
-	found := make([]wallet.Row, len(locals))
-	for _, cols := range wallet.MatchKeys(t) {
-		want := map[string]int{}
-		var keys [][]any
-		for i, r := range locals {
-			if found[i] != nil || !wallet.Matchable(t, cols, r) {
-				continue
-			}
-			k, vals := naturalKey(t, cols, r)
-			if _, dup := want[k]; dup {
-				return nil, false, nil
-			}
-			want[k] = i
-			keys = append(keys, vals)
-		}
-		for start := 0; start < len(keys); start += idBatchSize {
-			rows, err := m.findMany(t, cols, keys[start:min(start+idBatchSize, len(keys))])
-			if err != nil {
-				return nil, false, err
-			}
-			for _, r := range rows {
-				k, _ := naturalKey(t, cols, r)
-				i, ok := want[k]
-				if !ok {
-					continue
-				}
-				if found[i] != nil {
-					return nil, false, fmt.Errorf("%s: two rows match natural key %v: %w", t.Name, cols, wallet.ErrCorrupt)
-				}
-				found[i] = r
-			}
-		}
-	}
-	return found, true, nil
-}
-
-// naturalKey returns the values of cols in r and a string that identifies them.
-func naturalKey(t *wallet.Table, cols []string, r wallet.Row) (string, []any) {
-	vals := make([]any, len(cols))
-	var b strings.Builder
-	for i, c := range cols {
-		vals[i] = wallet.SQLValue(r[t.Col(c)])
-		fmt.Fprintf(&b, "%T:%v\x00", vals[i], vals[i])
-	}
-	return b.String(), vals
-}
-
-// findMany returns the stored rows whose cols equal one of the tuples in keys (which are
-// distinct).
+// FindMany returns the stored rows whose cols equal those of one of locals (wallet.PageMerger).
 //
 // The tuples drive a join, one index lookup each. The shorter "(cols) IN (VALUES ...)"
 // is not used on purpose: SQLite plans it as a scan of the whole table per statement, which
 // made a full copy quadratic in the table's size.
-func (m *merger) findMany(t *wallet.Table, cols []string, keys [][]any) ([]wallet.Row, error) {
+func (m *merger) FindMany(t *wallet.Table, cols []string, locals []wallet.Row) ([]wallet.Row, error) {
 	tuple := "(" + placeholders(len(cols)) + ")"
 	var args []any
-	for _, k := range keys {
-		args = append(args, k...)
+	for _, r := range locals {
+		for _, c := range cols {
+			args = append(args, wallet.SQLValue(r[t.Col(c)]))
+		}
 	}
 	on := make([]string, len(cols))
 	for i, c := range cols {
 		on[i] = fmt.Sprintf("t.%s = v.column%d", quoteIdent(c), i+1)
 	}
 	q := fmt.Sprintf("SELECT %s FROM (VALUES %s) AS v CROSS JOIN %s AS t ON %s", joinQuoted("t.", t.ColumnNames()),
-		strings.TrimSuffix(strings.Repeat(tuple+", ", len(keys)), ", "), quoteIdent(string(t.Name)), strings.Join(on, " AND "))
+		strings.TrimSuffix(strings.Repeat(tuple+", ", len(locals)), ", "), quoteIdent(string(t.Name)), strings.Join(on, " AND "))
 	st, err := m.stmt(q)
 	if err != nil {
 		return nil, err
@@ -254,10 +181,10 @@ const (
 	insertBatchBytes = 256 << 10
 )
 
-// insertMany inserts the rows at positions idx with multi-row statements and records the
+// InsertMany inserts the rows at positions idx with multi-row statements and records the
 // ids SQLite gave them. AUTOINCREMENT hands out increasing ids in the order a statement
 // inserts its VALUES, so the returned ids, sorted, belong to the rows in order.
-func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []int) error {
+func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []int) error {
 	if len(idx) == 0 {
 		return nil
 	}
@@ -316,7 +243,7 @@ func (m *merger) insertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		}
 		slices.Sort(ids)
 		for k, i := range batch {
-			if err := m.ids.record(t, rows[i][t.Col(t.ID)].(int64), ids[k]); err != nil {
+			if err := m.ids.RecordID(t, rows[i][t.Col(t.ID)].(int64), ids[k]); err != nil {
 				return err
 			}
 			if err := m.undo.inserted(m, t, locals[i], ids[k]); err != nil {
@@ -351,9 +278,9 @@ func queryIDs(ctx context.Context, st *sql.Stmt, args []any) ([]int64, error) {
 	return ids, classify(rs.Err())
 }
 
-// localize returns a copy of in as this store would hold it (wallet.Localize).
-func (m *merger) localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
-	return wallet.Localize(t, in, m.userID, m.ids.local)
+// Localize returns a copy of in as this store would hold it (wallet.Localize).
+func (m *merger) Localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
+	return wallet.Localize(t, in, m.userID, m.ids.LocalID)
 }
 
 // find returns this store's row matching local by natural key (see matchKeys).
@@ -427,7 +354,7 @@ func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
 	if t.ID == "" {
 		return nil
 	}
-	return m.ids.record(t, in[t.Col(t.ID)].(int64), id)
+	return m.ids.RecordID(t, in[t.Col(t.ID)].(int64), id)
 }
 
 // update writes the named columns of r back to its row.
@@ -479,7 +406,7 @@ func (m *merger) noteOlder(t *wallet.Table, in, found wallet.Row) {
 func (m *merger) mergeUser(in, found wallet.Row) error {
 	t := wallet.Users
 	m.noteOlder(t, in, found)
-	if err := m.ids.record(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
+	if err := m.ids.RecordID(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
 		return err
 	}
 	if !wallet.MergeUserRow(in, found, m.active) {
@@ -502,7 +429,7 @@ func (m *merger) mergeProofRequest(in, found wallet.Row) error {
 }
 
 // localTxID maps a source transaction id to this store's.
-func (m *merger) localTxID(src int64) (int64, bool) { return m.ids.local(wallet.Transactions, src) }
+func (m *merger) localTxID(src int64) (int64, bool) { return m.ids.LocalID(wallet.Transactions, src) }
 
 // overlay is a preview's memory of the rows its merge would have written, filed under every
 // column set that finds them (matchKeys), so that a later row finds them as it would find
@@ -536,6 +463,5 @@ func (o *overlay) get(t *wallet.Table, cols []string, local wallet.Row) (wallet.
 }
 
 func overlayKey(t *wallet.Table, cols []string, r wallet.Row) string {
-	k, _ := naturalKey(t, cols, r)
-	return string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + k
+	return string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + wallet.NaturalKey(t, cols, r)
 }

@@ -1,11 +1,8 @@
 package localstore
 
 import (
-	"bytes"
 	"context"
 	"database/sql"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -30,20 +27,9 @@ import (
 // wallet.MaxFrameBytes). A cursor from another view or table is refused with
 // wallet.ErrCursorMismatch; an unknown identity with wallet.ErrNotFound.
 func (v *Snapshot) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet.Page, error) {
-	limits := req.Limits.WithDefaults()
-	if err := limits.Validate(); err != nil {
-		return wallet.Page{}, fmt.Errorf("read page: %w", err)
-	}
-	t, err := wallet.LookupTable(req.Table)
+	plan, err := req.Plan(v.id, v.journal != nil)
 	if err != nil {
 		return wallet.Page{}, fmt.Errorf("read page: %w", err)
-	}
-	after, err := v.decodeCursor(req.After, t)
-	if err != nil {
-		return wallet.Page{}, fmt.Errorf("read page %s: %w", t.Name, err)
-	}
-	if req.Incremental && v.journal == nil {
-		return wallet.Page{}, fmt.Errorf("read page %s: incremental read without a change journal: %w", t.Name, wallet.ErrInvalidArgument)
 	}
 	var page wallet.Page
 	err = v.read(func() error {
@@ -54,17 +40,17 @@ func (v *Snapshot) ReadPage(ctx context.Context, req wallet.PageRequest) (wallet
 		if err != nil {
 			return err
 		}
-		page, err = v.readPage(qctx, t, userID, after, limits, req)
+		page, err = v.readPage(qctx, plan, userID, req)
 		return err
 	})
 	if err != nil {
-		return wallet.Page{}, fmt.Errorf("read page %s: %w", t.Name, err)
+		return wallet.Page{}, fmt.Errorf("read page %s: %w", plan.Table.Name, err)
 	}
 	return page, nil
 }
 
-func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, after []any, limits wallet.Limits, req wallet.PageRequest) (wallet.Page, error) {
-	page := wallet.Page{Table: t.Name}
+func (v *Snapshot) readPage(ctx context.Context, plan wallet.PagePlan, userID int64, req wallet.PageRequest) (wallet.Page, error) {
+	t := plan.Table
 	from, where, args := scopeFilter(t, userID)
 	if req.Incremental {
 		// Only rows the journal records as changed above Since, and the rows those changes
@@ -79,8 +65,8 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 		where = join + " AND " + where
 		args = append(keyArgs, args...)
 	}
-	if after != nil {
-		w, a := keyAfter(t.Key, after)
+	if plan.After != nil {
+		w, a := keyAfter(t.Key, plan.After)
 		where += " AND " + w
 		args = append(args, a...)
 	}
@@ -94,13 +80,12 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 	q := fmt.Sprintf("SELECT %s, 2 * (%s) + %d FROM %s WHERE %s ORDER BY %s LIMIT ?",
 		joinQuoted("t.", t.Key), strings.Join(charge, " + "),
 		64*len(t.Columns), from, where, order)
-	rows, err := v.query(ctx, q, append(args, limits.Rows+1)...)
+	rows, err := v.query(ctx, q, append(args, plan.Limits.Rows+1)...)
 	if err != nil {
-		return page, classify(err)
+		return wallet.Page{}, classify(err)
 	}
-	var last []any
-	n, more := 0, false
-	for rows.Next() {
+	fit := wallet.NewPageFit(plan)
+	err = fit.Take(rows.Next, func() ([]any, int64, error) {
 		key := make([]any, len(t.Key))
 		dst := make([]any, len(key)+1)
 		for i := range key {
@@ -108,48 +93,28 @@ func (v *Snapshot) readPage(ctx context.Context, t *wallet.Table, userID int64, 
 		}
 		var rowCharge int64
 		dst[len(key)] = &rowCharge
-		if err := rows.Scan(dst...); err != nil {
-			rows.Close()
-			return page, classify(err)
-		}
-		if n == limits.Rows || page.Bytes+rowCharge > limits.Bytes {
-			if n == 0 {
-				rows.Close()
-				return page, &wallet.RowTooLargeError{Table: t.Name, Key: key, Charge: rowCharge, Limit: limits.Bytes}
-			}
-			more = true
-			break
-		}
-		page.Bytes += rowCharge
-		last = key
-		n++
+		return key, rowCharge, classify(rows.Scan(dst...))
+	}, func() error { rows.Close(); return classify(rows.Err()) })
+	if err != nil {
+		return wallet.Page{}, err
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return page, classify(err)
-	}
-	page.Done = !more
-	if n == 0 {
-		page.Next = v.encodeCursor(t, after)
-		return page, nil
+	if fit.Rows == 0 {
+		return fit.Page(v.id, nil)
 	}
 
 	// Step 2: the payloads of exactly the rows that fit.
-	w, a := keyAtMost(t.Key, last)
+	w, a := keyAtMost(t.Key, fit.Last)
 	q = fmt.Sprintf("SELECT %s FROM %s WHERE %s AND %s ORDER BY %s",
 		joinQuoted("t.", t.ColumnNames()), from, where, w, order)
 	rows, err = v.query(ctx, q, append(args, a...)...)
 	if err != nil {
-		return page, classify(err)
+		return wallet.Page{}, classify(err)
 	}
-	if page.Rows, err = scanRows(rows, t); err != nil {
-		return page, err
+	loaded, err := scanRows(rows, t)
+	if err != nil {
+		return wallet.Page{}, err
 	}
-	if len(page.Rows) != n {
-		return page, fmt.Errorf("page of %d rows loaded %d: the snapshot changed under the view: %w", n, len(page.Rows), wallet.ErrCorrupt)
-	}
-	page.Next = v.encodeCursor(t, last)
-	return page, nil
+	return fit.Page(v.id, loaded)
 }
 
 // query runs q on the view's transaction through a statement prepared once per view: a
@@ -259,7 +224,7 @@ var links = []link{
 // above since sends: those the journal records as changed, and those a change links in
 // (see link). The caller still applies the user's scope to them.
 func changedKeys(t *wallet.Table, userID, since int64) (string, []any) {
-	parts := []string{"SELECT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?"}
+	parts := []string{"SELECT DISTINCT k1, k2 FROM " + journalTable + " WHERE tbl = ? AND seq > ?"}
 	args := []any{string(t.Name), since}
 	for _, l := range links {
 		if l.to != t {
@@ -314,85 +279,10 @@ func (v *Snapshot) userID(ctx context.Context, identityKey string) (int64, error
 	return id, nil
 }
 
-// cursor is what a wallet.Cursor holds: the view and table that issued it and the key of
-// the last row read. It is opaque to callers.
-type cursor struct {
-	View  string `json:"v"`
-	Table string `json:"t"`
-	Key   []any  `json:"k,omitempty"`
-}
-
-func (v *Snapshot) encodeCursor(t *wallet.Table, key []any) wallet.Cursor {
-	b, _ := json.Marshal(cursor{View: v.id, Table: string(t.Name), Key: key})
-	return wallet.Cursor(base64.RawURLEncoding.EncodeToString(b))
-}
-
 // Resume returns this view's cursor for the key of c, a cursor an earlier view of this
-// store issued for table (see wallet.View). The key is a row's unique key, which means the
-// same row in every view, so reading after it continues where the earlier view stopped;
-// what changed in between before that key is the caller's to catch up from the journal.
+// store issued for table (see wallet.View and wallet.ResumeCursor).
 func (v *Snapshot) Resume(table wallet.TableName, c wallet.Cursor) (wallet.Cursor, error) {
-	t, err := wallet.LookupTable(table)
-	if err != nil {
-		return "", fmt.Errorf("resume cursor: %w", err)
-	}
-	if c == "" {
-		return "", nil
-	}
-	key, err := parseCursor(c, t, "")
-	if err != nil {
-		return "", fmt.Errorf("resume cursor: %w", err)
-	}
-	return v.encodeCursor(t, key), nil
-}
-
-// decodeCursor returns the key to resume after (nil for the start of the table) and
-// refuses a cursor of another view or table.
-func (v *Snapshot) decodeCursor(c wallet.Cursor, t *wallet.Table) ([]any, error) {
-	if c == "" {
-		return nil, nil
-	}
-	return parseCursor(c, t, v.id)
-}
-
-// parseCursor returns the key of c, a cursor of table t and, unless view is empty, of that
-// view.
-func parseCursor(c wallet.Cursor, t *wallet.Table, view string) ([]any, error) {
-	raw, err := base64.RawURLEncoding.DecodeString(string(c))
-	if err != nil {
-		return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var cur cursor
-	if err := dec.Decode(&cur); err != nil {
-		return nil, fmt.Errorf("decode cursor: %w", wallet.ErrCursorMismatch)
-	}
-	if view != "" && cur.View != view || cur.Table != string(t.Name) {
-		return nil, wallet.ErrCursorMismatch
-	}
-	if cur.Key == nil {
-		return nil, nil
-	}
-	if len(cur.Key) != len(t.Key) {
-		return nil, fmt.Errorf("cursor key has %d values for %d key columns: %w", len(cur.Key), len(t.Key), wallet.ErrCursorMismatch)
-	}
-	// Key columns hold integers and text; anything else (a float, a bool, an object) cannot
-	// come from encodeCursor, and would reach SQL as an argument the driver refuses untyped.
-	for i, k := range cur.Key {
-		switch x := k.(type) {
-		case string:
-		case json.Number:
-			n, err := x.Int64()
-			if err != nil {
-				return nil, fmt.Errorf("decode cursor: key %q: %w", x, wallet.ErrCursorMismatch)
-			}
-			cur.Key[i] = n
-		default:
-			return nil, fmt.Errorf("decode cursor: key value of type %T: %w", k, wallet.ErrCursorMismatch)
-		}
-	}
-	return cur.Key, nil
+	return wallet.ResumeCursor(v.id, table, c)
 }
 
 // joinQuoted quotes each name, prefixed (e.g. "t."), and joins them with commas.

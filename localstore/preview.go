@@ -65,7 +65,7 @@ func previewPlan(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identit
 	} else if err != nil {
 		return nil, err
 	}
-	m := newMerger(ctx, tx, userID, syncMapIDs{wallet.NewSyncMap()}, wallet.KeepDestinationActive)
+	m := newMerger(ctx, tx, userID, wallet.NewSyncMap(), wallet.KeepDestinationActive)
 	m.dry, m.conflicts = dry, log
 	defer m.close()
 

@@ -161,14 +161,14 @@ func TestSnapshot_ConcurrentReadRefused(t *testing.T) {
 	v := openView(t, s, SnapshotOptions{})
 	inRead := make(chan struct{})
 	release := make(chan struct{})
-	v.afterQuery = func() { close(inRead); <-release }
+	v.guard.AfterRead = func() { close(inRead); <-release }
 	first := make(chan error, 1)
 	go func() {
 		_, err := readPage(v, wallet.TableTransactions, id, "", wallet.Limits{})
 		first <- err
 	}()
 	<-inRead
-	v.afterQuery = nil
+	v.guard.AfterRead = nil
 	if _, err := readPage(v, wallet.TableOutputs, id, "", wallet.Limits{}); !errors.Is(err, wallet.ErrConcurrentRead) {
 		t.Fatalf("second read during the first: err = %v, want ErrConcurrentRead", err)
 	}
@@ -187,7 +187,7 @@ func TestSnapshot_LateResultDiscarded(t *testing.T) {
 	fc := newFakeClock()
 	v := openView(t, s, SnapshotOptions{Lifetime: time.Minute, Clock: fc.clock()})
 	// The view expires while its read is in flight: the rows it read must not come back.
-	v.afterQuery = func() { fc.advance(time.Hour, time.Hour) }
+	v.guard.AfterRead = func() { fc.advance(time.Hour, time.Hour) }
 	p, err := readPage(v, wallet.TableTransactions, id, "", wallet.Limits{})
 	if !errors.Is(err, wallet.ErrSnapshotExpired) || len(p.Rows) != 0 {
 		t.Fatalf("read that outlived the view: %d rows, err = %v; want no rows and ErrSnapshotExpired", len(p.Rows), err)

@@ -51,7 +51,7 @@ fuzz ./portable FuzzDecodeBRC38
 fuzz ./portable FuzzImport
 fuzz ./wallet FuzzDecodeSyncChunk
 fuzz ./wallet FuzzSyncMap
-fuzz ./localstore FuzzDecodeCursor
+fuzz ./wallet FuzzParseCursor
 fuzz ./localstore FuzzParseProcLock
 fuzz ./remote/auth FuzzCanonicalJSON
 fuzz ./remote/auth FuzzParseHandshake

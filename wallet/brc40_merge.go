@@ -199,7 +199,7 @@ func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 // ConsumeChunk merges a checked chunk through the store's merge functions and moves st as
 // processSyncChunk moves it. mergeUser merges the user row (when the chunk has one) and
 // reports whether it changed it; mergeRows merges one entity's rows, in the chunk's order
-// (a store merges them as one page, or one by one through RowByRow). Each entity's
+// (a store merges them as one page, see MergePage). Each entity's
 // maxUpdated_at rises to its rows' latest updated_at and its count grows by the rows
 // received (the next offset); when the chunk is complete (all 12 arrays present and empty)
 // When becomes the result's MaxUpdatedAt and every count resets to 0. The result's
@@ -241,19 +241,6 @@ func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed b
 		}
 	}
 	return ProcessSyncChunkResult{Done: done, MaxUpdatedAt: maxUpdated}, nil
-}
-
-// RowByRow adapts a store's one-row merge to ConsumeChunk's mergeRows: the rows are merged
-// in order, and the first failure names the row by its index and key.
-func RowByRow(merge func(*Table, Row) error) func(*Table, []Row) error {
-	return func(t *Table, rows []Row) error {
-		for i, r := range rows {
-			if err := merge(t, r); err != nil {
-				return fmt.Errorf("[%d] %v: %w", i, t.KeyOf(r), err)
-			}
-		}
-		return nil
-	}
 }
 
 // MatchKeys returns the column sets that find the stored row matching an incoming one, in

@@ -254,3 +254,21 @@ func (e *BundleError) Unwrap() []error {
 	}
 	return []error{ErrBundleInvalid, e.Err}
 }
+
+// UnstorableError names a value a store cannot hold exactly. The store refuses the whole
+// page or chunk rather than lose or alter the value, and writes nothing of it: PostgreSQL's
+// text holds neither a NUL byte nor invalid UTF-8, both of which SQLite's text holds. It
+// never carries the value itself (text in a wallet includes key material).
+type UnstorableError struct {
+	Table  TableName
+	Column string
+	Key    []any // the row's key as the source sent it (Table.KeyOf)
+	Reason string
+}
+
+func (e *UnstorableError) Error() string {
+	return fmt.Sprintf("%s.%s of row %v: %s", e.Table, e.Column, e.Key, e.Reason)
+}
+
+// Unwrap makes errors.Is(err, ErrInvalidArgument) true.
+func (e *UnstorableError) Unwrap() error { return ErrInvalidArgument }

@@ -259,8 +259,8 @@ func (c *serverClock) observe(into *time.Duration, began time.Time) {
 func (c *serverClock) mount() serve.Mount {
 	log := slog.New(slog.DiscardHandler)
 	m := serve.WireMount(wire.ViewOptions{}, log)
-	m.New = func(store *localstore.Store) (http.Handler, error) {
-		return clockedHandler{wire.NewHandler(clockedBackend{wire.StoreBackend{Store: store}, c}, wire.HandlerOptions{Logger: log}), c}, nil
+	m.New = func(backend wire.Backend) (http.Handler, error) {
+		return clockedHandler{wire.NewHandler(clockedBackend{backend, c}, wire.HandlerOptions{Logger: log}), c}, nil
 	}
 	return m
 }
@@ -280,12 +280,12 @@ func (h clockedHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 type clockedBackend struct {
-	wire.StoreBackend
+	wire.Backend
 	c *serverClock
 }
 
 func (b clockedBackend) Destination(ctx context.Context, identity string) (wallet.Destination, error) {
-	d, err := b.StoreBackend.Destination(ctx, identity)
+	d, err := b.Backend.Destination(ctx, identity)
 	return clockedDestination{d, b.c}, err
 }
 

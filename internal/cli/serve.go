@@ -68,10 +68,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	var mounts []serve.Mount
-	if pgURL == "" {
-		mounts = []serve.Mount{serve.WireMount(views, logger)}
-	}
+	mounts := []serve.Mount{serve.WireMount(views, logger)}
 	srv, err := serve.Open(ctx, serve.Options{
 		DBPath: path, PostgresURL: pgURL, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: mounts,

@@ -34,6 +34,10 @@ func Run(t *testing.T, h Harness) {
 	t.Run("Session", func(t *testing.T) { runSession(t, h) })
 }
 
+// RunSource runs the Source cases alone, for a store that is a source but not a
+// destination; they need only Harness.NewSource.
+func RunSource(t *testing.T, h Harness) { runSource(t, h) }
+
 func runSource(t *testing.T, h Harness) {
 	t.Run("PagesAreCompleteAtEveryPageSize", func(t *testing.T) {
 		src, id := h.NewSource(t)

@@ -215,7 +215,7 @@ func readSyncStates(ctx context.Context, tx pgx.Tx, userID int64, producerSIK, n
 // wallet.ErrCheckpointConflict and nothing of it is written; it reads the state again and
 // resumes from there.
 func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
-	if err := wallet.CheckChunk(args, chunk); err != nil {
+	if err := checkChunk(args, chunk); err != nil {
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
 	var res wallet.ProcessSyncChunkResult
@@ -239,7 +239,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 			return err
 		}
 		m := &merger{ctx: ctx, tx: tx, userID: userID, ids: st.SyncMap}
-		if res, err = wallet.ConsumeChunk(&st, chunk, m.mergeUser, wallet.RowByRow(m.merge)); err != nil {
+		if res, err = wallet.ConsumeChunk(&st, chunk, m.mergeUser, m.mergeRows); err != nil {
 			return err
 		}
 		res.Inserts, res.Updates = m.inserts, m.updates
@@ -250,6 +250,29 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
 	return res, nil
+}
+
+// checkChunk refuses a chunk that does not answer args (wallet.CheckChunk) or holds text
+// this store cannot hold (a *wallet.UnstorableError).
+func checkChunk(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) error {
+	if err := wallet.CheckChunk(args, chunk); err != nil {
+		return err
+	}
+	if chunk.User != nil {
+		if err := checkText(wallet.Users, []wallet.Row{chunk.User}); err != nil {
+			return err
+		}
+	}
+	for name, rows := range chunk.Rows {
+		t, err := wallet.LookupTable(name)
+		if err != nil {
+			return err
+		}
+		if err := checkText(t, rows); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // saveSyncState writes what processSyncChunk changes: the sync map, when and updated_at.

@@ -50,10 +50,16 @@ func queryRows(ctx context.Context, q querier, t *wallet.Table, sql string, args
 }
 
 // arg is the value a row's cell is bound as: times in UTC (a timestamp column keeps the
-// wall clock of the time it is given), everything else as it is.
+// wall clock of the time it is given), a nil []byte as an empty bytea (a Row's NULL is an
+// untyped nil, as wallet.SQLValue binds it for SQLite), everything else as it is.
 func arg(v any) any {
-	if t, ok := v.(time.Time); ok {
-		return t.UTC()
+	switch x := v.(type) {
+	case time.Time:
+		return x.UTC()
+	case []byte:
+		if x == nil {
+			return []byte{}
+		}
 	}
 	return v
 }
@@ -91,29 +97,4 @@ func insertRow(ctx context.Context, tx pgx.Tx, t *wallet.Table, r wallet.Row) (i
 		return 0, fmt.Errorf("insert into %s: %w", t.Name, classify(err))
 	}
 	return id, nil
-}
-
-// updateRow writes the named columns of r back to its row, found by its id (or, for the
-// tables without one, by its natural key).
-func updateRow(ctx context.Context, tx pgx.Tx, t *wallet.Table, r wallet.Row, cols []string) error {
-	sets := make([]string, len(cols))
-	args := make([]any, 0, len(cols)+3)
-	for i, c := range cols {
-		args = append(args, arg(r[t.Col(c)]))
-		sets[i] = fmt.Sprintf("%s = $%d", quote(c), len(args))
-	}
-	where := t.Natural
-	if t.ID != "" {
-		where = []string{t.ID}
-	}
-	conds := make([]string, len(where))
-	for i, c := range where {
-		args = append(args, arg(r[t.Col(c)]))
-		conds[i] = fmt.Sprintf("%s = $%d", quote(c), len(args))
-	}
-	_, err := tx.Exec(ctx, fmt.Sprintf("UPDATE %s SET %s WHERE %s", quote(string(t.Name)), strings.Join(sets, ", "), strings.Join(conds, " AND ")), args...)
-	if err != nil {
-		return fmt.Errorf("update %s: %w", t.Name, classify(err))
-	}
-	return nil
 }

@@ -35,6 +35,9 @@ type migration struct {
 // databases in the field already record it.
 var migrations = []migration{
 	{name: "toolbox tables", ddl: toolboxDDL},
+	{name: "change journal", ddl: journalDDL}, // journal.go
+	{name: "walletsync checkpoints and id maps", ddl: func() string { return sessionDDL }},
+	{name: "shared views", ddl: viewsDDL}, // shared.go
 }
 
 // pgType is the column type that holds every value of a kind exactly: bigint for the

@@ -13,8 +13,11 @@
 // Store is a wallet.ChunkStore too, so that syncer.RunChunks moves wallets in and out of it
 // directly.
 //
-// Not yet here: walletsync's paged wire (views, keyset pages, page+checkpoint commits, the
-// change journal), which remote/wire serves only over localstore.
+// Store is a wallet.Source too, for walletsync's paged wire: snapshot views that export
+// their snapshot to other connections (view.go), keyset pages identical to localstore's
+// (page.go), and a change journal in commit order (journal.go). Its views are shared by
+// every server process over the database too (shared.go: wire.SharedViews), so that a
+// client's pages may land on any of them.
 package pgstore
 
 import (
@@ -47,13 +50,19 @@ type Options struct {
 	StorageName        string
 	// MaxConns bounds the pool (default: pgxpool's, the larger of 4 and the CPU count).
 	MaxConns int32
+	// MaxViews bounds the snapshot views open at once (see OpenSnapshot), each of which
+	// holds a pooled connection for its lifetime (default: half the pool, at least 1).
+	MaxViews int
 }
 
 // Store is a wallet store in one PostgreSQL database, safe for concurrent use by many
 // goroutines and by several processes over the same database.
 type Store struct {
 	pool  *pgxpool.Pool
-	where string // the database's URL without its password, for messages
+	where string        // the database's URL without its password, for messages
+	views chan struct{} // one token per open snapshot view (see OpenSnapshot)
+	// shared are the views this process holds of those every process shares (shared.go).
+	shared *sharedViews
 }
 
 // Open connects to the database at dbURL (postgres://...), brings its schema up to this
@@ -74,7 +83,10 @@ func Open(ctx context.Context, dbURL string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
-	s := &Store{pool: pool, where: redact(dbURL)}
+	if opts.MaxViews <= 0 {
+		opts.MaxViews = max(int(cfg.MaxConns)/2, 1)
+	}
+	s := &Store{pool: pool, where: redact(dbURL), views: make(chan struct{}, opts.MaxViews), shared: newSharedViews()}
 	err = s.tx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if err := migrate(ctx, tx, s.where); err != nil {
 			return err
@@ -120,8 +132,10 @@ func ensureSettings(ctx context.Context, tx pgx.Tx, opts Options) error {
 	return nil
 }
 
-// Close closes the pool; calls in flight finish first.
+// Close releases the shared views this process holds, then closes the pool; calls in
+// flight finish first.
 func (s *Store) Close() error {
+	s.shared.closeAll(s)
 	s.pool.Close()
 	return nil
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"walletsync/internal/logical"
+	"walletsync/internal/providertest"
+	"walletsync/internal/switchproxy"
 	"walletsync/internal/toolboxpeer"
 	"walletsync/internal/walletsynctest"
 	"walletsync/localstore"
@@ -26,8 +28,9 @@ import (
 // first and a second user's small fixture through the second; the database then holds
 // both exactly (read through its BRC-40 producer), an unchanged backup moves nothing, and
 // a TS pull of the second user through the first server (the client moved) restores it
-// equal in walletsync's and the toolbox's reading. Neither server offers the paged wire, so
-// wire.Detect sends clients to the toolbox wire.
+// equal in walletsync's and the toolbox's reading. Both offer walletsync's paged wire beside
+// it (wire.Detect finds it), whose views they share: a walletsync client's pull of the
+// second user, moved to the other server after every request, restores it exactly.
 func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	dir := t.TempDir()
 	exe := filepath.Join(dir, "walletsync")
@@ -43,8 +46,8 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 		if status, body := get(t, url+"/"); status != 200 || body != "BRC-100 testNet Storage Provider." {
 			t.Fatalf("GET %s/ = %d %q", url, status, body)
 		}
-		if wire.Detect(t.Context(), url) {
-			t.Fatalf("%s offers the paged wire on PostgreSQL", url)
+		if !wire.Detect(t.Context(), url) {
+			t.Fatalf("%s does not offer the paged wire on PostgreSQL", url)
 		}
 	}
 
@@ -73,6 +76,23 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	}
 	// A pull keeps the puller's own activeStorage (syncFromReader), as it must.
 	sameWallet(t, small.Path, restored, small.Identity, "users.activeStorage")
+
+	// A walletsync client pulls the second user's wallet through the paged wire, moved to
+	// the other process after every request: its view opens on one, its pages are read
+	// through both, and the copy is exact.
+	proxy, err := switchproxy.Start(first, second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	pulledWire := emptyWallet(t)
+	if _, err := syncer.Run(t.Context(), wireProvider(t, proxy.URL, 5), pulledWire, small.Identity, syncer.Options{MaxRows: 4, Active: wallet.KeepDestinationActive}); err != nil {
+		t.Fatalf("paged-wire pull across both servers: %v", err)
+	}
+	providertest.SameWallet(t, openStore(t, small.Path), pulledWire, small.Identity)
+	if a, b := proxy.Served(0, wire.Prefix+"view/read"), proxy.Served(1, wire.Prefix+"view/read"); a == 0 || b == 0 {
+		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", a, b)
+	}
 
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)

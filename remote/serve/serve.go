@@ -2,7 +2,8 @@
 // localstore file or one PostgreSQL database (remote/pgstore), speaking the toolbox's
 // JSON-RPC (remote/toolbox) behind BRC-104 authentication (remote/auth), so that every
 // @bsv/wallet-toolbox wallet can use it as a backup store unchanged, with room for more
-// wires mounted beside it (Options.Mounts; SQLite only for now).
+// wires mounted beside it (Options.Mounts: walletsync's paged wire, WireMount, on either
+// store; on PostgreSQL its views are shared by every server process over the database).
 //
 // Routes, as the toolbox's StorageServer has them: GET / (a text banner naming the chain)
 // and GET /robots.txt without authentication, permissive CORS on every route, then the
@@ -30,6 +31,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/pgstore"
 	"walletsync/remote/toolbox"
+	"walletsync/remote/wire"
 	"walletsync/wallet"
 )
 
@@ -60,9 +62,11 @@ type Mount struct {
 	// Hello, when set, answers an unauthenticated GET of Prefix, so that a client can tell
 	// which wires a server has before it authenticates.
 	Hello string
-	// New builds the handler over the server's store when the server opens. A handler
-	// that is also a MetricsWriter adds its samples to /metrics.
-	New func(store *localstore.Store) (http.Handler, error)
+	// New builds the handler over the server's store, seen as the paged wire's backend
+	// (wire.StoreBackend over SQLite; over PostgreSQL the store itself, whose views are
+	// wire.SharedViews), when the server opens. A handler that is also a MetricsWriter adds
+	// its samples to /metrics.
+	New func(backend wire.Backend) (http.Handler, error)
 }
 
 // Options configure a Server.
@@ -73,8 +77,7 @@ type Options struct {
 	DBPath string
 	// PostgresURL, set instead of DBPath, is a PostgreSQL database (postgres://...) that
 	// remote/pgstore migrates on the first start and writes the same settings into. Several
-	// servers may share it. It serves the toolbox wire only: Mounts (the paged wire, which
-	// runs on localstore) are refused with it.
+	// servers may share it, and the paged wire's views with it.
 	PostgresURL string
 	// Chain is the network the store must be on (default test); a store of another chain
 	// is refused with wallet.ErrWrongChain.
@@ -109,6 +112,7 @@ type Server struct {
 	log      *slog.Logger
 	store    backend
 	local    *localstore.Store // the SQLite store, nil on PostgreSQL
+	pg       *pgstore.Store    // the PostgreSQL store, nil on SQLite
 	settings wallet.Settings
 	metrics  *metrics
 	handler  http.Handler
@@ -148,14 +152,12 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	switch {
 	case (opts.DBPath == "") == (opts.PostgresURL == ""):
 		return nil, fmt.Errorf("open server: one of DBPath and PostgresURL: %w", wallet.ErrInvalidArgument)
-	case opts.PostgresURL != "" && len(opts.Mounts) > 0:
-		return nil, fmt.Errorf("open server: the paged wire is not available on PostgreSQL yet: %w", wallet.ErrNotImplemented)
 	case opts.PostgresURL != "":
 		pg, err := pgstore.Open(ctx, opts.PostgresURL, pgstore.Options{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName})
 		if err != nil {
 			return nil, fmt.Errorf("open server: %w", err)
 		}
-		s.store = pg
+		s.store, s.pg = pg, pg
 	default:
 		local, err := localstore.OpenOrCreate(ctx, opts.DBPath, localstore.CreateOptions{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName}, opts.Store)
 		if err != nil {
@@ -201,7 +203,7 @@ func (s *Server) build(ctx context.Context) error {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)
 		}
-		h, err := m.New(s.local)
+		h, err := m.New(s.wireBackend())
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Prefix, err)
 		}

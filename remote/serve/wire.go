@@ -1,13 +1,15 @@
 package serve
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 
-	"walletsync/localstore"
+	"walletsync/remote/pgstore"
 	"walletsync/remote/wire"
+	"walletsync/wallet"
 )
 
 // WireMount is walletsync's paged wire (package wire) over the server's store, mounted at
@@ -19,18 +21,43 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 		Prefix:       wire.Prefix,
 		MaxBodyBytes: wire.MaxBodyBytes,
 		Hello:        wire.Hello,
-		New: func(store *localstore.Store) (http.Handler, error) {
-			return wireHandler{wire.NewHandler(wire.StoreBackend{Store: store}, wire.HandlerOptions{Views: views, Logger: log})}, nil
+		New: func(backend wire.Backend) (http.Handler, error) {
+			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log})}, nil
 		},
 	}
+}
+
+// pgBackend is the PostgreSQL store as the paged wire's backend: one multi-tenant source
+// and destination (the Handler scopes them per identity) whose views every server process
+// over the database shares (wire.SharedViews).
+type pgBackend struct{ *pgstore.Store }
+
+var (
+	_ wire.Backend     = pgBackend{}
+	_ wire.SharedViews = pgBackend{}
+)
+
+func (b pgBackend) Source(context.Context, string) (wallet.Source, error) { return b.Store, nil }
+
+func (b pgBackend) Destination(context.Context, string) (wallet.Destination, error) {
+	return b.Store, nil
+}
+
+// wireBackend returns the server's store as the paged wire's backend.
+func (s *Server) wireBackend() wire.Backend {
+	if s.local != nil {
+		return wire.StoreBackend{Store: s.local}
+	}
+	return pgBackend{s.pg}
 }
 
 // wireHandler adds the wire's view gauges to /metrics.
 type wireHandler struct{ *wire.Handler }
 
-// WriteMetrics writes the retained views open now and the bytes their reads reserve.
+// WriteMetrics writes the retained views open now (with shared views, those this process
+// holds) and the bytes their reads reserve.
 func (h wireHandler) WriteMetrics(w io.Writer) {
 	st := h.Stats()
-	fmt.Fprintf(w, "# HELP walletsync_serve_views_open Retained views of the paged wire open now.\n# TYPE walletsync_serve_views_open gauge\nwalletsync_serve_views_open %d\n", st.Open)
+	fmt.Fprintf(w, "# HELP walletsync_serve_views_open Retained views of the paged wire open now (held by this process).\n# TYPE walletsync_serve_views_open gauge\nwalletsync_serve_views_open %d\n", st.Open)
 	fmt.Fprintf(w, "# HELP walletsync_serve_views_reserved_bytes Byte limits of the page reads in flight on retained views.\n# TYPE walletsync_serve_views_reserved_bytes gauge\nwalletsync_serve_views_reserved_bytes %d\n", st.ReservedBytes)
 }

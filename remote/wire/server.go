@@ -21,7 +21,8 @@ const Prefix = "/walletsync/v1/"
 // store (one localstore file for many users) returns the same Source and Destination for
 // every identity: Handler itself scopes every request to the identity that authenticated
 // it (pages to its rows, sessions to its key, retained views to it).
-// A store per identity may return another one each time.
+// A store per identity may return another one each time. A Backend whose views several
+// server processes share implements SharedViews too (see views.go).
 type Backend interface {
 	Source(ctx context.Context, identityKey string) (wallet.Source, error)
 	Destination(ctx context.Context, identityKey string) (wallet.Destination, error)
@@ -53,6 +54,7 @@ type HandlerOptions struct {
 type Handler struct {
 	backend Backend
 	views   *views
+	shared  SharedViews // the backend's shared views, nil when views are this process's
 	codec   *codec
 	log     *slog.Logger
 }
@@ -62,13 +64,22 @@ func NewHandler(backend Backend, opts HandlerOptions) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	return &Handler{backend: backend, views: newViews(opts.Views), codec: newCodec(), log: opts.Logger}
+	shared, _ := backend.(SharedViews)
+	return &Handler{backend: backend, views: newViews(opts.Views), shared: shared, codec: newCodec(), log: opts.Logger}
 }
 
-// Stats reports the retained views, for metrics.
-func (h *Handler) Stats() ViewStats { return h.views.stats() }
+// Stats reports the retained views, for metrics: with shared views, those this process
+// holds.
+func (h *Handler) Stats() ViewStats {
+	st := h.views.stats()
+	if h.shared != nil {
+		st.Open = h.shared.HeldViews()
+	}
+	return st
+}
 
-// Close releases every retained view; their clients get wallet.ErrSnapshotClosed.
+// Close releases every retained view; their clients get wallet.ErrSnapshotClosed. Shared
+// views are the backend's, released when it closes.
 func (h *Handler) Close() { h.views.closeAll() }
 
 // call is one request being served.
@@ -211,22 +222,30 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	src, err := h.source(c)
+	var ans openViewAnswer
+	var v wallet.View
+	if h.shared != nil {
+		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.admit)
+	} else {
+		var src wallet.Source
+		if src, err = h.source(c); err == nil {
+			var r *retained
+			if r, err = h.views.open(c.ctx, c.identity, lifetime, src.OpenView); err == nil {
+				ans.Handle, v = r.handle, r.view
+			}
+		}
+	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	r, err := h.views.open(c.ctx, c.identity, lifetime, src.OpenView)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	ans := openViewAnswer{Handle: r.handle, ID: r.view.ID()}
-	ans.HighWater, _ = r.view.Journal(0) // the high-water mark does not depend on since
-	if _, ok := r.view.Journal(ans.HighWater); ok {
+	ans.ID = v.ID()
+	ans.HighWater, _ = v.Journal(0) // the high-water mark does not depend on since
+	if _, ok := v.Journal(ans.HighWater); ok {
 		// The smallest covered since, by bisection over [0, HighWater]: coverage is an
 		// interval that ends at the high-water mark.
 		ans.Journal = true
 		ans.CoveredFrom = int64(sort.Search(int(ans.HighWater)+1, func(s int) bool {
-			_, ok := r.view.Journal(int64(s))
+			_, ok := v.Journal(int64(s))
 			return ok
 		}))
 	}
@@ -245,17 +264,35 @@ func (h *Handler) readPage(c *call) (any, []wallet.Row, func(), error) {
 	if err := limits.Validate(); err != nil {
 		return nil, nil, nil, err
 	}
-	r, err := h.views.get(c.identity, req.Handle)
-	if err != nil {
-		return nil, nil, nil, err
-	}
 	var page wallet.Page
-	done, err := h.views.read(r, limits.Bytes, func(v wallet.View) error {
+	read := func(v wallet.View) error {
 		var err error
 		page, err = v.ReadPage(c.ctx, wallet.PageRequest{Table: req.Table, IdentityKey: c.identity, After: req.After,
 			Limits: limits, Incremental: req.Incremental, Since: req.Since})
 		return err
-	})
+	}
+	var done func()
+	if h.shared != nil {
+		// The store refuses a second read of the view on any process; the memory budget
+		// is this process's.
+		v, err := h.shared.SharedView(c.ctx, c.identity, req.Handle)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if done, err = h.views.reserve(c.identity, limits.Bytes); err != nil {
+			return nil, nil, nil, err
+		}
+		if err = read(v); err != nil {
+			done()
+			return nil, nil, nil, err
+		}
+		return headOf(page), page.Rows, done, nil
+	}
+	r, err := h.views.get(c.identity, req.Handle)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	done, err = h.views.read(r, limits.Bytes, read)
 	if err != nil {
 		if done != nil {
 			done()
@@ -265,16 +302,28 @@ func (h *Handler) readPage(c *call) (any, []wallet.Row, func(), error) {
 	return headOf(page), page.Rows, done, nil
 }
 
+// view returns identity's view under handle, retained here or shared.
+func (h *Handler) view(c *call, handle string) (wallet.View, error) {
+	if h.shared != nil {
+		return h.shared.SharedView(c.ctx, c.identity, handle)
+	}
+	r, err := h.views.get(c.identity, handle)
+	if err != nil {
+		return nil, err
+	}
+	return r.view, nil
+}
+
 func (h *Handler) resume(c *call) (any, []wallet.Row, func(), error) {
 	var req resumeRequest
 	if _, err := c.decode(h.codec, &req); err != nil {
 		return nil, nil, nil, err
 	}
-	r, err := h.views.get(c.identity, req.Handle)
+	v, err := h.view(c, req.Handle)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	cur, err := r.view.Resume(req.Table, req.Cursor)
+	cur, err := v.Resume(req.Table, req.Cursor)
 	return resumeAnswer{Cursor: cur}, nil, nil, err
 }
 
@@ -284,6 +333,9 @@ func (h *Handler) closeView(c *call) (any, []wallet.Row, func(), error) {
 		return nil, nil, nil, err
 	}
 	// Closing a view that is gone, expired or another identity's answers the same: done.
+	if h.shared != nil {
+		return empty{}, nil, nil, h.shared.CloseSharedView(c.ctx, c.identity, req.Handle)
+	}
 	if r, err := h.views.get(c.identity, req.Handle); err == nil {
 		h.views.release(r)
 	}

@@ -21,6 +21,18 @@ import (
 // the client then gets wallet.ErrSnapshotClosed and opens a new one, resuming from the
 // destination's checkpoint as the page session does for any view that ends.
 //
+// Shared views. Several server processes over one database (remote/pgstore) serve one
+// client whose requests a load balancer spreads across them, so the process that serves a
+// page is not always the one that opened its view. A Backend that implements SharedViews
+// keeps its views in its store instead: the handle, the identity, the lifetime and the
+// quota counts live where every process finds them, the process that opened a view holds
+// what pins it, and any process reads a page of it, consistent with the view's opening
+// (how pgstore does it: remote/pgstore/shared.go). The Handler then keeps no view of its
+// own: it checks lifetimes and identities as for local views, asks the backend for every
+// handle, and lets the backend count views against the quotas (admit) under a lock that
+// all processes share. What stays per process is what is per process: the memory budget
+// of the reads in flight on this process.
+//
 // Quotas bound what views cost the server. Open views are counted globally and per
 // identity. Memory is counted as the byte limit of each read in flight, reserved before the
 // backend reads and freed once the answer is encoded: a page's byte limit (its charge, see
@@ -28,6 +40,41 @@ import (
 // bounds the pages a server holds at once. A read over a budget is admitted only while
 // nothing else is reserved under it, so that a one-row page of a row near the 64 MiB frame
 // ceiling can always be served, alone. A refusal is a *wallet.BusyError with a retry hint.
+
+// SharedViews is implemented by a Backend whose retained views live in its store, shared by
+// every server process over that store, so that a client's next page may be served by
+// another process than the one that opened its view. The Handler then resolves every
+// handle through it and retains nothing itself.
+//
+// OpenSharedView opens a view of identity's source that lives lifetime (counted from the
+// call, on the store's clock), under a new handle that nobody can guess, and returns the
+// handle and the view. Before anything stays open it counts, under a lock that all the
+// processes share, the views open for identity and on all of them (closed, expired and
+// dead views not counted) and calls admit with the two counts: an error from admit (the
+// Handler's quota refusal) is returned as it is and nothing stays open. The view outlives
+// ctx: only its close, its deadline or the end of this process ends it.
+//
+// SharedView returns identity's view under handle for one request, from any process: its
+// pages are exactly what the view saw when it opened, its ID, Journal and Resume those of
+// the opening. A handle that is unknown, closed or another identity's is refused with
+// wallet.ErrSnapshotClosed (one answer for the three, so that no identity learns of
+// another's views); a view past its deadline, or whose opening process is gone, with
+// wallet.ErrSnapshotExpired, after which the client opens a new view and resumes from its
+// checkpoint. Its ReadPage refuses a read while another read of the same view is in flight
+// on any process (wallet.ErrConcurrentRead). The Handler never calls its Close.
+//
+// CloseSharedView ends identity's view under handle from any process: from its return every
+// process refuses the handle, its quota is free, and the process that holds the view
+// releases what pins it. A handle that is gone or another identity's is closed already: nil.
+//
+// HeldViews is how many views this process holds open now (a gauge; summed over the
+// processes it is the views open on the store).
+type SharedViews interface {
+	OpenSharedView(ctx context.Context, identity string, lifetime time.Duration, admit func(identityViews, allViews int) error) (handle string, v wallet.View, err error)
+	SharedView(ctx context.Context, identity, handle string) (wallet.View, error)
+	CloseSharedView(ctx context.Context, identity, handle string) error
+	HeldViews() int
+}
 
 // ViewOptions are the lifetimes and quotas of retained views. Zero fields take the defaults.
 type ViewOptions struct {
@@ -139,14 +186,7 @@ func (vs *views) open(ctx context.Context, identity string, lifetime time.Durati
 	vs.mu.Lock()
 	u := vs.usage(identity)
 	// The refusal's reason reads the counts under mu: a release may change them at once.
-	var refused error
-	switch {
-	case u.views >= vs.opts.MaxViewsPerIdentity:
-		refused = vs.busy(fmt.Sprintf("this identity holds %d open views, its quota", u.views), true)
-	case vs.total.views >= vs.opts.MaxViews:
-		refused = vs.busy(fmt.Sprintf("the server holds %d open views, its quota", vs.total.views), false)
-	}
-	if refused != nil {
+	if refused := vs.admit(u.views, vs.total.views); refused != nil {
 		vs.mu.Unlock()
 		return nil, refused
 	}
@@ -164,15 +204,33 @@ func (vs *views) open(ctx context.Context, identity string, lifetime time.Durati
 		}
 		return nil, err
 	}
-	b := make([]byte, 16)
-	rand.Read(b)
-	r := &retained{handle: hex.EncodeToString(b), identity: identity, view: v, deadline: start.Add(lifetime)}
+	r := &retained{handle: newHandle(), identity: identity, view: v, deadline: start.Add(lifetime)}
 	vs.mu.Lock()
 	vs.byHandle[r.handle] = r
 	// Under mu: a timer that fires at once finds the view registered.
 	r.timer = time.AfterFunc(time.Until(r.deadline), func() { vs.release(r) })
 	vs.mu.Unlock()
 	return r, nil
+}
+
+// newHandle returns a new view handle: 128 random bits in hex, which nobody can guess.
+func newHandle() string {
+	b := make([]byte, 16)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// admit is the view-count quota: it refuses one more view when the identity already holds
+// identityViews or the server allViews. Local views count in the registry; shared views
+// count in their store, which calls admit with its counts (SharedViews).
+func (vs *views) admit(identityViews, allViews int) error {
+	switch {
+	case identityViews >= vs.opts.MaxViewsPerIdentity:
+		return vs.busy(fmt.Sprintf("this identity holds %d open views, its quota", identityViews), true)
+	case allViews >= vs.opts.MaxViews:
+		return vs.busy(fmt.Sprintf("the server holds %d open views, its quota", allViews), false)
+	}
+	return nil
 }
 
 func (vs *views) busy(reason string, identity bool) error {
@@ -234,36 +292,53 @@ func (vs *views) read(r *retained, bytes int64, fn func(wallet.View) error) (don
 		vs.mu.Unlock()
 		return nil, wallet.ErrConcurrentRead
 	}
-	u := vs.usage(r.identity)
-	var refused error // built under mu, as in open
-	switch {
-	case u.bytes > 0 && u.bytes+bytes > vs.opts.MaxBytesPerIdentity:
-		refused = vs.busy(fmt.Sprintf("this identity's reads in flight hold %d bytes of its %d", u.bytes, vs.opts.MaxBytesPerIdentity), true)
-	case vs.total.bytes > 0 && vs.total.bytes+bytes > vs.opts.MaxBytes:
-		refused = vs.busy(fmt.Sprintf("reads in flight hold %d bytes of the server's %d", vs.total.bytes, vs.opts.MaxBytes), false)
-	}
-	if refused != nil {
+	done, err = vs.reserveLocked(r.identity, bytes)
+	if err != nil {
 		vs.mu.Unlock()
-		return nil, refused
+		return nil, err
 	}
-	u.bytes += bytes
-	vs.total.bytes += bytes
 	r.reading = true
 	vs.mu.Unlock()
 
-	done = func() {
-		vs.mu.Lock()
-		defer vs.mu.Unlock()
-		u := vs.identity[r.identity]
-		u.bytes -= bytes
-		vs.total.bytes -= bytes
-		vs.forget(r.identity, u)
-	}
 	err = fn(r.view)
 	vs.mu.Lock()
 	r.reading = false
 	vs.mu.Unlock()
 	return done, err
+}
+
+// reserve reserves bytes of a read for identity under the memory budgets, which stay this
+// process's own whether its views are or not; done frees them.
+func (vs *views) reserve(identity string, bytes int64) (done func(), err error) {
+	vs.mu.Lock()
+	defer vs.mu.Unlock()
+	return vs.reserveLocked(identity, bytes)
+}
+
+// reserveLocked is reserve with mu held.
+func (vs *views) reserveLocked(identity string, bytes int64) (done func(), err error) {
+	u := vs.usage(identity)
+	// The refusal's reason reads the counts under mu, as in open.
+	switch {
+	case u.bytes > 0 && u.bytes+bytes > vs.opts.MaxBytesPerIdentity:
+		err = vs.busy(fmt.Sprintf("this identity's reads in flight hold %d bytes of its %d", u.bytes, vs.opts.MaxBytesPerIdentity), true)
+	case vs.total.bytes > 0 && vs.total.bytes+bytes > vs.opts.MaxBytes:
+		err = vs.busy(fmt.Sprintf("reads in flight hold %d bytes of the server's %d", vs.total.bytes, vs.opts.MaxBytes), false)
+	}
+	if err != nil {
+		vs.forget(identity, u)
+		return nil, err
+	}
+	u.bytes += bytes
+	vs.total.bytes += bytes
+	return func() {
+		vs.mu.Lock()
+		defer vs.mu.Unlock()
+		u := vs.identity[identity]
+		u.bytes -= bytes
+		vs.total.bytes -= bytes
+		vs.forget(identity, u)
+	}, nil
 }
 
 // release closes r's view exactly once, whoever asks first (its client, its timer, the

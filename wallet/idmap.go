@@ -1,0 +1,78 @@
+package wallet
+
+// IDMapper maps a source's ids to a destination's, per table: what a merge (Localize and
+// the rows it matches or inserts) consults and extends. A BRC-40 consumer's SyncMap is one;
+// walletsync's page commits use a PageIDs over the destination's id map table.
+type IDMapper interface {
+	// LocalID returns the destination's id for a source id of t.
+	LocalID(t *Table, src int64) (int64, bool)
+	// RecordID maps a source id of t to a local one; mapping an id again to another value
+	// is an *IDMapConflictError (the stores disagree about identity, and nothing may be
+	// merged on top of that).
+	RecordID(t *Table, src, local int64) error
+}
+
+var (
+	_ IDMapper = SyncMap(nil)
+	_ IDMapper = (*PageIDs)(nil)
+)
+
+// PageIDs is a destination's id map for one source storage as one page commit sees it: the
+// mappings the destination loaded (Learn) for the ids the page refers to (ReferencedIDs),
+// and the ones the page's merge made (Fresh), which the commit writes back before its
+// checkpoint and then marks written (Flushed). A PageIDs is used by one goroutine.
+type PageIDs struct {
+	known map[TableName]map[int64]int64
+	fresh map[TableName]map[int64]int64
+}
+
+// NewPageIDs returns an empty PageIDs.
+func NewPageIDs() *PageIDs {
+	return &PageIDs{known: map[TableName]map[int64]int64{}, fresh: map[TableName]map[int64]int64{}}
+}
+
+// LocalID returns the local id of a source id of t, made by this page or loaded.
+func (m *PageIDs) LocalID(t *Table, src int64) (int64, bool) {
+	if id, ok := m.fresh[t.Name][src]; ok {
+		return id, true
+	}
+	id, ok := m.known[t.Name][src]
+	return id, ok
+}
+
+// RecordID maps a source id of t to a local one (see IDMapper); a new mapping is Fresh.
+func (m *PageIDs) RecordID(t *Table, src, local int64) error {
+	if old, ok := m.LocalID(t, src); ok {
+		if old != local {
+			return &IDMapConflictError{Entity: t.Entity, SourceID: src, Mapped: old, New: local}
+		}
+		return nil
+	}
+	if m.fresh[t.Name] == nil {
+		m.fresh[t.Name] = map[int64]int64{}
+	}
+	m.fresh[t.Name][src] = local
+	return nil
+}
+
+// Learn adds a mapping the destination holds already.
+func (m *PageIDs) Learn(table TableName, src, local int64) {
+	if m.known[table] == nil {
+		m.known[table] = map[int64]int64{}
+	}
+	m.known[table][src] = local
+}
+
+// Fresh returns the mappings made since the last Flushed, by table: what the destination
+// must write.
+func (m *PageIDs) Fresh() map[TableName]map[int64]int64 { return m.fresh }
+
+// Flushed records that the destination wrote every Fresh mapping: they become known.
+func (m *PageIDs) Flushed() {
+	for table, ids := range m.fresh {
+		for src, local := range ids {
+			m.Learn(table, src, local)
+		}
+	}
+	m.fresh = map[TableName]map[int64]int64{}
+}
