@@ -33,7 +33,7 @@ func TestStats_ViewHoldsBackCheckpoint(t *testing.T) {
 	}
 	s.walCP.checkpoint(ctx)
 	after := s.Stats()
-	if after.CheckpointHeldBack < 1 || after.Checkpoints != before.Checkpoints+1 {
+	if after.CheckpointHeldBack < 1 || after.Checkpoints <= before.Checkpoints {
 		t.Errorf("a commit under an open view: %+v, before %+v", after, before)
 	}
 }
