@@ -130,6 +130,7 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 		<-s.viewSlot
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
+
 	// Release the connection and the WAL it pins as soon as the view ends, even if nobody
 	// reads again: an abandoned view must not hold back checkpoints for an hour.
 	// Under mu: a timer that fires at once must find stopTime and stopCtx set.
@@ -150,7 +151,7 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 // pin begins the read transaction and performs its first read, which is the moment WAL
 // fixes the snapshot; it reads the journal's bounds as of that moment.
 func (v *Snapshot) pin(ctx context.Context) error {
-	conn, err := v.store.readDB.Conn(ctx)
+	conn, err := v.store.viewDB.Conn(ctx)
 	if err != nil {
 		return classify(err)
 	}
