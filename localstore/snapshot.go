@@ -130,7 +130,6 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 		<-s.viewSlot
 		return nil, fmt.Errorf("open snapshot: %w", err)
 	}
-
 	// Release the connection and the WAL it pins as soon as the view ends, even if nobody
 	// reads again: an abandoned view must not hold back checkpoints for an hour.
 	// Under mu: a timer that fires at once must find stopTime and stopCtx set.
