@@ -115,7 +115,7 @@ func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapsh
 // pin begins the read transaction and performs its first read, which is the moment WAL
 // fixes the snapshot; it reads the journal's bounds as of that moment.
 func (v *Snapshot) pin(ctx context.Context) error {
-	conn, err := v.store.readDB.Conn(ctx)
+	conn, err := v.store.viewDB.Conn(ctx)
 	if err != nil {
 		return classify(err)
 	}

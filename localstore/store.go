@@ -6,7 +6,7 @@
 //
 // A Store holds two connection pools on one file: a single writer (BEGIN IMMEDIATE, so a
 // write transaction takes SQLite's write lock up front instead of failing half-way) and up
-// to MaxReaders query-only readers. The file runs in WAL mode with synchronous=FULL, so
+// to MaxReaders query-only readers, and one more reader of its own for the snapshot view. The file runs in WAL mode with synchronous=FULL, so
 // readers never block the writer and a committed transaction survives power loss.
 package localstore
 
@@ -57,10 +57,15 @@ type Options struct {
 
 // Store is an open wallet file. It is safe for concurrent use. Close releases it.
 type Store struct {
-	path    string
-	opts    Options
-	log     *slog.Logger
-	readDB  *sql.DB
+	path   string
+	opts   Options
+	log    *slog.Logger
+	readDB *sql.DB
+	// viewDB is the snapshot view's own connection, outside readDB: a view pins its
+	// connection for its whole traversal, and taking it from the foreground's readers left
+	// them one short and, once the view ended, one connection to open again (and its schema
+	// to parse) on a foreground read. Kept open between views for the same reason.
+	viewDB  *sql.DB
 	writeDB *sql.DB // nil when ReadOnly
 	lock    *writerLock
 	walCP   *walCheckpointer // nil when ReadOnly
@@ -225,11 +230,9 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	}
 	s := &Store{path: path, opts: opts, log: opts.Logger, viewSlot: make(chan struct{}, 1)}
 	if opts.ReadOnly {
-		s.readDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, append(roParams, "_pragma=query_only(1)")...))
-		if err != nil {
+		if err := s.openReaders(dsn(path, opts.BusyTimeout, append(roParams, "_pragma=query_only(1)")...)); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
 		}
-		s.readDB.SetMaxOpenConns(MaxReaders + 1) // +1: a snapshot view's dedicated connection
 		return s, nil
 	}
 
@@ -263,11 +266,9 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	if err := s.writeDB.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("open store: %w", classify(err))
 	}
-	s.readDB, err = sql.Open("sqlite", dsn(path, opts.BusyTimeout, "_pragma=query_only(1)", "_pragma=foreign_keys(1)"))
-	if err != nil {
+	if err := s.openReaders(dsn(path, opts.BusyTimeout, "_pragma=query_only(1)", "_pragma=foreign_keys(1)")); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s.readDB.SetMaxOpenConns(MaxReaders + 1)
 	if err := s.migrate(ctx, st.walletsyncVersion); err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
@@ -282,6 +283,26 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (*St
 	}
 	ok = true
 	return s, nil
+}
+
+// openReaders opens the reader pool and the snapshot view's connection on the data source
+// name readers. The pool has a connection for each of the MaxReaders reads the access queue
+// grants at once, plus the one Backup pins between its granted steps, and keeps them once
+// opened (database/sql keeps 2 by default): a connection opened again parses the schema
+// again, on somebody's foreground read.
+func (s *Store) openReaders(readers string) error {
+	var err error
+	if s.readDB, err = sql.Open("sqlite", readers); err != nil {
+		return err
+	}
+	s.readDB.SetMaxOpenConns(MaxReaders + 1)
+	s.readDB.SetMaxIdleConns(MaxReaders + 1)
+	if s.viewDB, err = sql.Open("sqlite", readers); err != nil {
+		return err
+	}
+	s.viewDB.SetMaxOpenConns(1)
+	s.viewDB.SetMaxIdleConns(1)
+	return nil
 }
 
 // OpenOrCreate opens the wallet at path, or creates it with co when the file does not exist
@@ -365,8 +386,10 @@ func (s *Store) Close() error {
 	if s.versionDB != nil {
 		errs = append(errs, s.versionDB.Close())
 	}
-	if s.readDB != nil {
-		errs = append(errs, s.readDB.Close())
+	for _, db := range []*sql.DB{s.viewDB, s.readDB} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
 	}
 	if s.writeDB != nil {
 		errs = append(errs, s.writeDB.Close())

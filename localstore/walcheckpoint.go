@@ -35,6 +35,9 @@ type walCheckpointer struct {
 	done   sync.WaitGroup
 	// lastCommit is when a page commit last began or ended (time.Time.UnixNano); see streaming.
 	lastCommit atomic.Int64
+	// What the checkpoints found, for Store.Stats: how many ran, and the most WAL frames one
+	// of them had to leave in the WAL because a reader still needed them.
+	runs, maxHeldBack atomic.Int64
 }
 
 func startWALCheckpointer(path string, busy time.Duration) (*walCheckpointer, error) {
@@ -72,7 +75,17 @@ func startWALCheckpointer(path string, busy time.Duration) (*walCheckpointer, er
 // ignored on purpose: a failed passive checkpoint is retried at the next tick, the automatic
 // backstop bounds the WAL meanwhile, and a commit's durability never depends on it.
 func (c *walCheckpointer) checkpoint(ctx context.Context) {
-	c.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)")
+	var busy, log, done int64
+	if c.db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &log, &done) != nil {
+		return
+	}
+	c.runs.Add(1)
+	for held := log - done; ; {
+		m := c.maxHeldBack.Load()
+		if held <= m || c.maxHeldBack.CompareAndSwap(m, held) {
+			break
+		}
+	}
 }
 
 // pageCommit records that a sync session's page commit begins or ends now. Nil-safe (a

@@ -90,4 +90,20 @@ func TestBench_Scheduler(t *testing.T) {
 			t.Errorf("%s goals: %+v, want p95 <= %g, copy <= %g", sc.Direction, sc, tc.p95, tc.copy)
 		}
 	}
+	// Where the foreground's time went: the slowest operations' parts add up to no more than
+	// their latency, and the counters were read.
+	for _, p := range []schedulerPhase{rep.Idle, rep.Backup.Paged, rep.Backup.Apart, rep.Restore.Paged, rep.Restore.Apart} {
+		s := p.Slowest
+		parts := s.BehindMs + s.WakeMs + s.WaitMs + s.StoreMs
+		if s.Ops < 1 || s.Writes > s.Ops || s.MeanMs <= 0 || parts > s.MeanMs*1.0001 || s.BehindMs < 0 || s.WakeMs < 0 {
+			t.Errorf("%s: slowest operations %+v (parts %.3f ms)", p.Mode, s, parts)
+		}
+		if p.ReadStoreP95ms <= 0 || p.WriteStoreP95ms <= 0 || p.Where.ProcessCPU <= 0 || p.Where.WALKiB < 0 || p.Where.PoolWaits < 0 {
+			t.Errorf("%s: store times %.3f / %.3f ms, counters %+v", p.Mode, p.ReadStoreP95ms, p.WriteStoreP95ms, p.Where)
+		}
+	}
+	// A restore commits into the wallet, through its WAL.
+	if rep.Restore.Paged.Where.WALKiB <= 0 {
+		t.Errorf("paged restore: WAL %v KiB", rep.Restore.Paged.Where.WALKiB)
+	}
 }

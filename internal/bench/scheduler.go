@@ -85,6 +85,13 @@ type schedulerPhase struct {
 	CommitP95ms  float64 `json:"commitP95ms"`
 	CommitMaxMs  float64 `json:"commitMaxMs"`
 	pageTimes
+	// Where the foreground's time went: the slowest 5% of its operations split into late
+	// start, grant wait and store time; the p95 of the store time alone of its reads and of
+	// its writes; and the process's and the wallet's counters over the run.
+	Slowest         opSplit        `json:"slowest"`
+	ReadStoreP95ms  float64        `json:"readStoreP95ms"`
+	WriteStoreP95ms float64        `json:"writeStoreP95ms"`
+	Where           runAttribution `json:"where"`
 }
 
 // schedulerScenario is one copy direction: its exclusive and paged runs against the shared
@@ -246,6 +253,24 @@ func RunScheduler(ctx context.Context, args []string, out io.Writer) error {
 			line(sc.Direction+" paged", sc.Paged)
 			line(sc.Direction+" apart", sc.Apart)
 		}
+		wherePhases := []schedulerPhase{rep.Idle, rep.Backup.Paged, rep.Backup.Apart, rep.Restore.Paged, rep.Restore.Apart}
+		whereNames := []string{"idle", "backup paged", "backup apart", "restore paged", "restore apart"}
+		fmt.Fprintf(w, "  where the foreground's time went: its slowest 5%% of operations, mean ms (latency = behind the one before + late wake + grant wait + store time),\n")
+		fmt.Fprintf(w, "  and the p95 of its reads' and its writes' store time (under the grant)\n")
+		fmt.Fprintf(w, "  %-17s %7s %7s %6s %6s %6s %7s %12s %12s\n", "mode", "slow 5%", "behind", "wake", "wait", "store", "writes", "rd store p95", "wr store p95")
+		for i, p := range wherePhases {
+			s := p.Slowest
+			fmt.Fprintf(w, "  %-17s %7.2f %7.2f %6.2f %6.2f %6.2f %3d/%-3d %12.2f %12.2f\n", whereNames[i], s.MeanMs, s.BehindMs, s.WakeMs, s.WaitMs, s.StoreMs, s.Writes, s.Ops,
+				p.ReadStoreP95ms, p.WriteStoreP95ms)
+		}
+		fmt.Fprintf(w, "  the run's counters: process CPU (cores), a goroutine's wait for a thread (p95), GC cycles, CPU, pauses and assists (ms), sync.Mutex wait (ms),\n")
+		fmt.Fprintf(w, "  the wallet's reader pool (waits, connections opened), its WAL (KiB at the end; most frames a checkpoint had to leave to a reader)\n")
+		fmt.Fprintf(w, "  %-17s %5s %9s %4s %6s %6s %6s %6s %5s %5s %8s %9s\n", "mode", "cpu", "sched p95", "gc", "gc cpu", "pauses", "assist", "mutex", "pool", "conns", "WAL KiB", "held back")
+		for i, p := range wherePhases {
+			a := p.Where
+			fmt.Fprintf(w, "  %-17s %5.2f %7.0fus %4d %6.1f %6.1f %6.1f %6.1f %5d %5d %8.0f %9d\n", whereNames[i], a.ProcessCPU, a.SchedP95us, a.GCCycles, a.GCCPUms, a.GCPauseMs, a.GCAssistMs,
+				a.MutexWaitMs, a.PoolWaits, a.ConnsOpened, a.WALKiB, a.HeldBackFrames)
+		}
 		for _, sc := range []schedulerScenario{rep.Backup, rep.Restore} {
 			fmt.Fprintf(w, "  %s (%s):\n", sc.Direction, map[string]string{directionBackup: "the wallet copied out", directionRestore: "another wallet copied in"}[sc.Direction])
 			for _, p := range []schedulerPhase{sc.Exclusive, sc.Paged} {
@@ -345,6 +370,7 @@ func (r *schedulerRun) measure(ctx context.Context, mode, direction string) (sch
 	defer bg.Wait()
 	defer cancel()
 	bgDone := make(chan error, 1)
+	before := readProcessCounters(local)
 	if mode == "idle" {
 		close(bgDone)
 	} else {
@@ -406,6 +432,9 @@ func (r *schedulerRun) measure(ctx context.Context, mode, direction string) (sch
 	if err != nil {
 		return ph, err
 	}
+	ph.Where = attribute(before, readProcessCounters(local))
+	ph.Slowest = slowest(fr.ops, 0.95)
+	ph.ReadStoreP95ms, ph.WriteStoreP95ms = storeP95(fr.ops, scheduler.Read), storeP95(fr.ops, scheduler.Write)
 	m := q.Metrics()
 	ph.ForegroundBusy = m.Foreground.TotalHold.Seconds() / fr.elapsed.Seconds()
 	ph.ForegroundWriteBusy = fr.writeHold.Seconds() / fr.elapsed.Seconds()
@@ -427,6 +456,18 @@ type foregroundResult struct {
 	maxWait   time.Duration
 	writeHold time.Duration
 	elapsed   time.Duration
+	ops       []fgOpTimes // in the order they ran
+}
+
+// fgOpTimes is where one foreground operation's latency went: it started late (its
+// goroutine woke after its due time, or the operation before it overran), waited for its
+// grant, and held the grant while the store worked.
+type fgOpTimes struct {
+	mode scheduler.Mode
+	// latency = behind + wake + wait + hold: behind the operation before (the loop is open,
+	// so one slow operation delays the ones due during it), its goroutine waking after its
+	// due time (a timer's and the CPU's delay), the grant wait, and the store's work.
+	latency, behind, wake, wait, hold time.Duration
 }
 
 // foregroundBench holds the flags of the benchmarks that run foregroundLoad beside a
@@ -472,7 +513,9 @@ func foregroundLoad(ctx context.Context, fg *scheduler.Session, st *localstore.S
 	var latencies []float64
 	byMode := map[scheduler.Mode][]float64{}
 	var maxWait, writeHold time.Duration
+	var ops []fgOpTimes
 	start := time.Now()
+	prevEnd := start
 	for i := 0; ; i++ {
 		if bgDone != nil {
 			select {
@@ -488,7 +531,9 @@ func foregroundLoad(ctx context.Context, fg *scheduler.Session, st *localstore.S
 			break
 		}
 		due := start.Add(time.Duration(i) * interval)
+		behind := max(0, prevEnd.Sub(due))
 		time.Sleep(time.Until(due))
+		wake := time.Since(due) - behind
 		wait, hold, mode, err := foregroundOp(ctx, fg, st, identity, actions, rnd)
 		if err != nil {
 			return foregroundResult{}, err
@@ -496,7 +541,10 @@ func foregroundLoad(ctx context.Context, fg *scheduler.Session, st *localstore.S
 		if mode == scheduler.Write {
 			writeHold += hold
 		}
-		latency := float64(time.Since(due)) / float64(time.Millisecond)
+		prevEnd = time.Now()
+		took := prevEnd.Sub(due)
+		ops = append(ops, fgOpTimes{mode: mode, latency: took, behind: behind, wake: wake, wait: wait, hold: hold})
+		latency := float64(took) / float64(time.Millisecond)
 		latencies = append(latencies, latency)
 		byMode[mode] = append(byMode[mode], latency)
 		maxWait = max(maxWait, wait)
@@ -505,7 +553,7 @@ func foregroundLoad(ctx context.Context, fg *scheduler.Session, st *localstore.S
 	for _, l := range byMode {
 		slices.Sort(l)
 	}
-	return foregroundResult{latencies: latencies, byMode: byMode, maxWait: maxWait, writeHold: writeHold, elapsed: time.Since(start)}, nil
+	return foregroundResult{latencies: latencies, byMode: byMode, maxWait: maxWait, writeHold: writeHold, elapsed: time.Since(start), ops: ops}, nil
 }
 
 // foregroundOp runs one operation of a wallet front end under a foreground grant: mostly
