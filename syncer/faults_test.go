@@ -23,8 +23,23 @@ import (
 )
 
 // minSchedules is how many generated fault schedules TestRun_SurvivesFaultSchedules must run:
-// the issue asks for at least 300, rapid's own default is 100 checks.
+// the issue asks for at least 300, rapid's own default is 100 checks. Under the race
+// detector it runs raceSchedules: there one schedule costs about half a second of CPU (the
+// pure-Go SQLite under checkptr), and 300 of them were a third of CI's race stage. The
+// test command runs the 300 without it (scripts/test.sh), so both are covered: the
+// schedules' invariants 300 times, the session's concurrency under the race detector.
 const minSchedules = 300
+
+// raceSchedules is minSchedules under the race detector.
+const raceSchedules = 60
+
+// wantSchedules is how many schedules this build must run.
+func wantSchedules() int {
+	if raceDetector {
+		return raceSchedules
+	}
+	return minSchedules
+}
 
 // scheduleWorkers share the schedules, each in a parallel subtest with its own rapid.Check.
 // Under the race detector one schedule costs about half a second of CPU, most of it SQLite
@@ -45,13 +60,13 @@ const (
 // rapidChecksGiven is true when -rapid.checks was on the command line; then it wins.
 var rapidChecksGiven bool
 
-// requireSchedules makes each worker's rapid.Check run its share of minSchedules checks,
+// requireSchedules makes each worker's rapid.Check run its share of wantSchedules checks,
 // unless the command line says how many.
 func requireSchedules() {
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { rapidChecksGiven = rapidChecksGiven || f.Name == "rapid.checks" })
 	if !rapidChecksGiven {
-		if err := flag.Set("rapid.checks", strconv.Itoa((minSchedules+scheduleWorkers-1)/scheduleWorkers)); err != nil {
+		if err := flag.Set("rapid.checks", strconv.Itoa((wantSchedules()+scheduleWorkers-1)/scheduleWorkers)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -562,10 +577,15 @@ func TestRun_SurvivesFaultSchedules(t *testing.T) {
 	if rapidChecksGiven || testing.Short() {
 		return
 	}
-	if n < minSchedules {
-		t.Fatalf("ran %d fault schedules, want at least %d", n, minSchedules)
+	if want := wantSchedules(); n < int64(want) {
+		t.Fatalf("ran %d fault schedules, want at least %d", n, want)
 	}
 	// A generator that stopped producing one of these would leave its invariant untested.
+	// Some kinds are rare (about one in 300 schedules): the race build's 60 may miss them,
+	// so the full run checks this.
+	if raceDetector {
+		return
+	}
 	for _, k := range append(append([]faultKind{}, commitFaults...), readFaults...) {
 		if all.events[event(k)] == 0 {
 			t.Errorf("no %s fault fired in %d schedules", k, n)
