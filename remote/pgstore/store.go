@@ -132,6 +132,15 @@ func ensureSettings(ctx context.Context, tx pgx.Tx, opts Options) error {
 	return nil
 }
 
+// Source returns the store itself, whatever the identity: one multi-tenant source, which
+// the paged wire's Handler scopes per identity (pages to its rows, views to it). With
+// Destination it makes the store the wire's backend (remote/wire.Backend), whose views
+// every server process over the database shares (remote/wire.SharedViews).
+func (s *Store) Source(context.Context, string) (wallet.Source, error) { return s, nil }
+
+// Destination returns the store itself, whatever the identity (see Source).
+func (s *Store) Destination(context.Context, string) (wallet.Destination, error) { return s, nil }
+
 // Close releases the shared views this process holds, then closes the pool; calls in
 // flight finish first.
 func (s *Store) Close() error {

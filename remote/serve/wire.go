@@ -1,15 +1,12 @@
 package serve
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 
-	"walletsync/remote/pgstore"
 	"walletsync/remote/wire"
-	"walletsync/wallet"
 )
 
 // WireMount is walletsync's paged wire (package wire) over the server's store, mounted at
@@ -27,28 +24,12 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 	}
 }
 
-// pgBackend is the PostgreSQL store as the paged wire's backend: one multi-tenant source
-// and destination (the Handler scopes them per identity) whose views every server process
-// over the database shares (wire.SharedViews).
-type pgBackend struct{ *pgstore.Store }
-
-var (
-	_ wire.Backend     = pgBackend{}
-	_ wire.SharedViews = pgBackend{}
-)
-
-func (b pgBackend) Source(context.Context, string) (wallet.Source, error) { return b.Store, nil }
-
-func (b pgBackend) Destination(context.Context, string) (wallet.Destination, error) {
-	return b.Store, nil
-}
-
 // wireBackend returns the server's store as the paged wire's backend.
 func (s *Server) wireBackend() wire.Backend {
 	if s.local != nil {
 		return wire.StoreBackend{Store: s.local}
 	}
-	return pgBackend{s.pg}
+	return s.pg
 }
 
 // wireHandler adds the wire's view gauges to /metrics.

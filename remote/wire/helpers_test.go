@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -13,8 +14,10 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/internal/pgtest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
+	"walletsync/remote/pgstore"
 	"walletsync/wallet"
 )
 
@@ -58,6 +61,30 @@ func seed(t testing.TB, s *localstore.Store, u user, n uint64) {
 	if _, err := localstore.Seed(context.Background(), s, localstore.FixtureSmall, localstore.SeedOptions{Seed: n, IdentityKey: u.id}); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// cluster is the package's throwaway PostgreSQL (internal/pgtest), for the tests that run
+// on both backends.
+var cluster *pgtest.Cluster
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+
+// The PostgreSQL store is a backend whose views every server process shares.
+var (
+	_ Backend     = (*pgstore.Store)(nil)
+	_ SharedViews = (*pgstore.Store)(nil)
+)
+
+// newPGStore makes an empty PostgreSQL store on chain, in a database of its own.
+func newPGStore(t testing.TB, chain wallet.Chain) *pgstore.Store {
+	t.Helper()
+	s, err := pgstore.Open(context.Background(), cluster.NewDatabase(t), pgstore.Options{Chain: chain,
+		StorageIdentityKey: fixtureUser(1 << 41).id, StorageName: "wire test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 // startServer serves store through a Handler behind auth.Server's middleware.

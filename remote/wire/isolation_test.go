@@ -12,15 +12,31 @@ import (
 )
 
 // TestIsolation_OtherIdentityRefused: identity A tries every endpoint on identity B's data
-// in a server file that holds both wallets; each attempt is refused, nothing of B's
-// changes, and no refusal carries anything of B's that A did not send itself.
+// in a server store that holds both wallets; each attempt is refused, nothing of B's
+// changes, and no refusal carries anything of B's that A did not send itself. On both
+// backends: a SQLite file, and a PostgreSQL database with its shared views.
 func TestIsolation_OtherIdentityRefused(t *testing.T) {
+	opts := HandlerOptions{Views: ViewOptions{MaxViewsPerIdentity: 2}}
+	for _, be := range []struct {
+		name  string
+		start func(t *testing.T) *server
+	}{
+		{"sqlite", func(t *testing.T) *server { return startServer(t, newStore(t, wallet.ChainTest), opts) }},
+		{"postgres", func(t *testing.T) *server { return startBackend(t, newPGStore(t, wallet.ChainTest), nil, opts) }},
+	} {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			isolation(t, be.start(t))
+		})
+	}
+}
+
+func isolation(t *testing.T, srv *server) {
 	ctx := t.Context()
 	a, b := fixtureUser(51), fixtureUser(52)
 	localA, localB := newStore(t, wallet.ChainTest), newStore(t, wallet.ChainTest)
 	seed(t, localA, a, 51)
 	seed(t, localB, b, 52)
-	srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{Views: ViewOptions{MaxViewsPerIdentity: 2}})
 	pa, pb := provider(t, srv, a, ProviderOptions{}), provider(t, srv, b, ProviderOptions{})
 	for _, push := range []struct {
 		local  wallet.Source
