@@ -46,7 +46,7 @@ WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./fronte
 # Each decoder of bytes from outside (backup files, sync chunks and sync maps, cursors, BRC-104
 # messages, headers, nonces, request bodies and key files) is fuzzed for a bounded
 # time on every run, on top of its seed corpus that go test ran above.
-fuzztime=${WALLETSYNC_FUZZTIME:-4s}
+fuzztime=${WALLETSYNC_FUZZTIME:-2s}
 fuzz() {
   stage "go test -fuzz $2 ($1, $fuzztime)"
   go test -run '^$' -fuzz "^$2\$" -fuzztime "$fuzztime" -fuzzminimizetime 5s "$1"
