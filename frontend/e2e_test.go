@@ -194,12 +194,17 @@ func TestDashboard_DestinationEditor(t *testing.T) {
 	d.page("destinations")
 	d.do(chromedp.Click(byText("button", "Add a destination")))
 	d.waitFor(`document.querySelector('form.editor')`, "the editor")
+	// Each choice may redraw part of the form, so each step waits until the form shows the
+	// one before it: a click on an element that a redraw replaced is lost.
 	d.do(chromedp.SendKeys(chromedp.CSS(`form.editor input[type=text]`), "USB disk"),
-		chromedp.Click(chromedp.CSS(`form.editor input[value=folder]`)),
-		chromedp.SendKeys(chromedp.CSS(`form.editor input.mono`), folder),
-		chromedp.Click(chromedp.CSS(`form.editor input[value=daily]`)),
-		chromedp.SetValue(chromedp.CSS(`form.editor input[type=time]`), "02:30"),
-		chromedp.Click(byText(`form.editor button`, "Add destination")))
+		chromedp.Click(chromedp.CSS(`form.editor input[value=folder]`)))
+	d.waitFor(`document.querySelector('form.editor input[value=folder]')?.checked && document.querySelector('form.editor input.mono')`, "the folder kind")
+	d.do(chromedp.SendKeys(chromedp.CSS(`form.editor input.mono`), folder),
+		chromedp.Click(chromedp.CSS(`form.editor input[value=daily]`)))
+	d.waitFor(`document.querySelector('form.editor input[value=daily]')?.checked && document.querySelector('form.editor input[type=time]')`, "the daily schedule")
+	d.do(chromedp.SetValue(chromedp.CSS(`form.editor input[type=time]`), "02:30"))
+	d.waitFor(`document.querySelector('form.editor input[type=time]')?.value === '02:30' && document.querySelector('form.editor input[value=daily]')?.checked && document.querySelector('form.editor input.mono')?.value !== ''`, "the filled form")
+	d.do(chromedp.Click(byText(`form.editor button`, "Add destination")))
 	d.waitFor(`document.querySelector('[data-destination=usb-disk]')`, "the new destination")
 	dest, ok := config()
 	if !ok || dest.Name != "USB disk" || dest.Kind != agent.DestinationFolder || dest.Path != folder ||
