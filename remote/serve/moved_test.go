@@ -31,7 +31,7 @@ func TestServe_PostgresClientMovedBetweenServers(t *testing.T) {
 			opts := func(testing.TB) Options { return Options{PostgresURL: db, Signer: signer} }
 			servers := []faultServer{newFaultServer(t, "postgres", opts), newFaultServer(t, "postgres", opts)}
 			if !servers[0].offers(t, w) {
-				t.Skipf("the servers offer no %s wire on PostgreSQL yet", w.name)
+				t.Fatalf("the servers offer no %s wire on PostgreSQL; both are mounted there", w.name)
 			}
 			proxy := startProxy(t, servers[0].URL)
 			proxy.SetUpstreams(strings.TrimPrefix(servers[0].URL, "http://"), strings.TrimPrefix(servers[1].URL, "http://"))
