@@ -393,9 +393,10 @@ func (a *Agent) releaseUnconfigured() {
 	cfg := a.config()
 	var release []*walletHandle
 	a.mu.Lock()
+	tasks := a.tasks.List() // under a.mu, as in claimForRestore: a task listed later cannot have a wallet yet
 	for path, w := range a.wallets {
 		if slices.ContainsFunc(cfg.Wallets, func(r WalletRef) bool { return r.Path == path }) ||
-			slices.ContainsFunc(a.tasks.List(), func(t Task) bool { return !t.State.Terminal() && cfg.taskMayUse(t, path) }) {
+			slices.ContainsFunc(tasks, func(t Task) bool { return !t.State.Terminal() && cfg.taskMayUse(t, path) }) {
 			continue
 		}
 		delete(a.wallets, path)
