@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"walletsync/agent"
-	"walletsync/internal/desktop"
+	"walletsync/desktop"
 	"walletsync/wallet"
 )
 

@@ -13,8 +13,8 @@ import (
 	"testing"
 
 	"walletsync/agent"
-	"walletsync/internal/desktop"
-	"walletsync/internal/walletsynctest"
+	"walletsync/desktop"
+	"walletsync/testkit/walletsynctest"
 )
 
 // startApp makes an App on f with window and notifier, runs its startup as the window

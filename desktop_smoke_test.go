@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"walletsync/agent"
-	"walletsync/internal/desktop"
-	"walletsync/internal/walletsynctest"
+	"walletsync/desktop"
+	"walletsync/testkit/walletsynctest"
 )
 
 // smokeWait bounds each wait of the smoke test: the window, the rendered overview, the

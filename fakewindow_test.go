@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"walletsync/internal/desktop"
+	"walletsync/desktop"
 )
 
 // fakeWindow is a Window whose dialogs answer with reply and whose geometry is geometry.

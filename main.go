@@ -3,7 +3,7 @@
 // a dashboard in the browser or, built with the desktop tag, in a window of its own.
 //
 // This package only wires: with arguments it hands them to the command line
-// (internal/cli); without, the desktop build opens the window (main_desktop.go, with the
+// (cli); without, the desktop build opens the window (main_desktop.go, with the
 // Wails binding in app.go) and the plain build prints the command line's usage.
 //
 // Usage: walletsync <command> [flags]; `walletsync help` lists the commands and
@@ -13,7 +13,7 @@ package main
 import (
 	"os"
 
-	"walletsync/internal/cli"
+	"walletsync/cli"
 )
 
 func main() {

@@ -2,7 +2,7 @@
 
 package main
 
-import "walletsync/internal/cli"
+import "walletsync/cli"
 
 // openWindow is, in a build without the window, the command line without arguments: its
 // usage. The desktop build's is in main_desktop.go.

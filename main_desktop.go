@@ -20,8 +20,8 @@ import (
 
 	"walletsync/agent"
 	"walletsync/frontend"
-	"walletsync/internal/cli"
-	"walletsync/internal/desktop"
+	"walletsync/cli"
+	"walletsync/desktop"
 )
 
 // appIcon is the window's icon on Linux (macOS and Windows take theirs from the bundle and

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/logical"
+	"walletsync/testkit/logical"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/wallet"

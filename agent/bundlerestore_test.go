@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"walletsync/bundle"
-	"walletsync/internal/tabletest"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/tabletest"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/importtest"
+	"walletsync/testkit/importtest"
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/wallet"

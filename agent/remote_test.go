@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 )
 

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/crashtest"
-	"walletsync/internal/tabletest"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/tabletest"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/scheduler"
 	"walletsync/wallet"

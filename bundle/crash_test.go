@@ -9,9 +9,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"walletsync/internal/crashtest"
+	"walletsync/testkit/crashtest"
 	"walletsync/internal/safefile"
-	"walletsync/internal/tabletest"
+	"walletsync/testkit/tabletest"
 	"walletsync/localstore"
 )
 

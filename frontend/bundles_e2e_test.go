@@ -13,7 +13,7 @@ import (
 
 	"walletsync/agent"
 	"walletsync/bundle"
-	"walletsync/internal/tabletest"
+	"walletsync/testkit/tabletest"
 	"walletsync/localstore"
 )
 

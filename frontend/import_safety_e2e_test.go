@@ -9,7 +9,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
-	"walletsync/internal/importtest"
+	"walletsync/testkit/importtest"
 	"walletsync/localstore"
 	"walletsync/portable"
 )

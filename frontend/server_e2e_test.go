@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 )
 

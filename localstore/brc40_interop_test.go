@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

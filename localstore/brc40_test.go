@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/logical"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -3,7 +3,7 @@ package localstore
 import (
 	"testing"
 
-	"walletsync/internal/providertest"
+	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"walletsync/internal/childtest"
+	"walletsync/testkit/childtest"
 	"walletsync/wallet"
 )
 

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"walletsync/internal/logical"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -7,7 +7,7 @@ import (
 	"reflect"
 	"testing"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

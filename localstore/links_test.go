@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"testing"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 )
 
 // TestMaintainJournal_BesideAnAppTransaction: a real toolbox transaction has read and not

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"walletsync/internal/safefile"
-	"walletsync/internal/testfs"
+	"walletsync/testkit/testfs"
 	"walletsync/wallet"
 )
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

@@ -21,9 +21,9 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/crashtest"
+	"walletsync/testkit/crashtest"
 	"walletsync/internal/safefile"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/text/collate"
 	"golang.org/x/text/language"
 
-	"walletsync/internal/jsoracle"
+	"walletsync/testkit/jsoracle"
 )
 
 // fieldNames are certificate field names as people and apps write them: mixed case,

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

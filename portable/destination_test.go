@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"walletsync/internal/safefile"
-	"walletsync/internal/testfs"
+	"walletsync/testkit/testfs"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

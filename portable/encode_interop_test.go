@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

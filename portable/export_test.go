@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/logical"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

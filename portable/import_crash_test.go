@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"walletsync/internal/crashtest"
-	"walletsync/internal/logical"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

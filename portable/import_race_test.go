@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"testing"
 
-	"walletsync/internal/childtest"
+	"walletsync/testkit/childtest"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

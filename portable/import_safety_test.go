@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/crashtest"
+	"walletsync/testkit/crashtest"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

@@ -8,7 +8,7 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 
-	"walletsync/internal/jsoracle"
+	"walletsync/testkit/jsoracle"
 	"walletsync/wallet"
 )
 

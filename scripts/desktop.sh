@@ -14,7 +14,7 @@
 # It exits non-zero when any step fails, and prints how long each took.
 #
 # Why WebKitGTK 4.1 and the webkit2_41 tag: the window reaches the agent through the Wails
-# asset server (the App's API proxy, internal/desktop/proxy.go), and only with webkit2_36
+# asset server (the App's API proxy, desktop/proxy.go), and only with webkit2_36
 # or later does that server see request methods, headers and status codes, and only with
 # webkit2_40 or later request bodies; without them every POST from the dashboard would
 # arrive as a bodiless GET.

@@ -10,8 +10,8 @@ cd "$(dirname "$0")/.."
 # better-sqlite3 (the toolbox's SQLite driver) compiles its native module with node-gyp,
 # which needs python3, make and a C++ compiler. The dashboard's end-to-end tests drive
 # Debian's Chromium (headless, through chromedp), with a font so that pages render text.
-# remote/pgstore's tests start a throwaway cluster of the PostgreSQL server binaries
-# (internal/pgtest) and fail without them.
+# pgstore's tests start a throwaway cluster of the PostgreSQL server binaries
+# (testkit/pgtest) and fail without them.
 packages=(build-essential python3 chromium fonts-liberation postgresql)
 ensure_packages "${packages[@]}"
 

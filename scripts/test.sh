@@ -21,7 +21,7 @@ go vet ./...
 # longest packages are named first, so that they start first and the stage does not end
 # waiting on one of them alone.
 stage "go test -race"
-longest=(syncer remote/serve remote/toolbox portable localstore agent bundle internal/bench remote/wire internal/cli)
+longest=(syncer remote/serve remote/toolbox portable localstore agent bundle cmd/walletsync-bench remote/wire cli)
 pkgs=()
 for p in "${longest[@]}"; do pkgs+=("walletsync/$p"); done
 for p in $(go list ./... | grep -v '^walletsync/frontend$'); do

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

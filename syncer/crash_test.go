@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/crashtest"
-	"walletsync/internal/logical"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

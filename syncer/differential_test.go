@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"testing"
 
-	"walletsync/internal/logical"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"walletsync/internal/logical"
+	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

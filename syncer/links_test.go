@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"testing"
 
-	"walletsync/internal/logical"
+	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"

@@ -7,7 +7,7 @@ import (
 
 // The destination's half of the sync contract that does not depend on where it stores: the
 // checks a batch passes before any work, the compare-and-set on the durable checkpoint, and
-// the ids a page refers to. localstore (SQLite) and remote/pgstore (PostgreSQL) both commit
+// the ids a page refers to. localstore (SQLite) and pgstore (PostgreSQL) both commit
 // through these, so that both refuse and acknowledge alike.
 
 // MaxPageIDs bounds the distinct source ids one page may refer to (ReferencedIDs): a

@@ -10,7 +10,7 @@ import (
 // The page rules every snapshot view follows, whatever its database: how a cursor binds a
 // view and a table, how Resume carries a position to another view, which prefix of a
 // table's rows fits one page. Each store supplies only its queries (localstore on SQLite,
-// remote/pgstore on PostgreSQL), so their pages cannot drift apart.
+// pgstore on PostgreSQL), so their pages cannot drift apart.
 
 // cursorBody is what a Cursor holds: the view and table that issued it and the key of the
 // last row read (none: the start of the table). It is opaque to callers.

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"walletsync/internal/jsoracle"
+	"walletsync/testkit/jsoracle"
 )
 
 func TestAppendJSString_MatchesNode(t *testing.T) {

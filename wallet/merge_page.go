@@ -7,7 +7,7 @@ import (
 
 // PageMerger is a store's half of MergePage: its queries and writes, inside the one
 // transaction that merges a page, with BRC-40's rules (see localstore's merger, whose rules
-// remote/pgstore's applies alike).
+// pgstore's applies alike).
 type PageMerger interface {
 	// Localize returns in (a row of t with the source's ids) as the store would hold it
 	// (Localize).

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/jsoracle"
+	"walletsync/testkit/jsoracle"
 )
 
 func TestCanonicalJSON_Cases(t *testing.T) {

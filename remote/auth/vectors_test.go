@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/jsoracle"
+	"walletsync/testkit/jsoracle"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )

@@ -17,13 +17,13 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/internal/crashtest"
-	"walletsync/internal/faultproxy"
-	"walletsync/internal/logical"
-	"walletsync/internal/providertest"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/faultproxy"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/providertest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
-	"walletsync/remote/pgstore"
+	"walletsync/pgstore"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/syncer"

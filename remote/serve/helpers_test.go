@@ -22,10 +22,10 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/internal/crashtest"
-	"walletsync/internal/logical"
-	"walletsync/internal/pgtest"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/pgtest"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
@@ -33,7 +33,7 @@ import (
 	"walletsync/wallet"
 )
 
-// cluster is the package's throwaway PostgreSQL (internal/pgtest): the tests that hold on
+// cluster is the package's throwaway PostgreSQL (testkit/pgtest): the tests that hold on
 // every backend run on it too.
 var cluster *pgtest.Cluster
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/logical"
+	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

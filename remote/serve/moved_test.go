@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/faultproxy"
+	"walletsync/testkit/faultproxy"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/wallet"

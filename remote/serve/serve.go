@@ -1,5 +1,5 @@
 // Package serve is `walletsync serve`: a multi-tenant wallet storage server over one
-// localstore file or one PostgreSQL database (remote/pgstore), speaking the toolbox's
+// localstore file or one PostgreSQL database (pgstore), speaking the toolbox's
 // JSON-RPC (remote/toolbox) behind BRC-104 authentication (remote/auth), so that every
 // @bsv/wallet-toolbox wallet can use it as a backup store unchanged, with room for more
 // wires mounted beside it (Options.Mounts: walletsync's paged wire, WireMount, on either
@@ -29,7 +29,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/remote/auth"
-	"walletsync/remote/pgstore"
+	"walletsync/pgstore"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/wallet"
@@ -76,7 +76,7 @@ type Options struct {
 	// key it is given) and StorageName.
 	DBPath string
 	// PostgresURL, set instead of DBPath, is a PostgreSQL database (postgres://...) that
-	// remote/pgstore migrates on the first start and writes the same settings into. Several
+	// pgstore migrates on the first start and writes the same settings into. Several
 	// servers may share it, and the paged wire's views with it.
 	PostgresURL string
 	// Chain is the network the store must be on (default test); a store of another chain

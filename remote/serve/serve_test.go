@@ -21,9 +21,9 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/internal/crashtest"
-	"walletsync/internal/toolboxpeer"
-	"walletsync/internal/walletsynctest"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"

@@ -6,7 +6,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/internal/providertest"
+	"walletsync/testkit/providertest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"

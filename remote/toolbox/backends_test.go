@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/pgtest"
+	"walletsync/testkit/pgtest"
 	"walletsync/localstore"
-	"walletsync/remote/pgstore"
+	"walletsync/pgstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
-// cluster is the package's throwaway PostgreSQL (internal/pgtest).
+// cluster is the package's throwaway PostgreSQL (testkit/pgtest).
 var cluster *pgtest.Cluster
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }

@@ -19,9 +19,9 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	_ "modernc.org/sqlite"
 
-	"walletsync/internal/logical"
-	"walletsync/internal/toolboxpeer"
-	"walletsync/internal/walletsynctest"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"

@@ -3,7 +3,7 @@ package wire
 import (
 	"testing"
 
-	"walletsync/internal/providertest"
+	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/providertest"
+	"walletsync/testkit/providertest"
 	"walletsync/remote/auth"
 	"walletsync/syncer"
 	"walletsync/wallet"

@@ -14,10 +14,10 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/internal/pgtest"
+	"walletsync/testkit/pgtest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
-	"walletsync/remote/pgstore"
+	"walletsync/pgstore"
 	"walletsync/wallet"
 )
 
@@ -63,7 +63,7 @@ func seed(t testing.TB, s *localstore.Store, u user, n uint64) {
 	}
 }
 
-// cluster is the package's throwaway PostgreSQL (internal/pgtest), for the tests that run
+// cluster is the package's throwaway PostgreSQL (testkit/pgtest), for the tests that run
 // on both backends.
 var cluster *pgtest.Cluster
 

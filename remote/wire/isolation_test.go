@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/internal/providertest"
+	"walletsync/testkit/providertest"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )

@@ -9,7 +9,7 @@ import (
 	"net/http/httptest"
 	"testing"
 	"time"
-	"walletsync/internal/toolboxpeer"
+	"walletsync/testkit/toolboxpeer"
 
 	"walletsync/remote/auth"
 	"walletsync/syncer"

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/providertest"
-	"walletsync/internal/switchproxy"
+	"walletsync/testkit/providertest"
+	"walletsync/testkit/switchproxy"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
 
-// sharedRegistry stands for a store that several server processes share (remote/pgstore's
+// sharedRegistry stands for a store that several server processes share (pgstore's
 // walletsync_views): the views of every process, counted together.
 type sharedRegistry struct {
 	mu    sync.Mutex

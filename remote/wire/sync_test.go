@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/internal/providertest"
+	"walletsync/testkit/providertest"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )

@@ -21,13 +21,13 @@ import (
 // the client then gets wallet.ErrSnapshotClosed and opens a new one, resuming from the
 // destination's checkpoint as the page session does for any view that ends.
 //
-// Shared views. Several server processes over one database (remote/pgstore) serve one
+// Shared views. Several server processes over one database (pgstore) serve one
 // client whose requests a load balancer spreads across them, so the process that serves a
 // page is not always the one that opened its view. A Backend that implements SharedViews
 // keeps its views in its store instead: the handle, the identity, the lifetime and the
 // quota counts live where every process finds them, the process that opened a view holds
 // what pins it, and any process reads a page of it, consistent with the view's opening
-// (how pgstore does it: remote/pgstore/shared.go). The Handler then keeps no view of its
+// (how pgstore does it: pgstore/shared.go). The Handler then keeps no view of its
 // own: it checks lifetimes and identities as for local views, asks the backend for every
 // handle, and lets the backend count views against the quotas (admit) under a lock that
 // all processes share. What stays per process is what is per process: the memory budget

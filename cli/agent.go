@@ -1,0 +1,271 @@
+package cli
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"walletsync/agent"
+	"walletsync/frontend"
+	"walletsync/cli/command"
+)
+
+// Version is reported by the agent's API.
+const Version = "0.1.0-dev"
+
+// agentFlags are the flags every command that runs or reaches the agent shares.
+type agentFlags struct {
+	dataDir, config *string
+}
+
+func addAgentFlags(fs *flag.FlagSet) agentFlags {
+	return agentFlags{
+		dataDir: fs.String("data-dir", "", "the agent's data folder (default: the platform's data folder)/walletsync"),
+		config:  fs.String("config", "", "the config file (default: the platform's config folder/walletsync/config.json)"),
+	}
+}
+
+func (f agentFlags) dir() (agent.DataDir, error) {
+	if *f.dataDir != "" {
+		return agent.DataDir(*f.dataDir), nil
+	}
+	return agent.DefaultDataDir()
+}
+
+// client finds the running agent through the port and token files in its data folder.
+func (f agentFlags) client() (*agent.Client, error) {
+	dir, err := f.dir()
+	if err != nil {
+		return nil, err
+	}
+	e, err := dir.Endpoint()
+	if err != nil {
+		return nil, err
+	}
+	return agent.NewClient(e), nil
+}
+
+// runAgent runs the agent in the foreground until SIGINT or SIGTERM, under the platform's
+// service library (so the same path serves `walletsync service` and a terminal).
+func runAgent(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("agent", "[--data-dir D] [--config F] [--addr 127.0.0.1:PORT]", out)
+	af := addAgentFlags(fs)
+	addr := fs.String("addr", "127.0.0.1:0", "the API's loopback address")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	dir, err := af.dir()
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	return agent.RunService(ctx, func(ctx context.Context) error {
+		return agent.Run(ctx, agent.Options{Dir: dir, ConfigPath: *af.config, Addr: *addr, Version: Version, Logger: log, Dashboard: frontend.Handler()},
+			func(a *agent.Agent) {
+				fmt.Fprintf(out, "walletsync agent running; dashboard: %s\n", a.LoginURL())
+			})
+	})
+}
+
+// runService installs, removes, starts, stops or reports the platform service that runs
+// `walletsync agent`.
+func runService(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("service", "install|uninstall|start|stop|status [--data-dir D]", out)
+	af := addAgentFlags(fs)
+	if err := command.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: say install, uninstall, start, stop or status", command.ErrUsage)
+	}
+	agentArgs := []string{"agent"}
+	if *af.dataDir != "" {
+		agentArgs = append(agentArgs, "--data-dir", *af.dataDir)
+	}
+	if *af.config != "" {
+		agentArgs = append(agentArgs, "--config", *af.config)
+	}
+	svc, err := agent.NewService(agent.ServiceOptions{Arguments: agentArgs})
+	if err != nil {
+		return err
+	}
+	switch verb := fs.Arg(0); verb {
+	case "install":
+		err = svc.Install()
+	case "uninstall":
+		err = svc.Uninstall()
+	case "start":
+		err = svc.Start()
+	case "stop":
+		err = svc.Stop()
+	case "status":
+		st, err := svc.Status()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "service (%s): %s\n", svc.Platform(), st)
+		return nil
+	default:
+		return fmt.Errorf("%w: unknown service action %q", command.ErrUsage, verb)
+	}
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "service %s: done\n", fs.Arg(0))
+	return nil
+}
+
+// runStatus prints the agent's overview.
+func runStatus(ctx context.Context, args []string, out io.Writer) error {
+	return askAgent(ctx, args, out, "status", (*agent.Client).Overview, func(w io.Writer, ov agent.Overview) {
+		fmt.Fprintln(w, ov.Health)
+		for _, d := range ov.Destinations {
+			state := "never backed up"
+			if !d.LastSuccess.IsZero() {
+				state = "last good " + d.LastSuccess.Local().Format("2006-01-02 15:04")
+			}
+			if !d.LastConfirmed.IsZero() {
+				state += ", server confirmed " + d.LastConfirmed.Local().Format("2006-01-02 15:04")
+			}
+			if d.Paused {
+				state += ", paused"
+			}
+			if d.Running != nil {
+				state += ", " + string(d.Running.State) + " " + d.Running.Detail
+			}
+			fmt.Fprintf(w, "  %-12s %-7s %s: %s\n", d.ID, d.Kind, d.Path, state)
+		}
+	})
+}
+
+// runTasks lists the agent's tasks, newest first.
+func runTasks(ctx context.Context, args []string, out io.Writer) error {
+	return askAgent(ctx, args, out, "tasks", (*agent.Client).Tasks, func(w io.Writer, tasks []agent.Task) {
+		for _, t := range tasks {
+			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
+		}
+	})
+}
+
+// askAgent is a command that reads one answer from the running agent (status, tasks): it
+// takes the agent flags and --json, makes the one call, and prints the answer as JSON or
+// with text.
+func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*agent.Client, context.Context) (T, error), text func(io.Writer, T)) error {
+	fs := command.NewFlags(name, "[--data-dir D] [--json]", out)
+	af := addAgentFlags(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	v, err := call(c, ctx)
+	if err != nil {
+		return err
+	}
+	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, v) })
+}
+
+// runRun asks the agent to bring a destination up to date now.
+func runRun(ctx context.Context, args []string, out io.Writer) error {
+	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *agent.Client, target string) (any, error) {
+		return c.Run(ctx, target)
+	})
+}
+
+// runCancel cancels a task at its next safe point.
+func runCancel(ctx context.Context, args []string, out io.Writer) error {
+	return agentAction(ctx, "cancel", "TASK", "task", args, out, func(c *agent.Client, target string) (any, error) {
+		return c.Cancel(ctx, target)
+	})
+}
+
+// runPause holds a destination's (or every destination's) scheduled runs back.
+func runPause(ctx context.Context, args []string, out io.Writer) error {
+	return pauseOrResume(ctx, "pause", args, out)
+}
+
+// runResume lets scheduled runs go again.
+func runResume(ctx context.Context, args []string, out io.Writer) error {
+	return pauseOrResume(ctx, "resume", args, out)
+}
+
+func pauseOrResume(ctx context.Context, verb string, args []string, out io.Writer) error {
+	fs := command.NewFlags(verb, "DEST|--all [--for 2h] [--data-dir D]", out)
+	af := addAgentFlags(fs)
+	all := fs.Bool("all", false, "every destination")
+	var forDur time.Duration
+	if verb == "pause" {
+		fs.DurationVar(&forDur, "for", 0, "how long (default: until resumed)")
+	}
+	if err := command.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if *all == (fs.NArg() == 1) || fs.NArg() > 1 {
+		return fmt.Errorf("%w: name one destination or say --all", command.ErrUsage)
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	switch {
+	case verb == "pause" && *all:
+		_, err = c.PauseAll(ctx, forDur)
+	case verb == "pause":
+		_, err = c.Pause(ctx, fs.Arg(0), forDur)
+	case *all:
+		_, err = c.ResumeAll(ctx)
+	default:
+		_, err = c.Resume(ctx, fs.Arg(0))
+	}
+	if err != nil {
+		return err
+	}
+	what := "every destination"
+	if !*all {
+		what = fs.Arg(0)
+	}
+	fmt.Fprintf(out, "%sd %s\n", verb, what)
+	return nil
+}
+
+// agentAction runs one request about one named thing against the running agent.
+func agentAction(ctx context.Context, name, what, noun string, args []string, out io.Writer, do func(*agent.Client, string) (any, error)) error {
+	fs := command.NewFlags(name, what+" [--data-dir D] [--json]", out)
+	af := addAgentFlags(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	if err := command.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: name one %s", command.ErrUsage, noun)
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	res, err := do(c, fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	return command.Report(out, *asJSON, res, func(w io.Writer) {
+		if t, ok := res.(agent.Task); ok {
+			fmt.Fprintf(w, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
+		}
+	})
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}

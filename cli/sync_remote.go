@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"walletsync/cli/command"
+	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/toolbox"
+	"walletsync/remote/wire"
+	"walletsync/scheduler"
+	"walletsync/syncer"
+	"walletsync/wallet"
+)
+
+// isURL reports whether a --from or --to names a storage server rather than a wallet file.
+func isURL(s string) bool {
+	return strings.HasPrefix(s, "http://") || strings.HasPrefix(s, "https://")
+}
+
+// remoteSync is `walletsync sync` with a storage server on one side: a push (--to URL) or a
+// pull into a new or existing wallet (--from URL).
+type remoteSync struct {
+	from, to           string
+	identity           string
+	keyFile, walletURL string
+	maxItems, maxBytes int64 // 0: the chunk defaults
+	asJSON             bool
+	wire               string // auto, toolbox or walletsync
+}
+
+// remoteStats is what the result adds about the wire.
+type remoteStats struct {
+	syncer.Result
+	// Wire is the wire the sync spoke: "toolbox" (JSON-RPC) or "walletsync" (paged).
+	Wire   string        `json:"wire"`
+	Server toolbox.Stats `json:"server"`
+}
+
+// signer returns who signs for the server: the key file, or the person's BRC-100 wallet.
+func (r remoteSync) signer() (auth.Signer, error) {
+	switch {
+	case r.keyFile != "" && r.walletURL != "":
+		return nil, fmt.Errorf("%w: give --key-file or --wallet-url, not both", command.ErrUsage)
+	case r.keyFile != "":
+		key, err := auth.LoadKeyFile(r.keyFile)
+		if err != nil {
+			return nil, err
+		}
+		return auth.NewProtoWallet(key), nil
+	case r.walletURL != "":
+		return auth.NewHTTPWallet(r.walletURL, auth.HTTPWalletOptions{})
+	}
+	return nil, fmt.Errorf("%w: a storage server needs a signer: --key-file F (the wallet's identity key) or --wallet-url URL (its BRC-100 wallet)", command.ErrUsage)
+}
+
+// remoteFor returns the storage server at rawURL as the sync talks to it, signing as
+// signer: walletsync's paged wire (a *wire.Provider) when the server is a walletsync server
+// and the person allowed it, else the toolbox's JSON-RPC (a *toolbox.Client). It is the one
+// place that chooses the wire. With "auto" it asks the server first, without authenticating
+// (wire.Detect): a toolbox StorageServer, or a server without the paged wire, gets the
+// toolbox's wire.
+func remoteFor(ctx context.Context, rawURL, wireName string, signer auth.Signer) (*toolbox.Client, *wire.Provider, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil || u.Host == "" {
+		return nil, nil, fmt.Errorf("%w: %q is not a storage server URL", command.ErrUsage, rawURL)
+	}
+	switch {
+	case wireName == "toolbox":
+	case wire.Detect(ctx, rawURL):
+		ac, err := auth.NewClient(rawURL, signer, auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
+		}
+		caps, err := wire.Probe(ctx, rawURL, ac)
+		if err != nil {
+			return nil, nil, fmt.Errorf("ask %s for walletsync's wire: %w", rawURL, err)
+		}
+		p, err := wire.NewProvider(ac, wire.ProviderOptions{BusyWait: time.Minute, Capabilities: &caps})
+		return nil, p, err
+	case wireName == "walletsync":
+		return nil, nil, fmt.Errorf("%s does not serve walletsync's wire (its GET %s is not walletsync's): %w", rawURL, wire.Prefix, wire.ErrNotWalletsync)
+	}
+	c, err := toolbox.Dial(rawURL, signer, toolbox.ClientOptions{})
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	return c, nil, nil
+}
+
+func (r remoteSync) run(ctx context.Context, out io.Writer) error {
+	if isURL(r.from) && isURL(r.to) {
+		return fmt.Errorf("%w: one side of a sync must be a wallet file", command.ErrUsage)
+	}
+	budget, err := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
+	if err != nil {
+		return err
+	}
+	opts := syncer.ChunkOptions{MaxItems: r.maxItems, MaxRoughSize: r.maxBytes, Active: wallet.KeepSourceActive, Budget: budget}
+	if isURL(r.from) {
+		opts.Active = wallet.KeepDestinationActive
+	}
+	// Limits out of range are refused before any file or server is touched.
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	signer, err := r.signer()
+	if err != nil {
+		return err
+	}
+	me, err := signer.IdentityKey(ctx)
+	if err != nil {
+		return fmt.Errorf("ask the signer for its identity: %w", err)
+	}
+	signerKey := string(auth.CounterpartyKey(me))
+	serverURL := r.to
+	if opts.Active == wallet.KeepDestinationActive {
+		serverURL = r.from
+	}
+	client, provider, err := remoteFor(ctx, serverURL, r.wire, signer)
+	if err != nil {
+		return err
+	}
+	if provider != nil {
+		return r.paged(ctx, out, provider, signerKey, opts.Active)
+	}
+	var res syncer.Result
+	if opts.Active == wallet.KeepSourceActive {
+		res, err = r.push(ctx, out, client, signerKey, opts)
+	} else {
+		res, err = r.pull(ctx, out, client, signerKey, opts)
+	}
+	if errors.Is(err, wallet.ErrUnauthorized) {
+		err = fmt.Errorf("%w\nthe server accepts only the wallet's own identity: sign with the wallet's identity key (--key-file) or its BRC-100 wallet (--wallet-url)", err)
+	}
+	return r.report(out, remoteStats{Result: res, Wire: "toolbox", Server: client.Stats()}, err)
+}
+
+// push sends the wallet --from to the server.
+func (r remoteSync) push(ctx context.Context, out io.Writer, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (syncer.Result, error) {
+	src, err := openSource(ctx, r.from)
+	if err != nil {
+		return syncer.Result{}, err
+	}
+	defer src.Close()
+	identity := r.identity
+	if identity == "" {
+		if identity, err = onlyIdentity(ctx, src); err != nil {
+			return syncer.Result{}, err
+		}
+	}
+	sum, err := src.Summary(ctx, identity)
+	if errors.Is(err, wallet.ErrNotFound) {
+		return syncer.Result{}, fmt.Errorf("%w: %s holds no user %s", command.ErrUsage, r.from, identity)
+	}
+	if err != nil {
+		return syncer.Result{}, err
+	}
+	if identity != signerKey {
+		// The server would refuse it too (WERR_UNAUTHORIZED), after making a user for the
+		// signer's identity; refusing here leaves nothing behind anywhere.
+		return syncer.Result{State: syncer.StateFailed}, fmt.Errorf("push %s: the signer is %s, not the wallet's identity %s: %w",
+			r.from, wallet.ShortKey(signerKey, 16), wallet.ShortKey(identity, 16), wallet.ErrUnauthorized)
+	}
+	for _, t := range wallet.Entities {
+		opts.Total += sum.Counts[t.Name]
+	}
+	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "chunks", opts.Total)
+	return syncer.RunChunks(ctx, src, client, identity, opts)
+}
+
+// pull brings the server's rows of the signer's identity into the wallet --to, creating it
+// when missing; nothing is created before the server has accepted the identity.
+func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (syncer.Result, error) {
+	identity := r.identity
+	if identity == "" {
+		identity = signerKey
+	}
+	settings, err := client.MakeAvailable(ctx)
+	if err != nil {
+		return syncer.Result{State: syncer.StateFailed}, fmt.Errorf("pull from %s: %w", r.from, err)
+	}
+	if _, err := client.FindOrInsertUser(ctx, identity); err != nil {
+		return syncer.Result{State: syncer.StateFailed}, fmt.Errorf("pull from %s: %w", r.from, err)
+	}
+	_, statErr := os.Stat(r.to)
+	dst, err := localstore.OpenOrCreate(ctx, r.to, localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
+	if err != nil {
+		return syncer.Result{}, err
+	}
+	defer dst.Close()
+	if statErr != nil {
+		fmt.Fprintf(os.Stderr, "created %s on %s\n", r.to, settings.Chain)
+	}
+	// The local wallet's merge dies with this process: no earlier chunk can still land.
+	opts.Settle = -1
+	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "chunks", 0)
+	return syncer.RunChunks(ctx, client, dst, identity, opts)
+}
+
+// paged pushes or pulls through walletsync's paged wire: the page session of a file sync,
+// with the server as the other store (its checkpoint and views kept on the server).
+func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, signerKey string, active wallet.ActivePolicy) error {
+	opts := syncer.Options{Active: active, MaxRows: int(r.maxItems), MaxBytes: r.maxBytes}
+	if err := opts.Validate(); err != nil {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
+	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "pages", 0)
+	identity := r.identity
+	var res syncer.Result
+	var err error
+	if active == wallet.KeepSourceActive {
+		src, oerr := openSource(ctx, r.from)
+		if oerr != nil {
+			return oerr
+		}
+		defer src.Close()
+		if identity == "" {
+			if identity, err = onlyIdentity(ctx, src); err != nil {
+				return err
+			}
+		}
+		if identity != signerKey {
+			return fmt.Errorf("push %s: the signer is %s, not the wallet's identity %s: %w",
+				r.from, wallet.ShortKey(signerKey, 16), wallet.ShortKey(identity, 16), wallet.ErrUnauthorized)
+		}
+		res, err = syncer.Run(ctx, src, p, identity, opts)
+	} else {
+		if identity == "" {
+			identity = signerKey
+		}
+		settings, _, derr := p.Describe(ctx)
+		if derr != nil {
+			return fmt.Errorf("pull from %s: %w", r.from, derr)
+		}
+		dst, oerr := localstore.OpenOrCreate(ctx, r.to, localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
+		if oerr != nil {
+			return oerr
+		}
+		defer dst.Close()
+		res, err = syncer.Run(ctx, p, dst, identity, opts)
+	}
+	return r.report(out, remoteStats{Result: res, Wire: "walletsync"}, err)
+}
+
+// report prints the result: the JSON object, or a summary line.
+func (r remoteSync) report(out io.Writer, res remoteStats, err error) error {
+	if r.asJSON {
+		if res.State != "" {
+			if encErr := json.NewEncoder(out).Encode(res); encErr != nil {
+				return encErr
+			}
+		}
+	} else if res.State != "" {
+		kind := "sync"
+		if res.Kind != "" {
+			kind = string(res.Kind) + " sync"
+		}
+		if res.Wire == "walletsync" {
+			fmt.Fprintf(out, "\n%s: %s over walletsync's paged wire, %d pages, %d rows (%d inserted, %d updated), %s in %s\n",
+				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
+		} else {
+			fmt.Fprintf(out, "\n%s: %s, %d chunks, %d rows (%d inserted, %d updated), %s in %s; %d requests, %s sent, %s received, %d retries\n",
+				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
+				res.Server.Requests, command.HumanBytes(res.Server.BytesSent), command.HumanBytes(res.Server.BytesReceived), res.Server.Retries)
+		}
+		if res.State == syncer.StateCompleted {
+			fmt.Fprintln(out, "the server confirmed every commit; its durable state says where the next run starts")
+		} else {
+			fmt.Fprintln(out, "the server keeps its durable state: the next run continues from there")
+		}
+	}
+	if res.State == syncer.StateCancelled {
+		return command.ErrCancelled
+	}
+	return err
+}

@@ -1,0 +1,137 @@
+package cli
+
+import (
+	"context"
+	"encoding/hex"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"walletsync/testkit/faultproxy"
+	"walletsync/testkit/providertest"
+	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/walletsynctest"
+	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/serve"
+	"walletsync/remote/wire"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+)
+
+func writeKeyFile(t *testing.T, seed uint64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "identity.key")
+	if err := os.WriteFile(path, []byte(hex.EncodeToString(localstore.FixtureRootKey(seed))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestCLI_SyncRemote pushes a wallet to the toolbox's StorageServer and pulls it into a new
+// wallet; a key that is not the wallet's identity is refused with WERR_UNAUTHORIZED's
+// sentinel and leaves no file behind.
+func TestCLI_SyncRemote(t *testing.T) {
+	t.Parallel()
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall) // FixtureIdentity(1)
+	srv := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(77)))
+	own, other := writeKeyFile(t, 1), writeKeyFile(t, 2)
+
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", srv.URL, "--key-file", other)
+	if code != 1 || !strings.Contains(stderr, "not authorized") || !strings.Contains(stderr, "not the wallet's identity") {
+		t.Fatalf("push with another key: exit %d\n%s%s", code, out, stderr)
+	}
+	pulled := filepath.Join(t.TempDir(), "pulled.sqlite")
+	code, out, stderr = walletsync(t, "sync", "--from", srv.URL, "--to", pulled, "--key-file", other, "--identity", localstore.FixtureIdentity(1))
+	if code != 1 || !strings.Contains(stderr, "WERR_UNAUTHORIZED") {
+		t.Fatalf("pull of another identity: exit %d\n%s%s", code, out, stderr)
+	}
+	if _, err := os.Stat(pulled); !os.IsNotExist(err) {
+		t.Fatalf("a refused pull left %s: %v", pulled, err)
+	}
+
+	code, out, stderr = walletsync(t, "sync", "--from", src, "--to", srv.URL, "--key-file", own)
+	if code != 0 || !strings.Contains(out, "completed: full sync") {
+		t.Fatalf("push: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, stderr = walletsync(t, "sync", "--from", srv.URL, "--to", pulled, "--key-file", own, "--json")
+	if code != 0 || !strings.Contains(out, `"state":"completed"`) || !strings.Contains(out, `"server":{"requests"`) {
+		t.Fatalf("pull: exit %d\n%s%s", code, out, stderr)
+	}
+	code, out, _ = walletsync(t, "wallet", "info", "--db", pulled)
+	if code != 0 || !strings.Contains(out, localstore.FixtureIdentity(1)) || !strings.Contains(out, "certificate_fields         12") {
+		t.Fatalf("the pulled wallet: exit %d\n%s", code, out)
+	}
+}
+
+// TestCLI_SyncServeChoosesTheWire pushes a wallet to `walletsync serve` and pulls it back:
+// with --wire auto the command finds the paged wire and speaks it, with --wire toolbox it
+// speaks the toolbox's JSON-RPC to the same server, and both pulls equal the wallet; against
+// the toolbox's own StorageServer, --wire walletsync is refused with the reason.
+func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
+	t.Parallel()
+	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall) // FixtureIdentity(1)
+	own := writeKeyFile(t, 1)
+	srv, err := serve.Open(t.Context(), serve.Options{DBPath: filepath.Join(t.TempDir(), "server.sqlite"),
+		Signer: auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(78))), Listen: "127.0.0.1:0",
+		Logger: slog.New(slog.DiscardHandler), Mounts: []serve.Mount{serve.WireMount(wire.ViewOptions{}, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urls, done := make(chan serve.Listening, 1), make(chan error, 1)
+	go func() { done <- srv.Run(ctx, func(at serve.Listening) { urls <- at }) }()
+	t.Cleanup(func() { cancel(); <-done })
+	url := (<-urls).URL
+
+	for _, tc := range []struct{ wire, says string }{
+		{"auto", "over walletsync's paged wire"},
+		{"toolbox", "chunks"},
+	} {
+		code, out, stderr := walletsync(t, "sync", "--from", src, "--to", url, "--key-file", own, "--wire", tc.wire)
+		if code != 0 || !strings.Contains(out, "completed:") || !strings.Contains(out, tc.says) {
+			t.Fatalf("push, --wire %s: exit %d\n%s%s", tc.wire, code, out, stderr)
+		}
+		pulled := filepath.Join(t.TempDir(), "pulled.sqlite")
+		code, out, stderr = walletsync(t, "sync", "--from", url, "--to", pulled, "--key-file", own, "--wire", tc.wire, "--json")
+		if code != 0 || !strings.Contains(out, `"state":"completed"`) {
+			t.Fatalf("pull, --wire %s: exit %d\n%s%s", tc.wire, code, out, stderr)
+		}
+		a, b := openReadOnly(t, src), openReadOnly(t, pulled)
+		providertest.SameWallet(t, a, b, localstore.FixtureIdentity(1))
+	}
+
+	// An unchanged push from a fresh command is 4 HTTP requests: the unauthenticated
+	// wire.Detect, the handshake, the capabilities the probe asks (which the Provider
+	// reuses), and begin, which finds nothing to send.
+	proxy, err := faultproxy.Start(strings.TrimPrefix(url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer proxy.Close()
+	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", proxy.URL(), "--key-file", own)
+	if code != 0 || !strings.Contains(out, "completed:") {
+		t.Fatalf("unchanged push: exit %d\n%s%s", code, out, stderr)
+	}
+	if n := proxy.Requests(); n != 4 {
+		t.Errorf("an unchanged push took %d HTTP requests, want 4", n)
+	}
+
+	tb := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(77)))
+	code, out, stderr = walletsync(t, "sync", "--from", src, "--to", tb.URL, "--key-file", own, "--wire", "walletsync")
+	if code != 1 || !strings.Contains(stderr, "walletsync's wire") {
+		t.Fatalf("--wire walletsync against a toolbox server: exit %d\n%s%s", code, out, stderr)
+	}
+}
+
+func openReadOnly(t *testing.T, path string) *localstore.Store {
+	t.Helper()
+	s, err := localstore.Open(t.Context(), path, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}

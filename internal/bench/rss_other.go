@@ -1,6 +1,0 @@
-//go:build !unix
-
-package bench
-
-// peakRSS is not measured on this platform; benchmarks report 0.
-func peakRSS() int64 { return 0 }

@@ -1,0 +1,88 @@
+// Package pgtest gives tests a real PostgreSQL: one throwaway cluster per test package
+// (Main starts it from TestMain and stops it when the tests end; testkit/pgcluster runs
+// it) and a fresh database per test (Cluster.NewDatabase), so that tests are isolated and
+// may run in parallel.
+//
+// When WALLETSYNC_PG_URL is set, the tests use that server instead (its URL names a role
+// that may CREATE DATABASE). When neither is available the tests fail with a message that
+// says how to get one: a backend that was never tested must not look like one that passed.
+package pgtest
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"walletsync/testkit/pgcluster"
+)
+
+// EnvURL names the variable that points the tests at an existing server instead of a
+// throwaway cluster, e.g. postgres://user:pass@host:5432/postgres.
+const EnvURL = "WALLETSYNC_PG_URL"
+
+// Cluster is a PostgreSQL server the tests of one package share.
+type Cluster struct {
+	*pgcluster.Cluster
+}
+
+// Main starts a cluster, stores it in *c, runs the package's tests and stops the cluster,
+// whatever the tests did; it returns the exit code for os.Exit. A cluster that cannot
+// start fails the package (exit code 1) with the reason on stderr. Use it from TestMain:
+//
+//	var cluster *pgtest.Cluster
+//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func Main(m *testing.M, c **Cluster) int {
+	ctx, cancel := context.WithTimeout(context.Background(), pgcluster.StartTimeout)
+	cl, err := Start(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		return 1
+	}
+	defer cl.Stop()
+	*c = cl
+	return m.Run()
+}
+
+// Start returns EnvURL's server when that is set, else a throwaway cluster
+// (pgcluster.Start).
+func Start(ctx context.Context) (*Cluster, error) {
+	if u := os.Getenv(EnvURL); u != "" {
+		c, err := pgcluster.Attach(ctx, u)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", EnvURL, err)
+		}
+		return &Cluster{c}, nil
+	}
+	c, err := pgcluster.Start(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%w (or set %s)", err, EnvURL)
+	}
+	return &Cluster{c}, nil
+}
+
+// NewDatabase creates a database of its own for tb (named after the test, with a random
+// suffix) and returns its URL; the database is dropped when tb ends. It fails tb when the
+// server refuses.
+func (c *Cluster) NewDatabase(tb testing.TB) string {
+	tb.Helper()
+	if c == nil {
+		tb.Fatal("pgtest: no cluster: call pgtest.Main from TestMain")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	u, drop, err := c.CreateDatabase(ctx, tb.Name())
+	if err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := drop(ctx); err != nil {
+			tb.Errorf("pgtest: %v", err)
+		}
+	})
+	return u
+}
