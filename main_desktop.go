@@ -19,9 +19,9 @@ import (
 	"github.com/wailsapp/wails/v2/pkg/runtime"
 
 	"walletsync/agent"
-	"walletsync/frontend"
 	"walletsync/cli"
 	"walletsync/desktop"
+	"walletsync/frontend"
 )
 
 // appIcon is the window's icon on Linux (macOS and Windows take theirs from the bundle and

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/logical"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"walletsync/bundle"
+	"walletsync/localstore"
 	"walletsync/testkit/tabletest"
 	"walletsync/testkit/toolboxpeer"
-	"walletsync/localstore"
 	"walletsync/wallet"
 )
 

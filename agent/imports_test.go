@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/importtest"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/testkit/importtest"
 	"walletsync/wallet"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
+	"walletsync/testkit/toolboxpeer"
 )
 
 // TestAgent_StorageServerDestination backs the wallet up to the toolbox's own StorageServer

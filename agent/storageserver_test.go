@@ -14,13 +14,13 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/logical"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

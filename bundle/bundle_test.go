@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/localstore"
+	"walletsync/scheduler"
 	"walletsync/testkit/crashtest"
 	"walletsync/testkit/tabletest"
 	"walletsync/testkit/toolboxpeer"
-	"walletsync/localstore"
-	"walletsync/scheduler"
 	"walletsync/wallet"
 )
 

@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"walletsync/testkit/crashtest"
 	"walletsync/internal/safefile"
-	"walletsync/testkit/tabletest"
 	"walletsync/localstore"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/tabletest"
 )
 
 // The crash tests run a create or a restore in a child process (crashtest.Run) that kills

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"walletsync/agent"
-	"walletsync/frontend"
 	"walletsync/cli/command"
+	"walletsync/frontend"
 )
 
 // Version is reported by the agent's API.

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
+	"walletsync/testkit/walletsynctest"
 )
 
 // TestCLI_BundleCreateVerifyRestore runs the three bundle commands on a seeded wallet and a

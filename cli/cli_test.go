@@ -11,8 +11,8 @@ import (
 	"testing"
 
 	"walletsync/agent"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
+	"walletsync/testkit/walletsynctest"
 )
 
 // walletsync runs the command line in-process and returns its exit code and output.

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"walletsync/agent"
-	"walletsync/frontend"
 	"walletsync/cli/command"
+	"walletsync/frontend"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/localstore"
 	"walletsync/testkit/importtest"
 	"walletsync/testkit/walletsynctest"
-	"walletsync/localstore"
 	"walletsync/wallet"
 )
 

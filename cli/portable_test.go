@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"walletsync/cli/command"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 

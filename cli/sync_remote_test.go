@@ -9,14 +9,14 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/faultproxy"
-	"walletsync/testkit/providertest"
-	"walletsync/testkit/toolboxpeer"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
+	"walletsync/testkit/faultproxy"
+	"walletsync/testkit/providertest"
+	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/walletsynctest"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )

@@ -13,9 +13,9 @@ import (
 	"syscall"
 	"testing"
 
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 

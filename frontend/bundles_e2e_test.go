@@ -13,8 +13,8 @@ import (
 
 	"walletsync/agent"
 	"walletsync/bundle"
-	"walletsync/testkit/tabletest"
 	"walletsync/localstore"
+	"walletsync/testkit/tabletest"
 )
 
 // TestDashboard_BundleFolder adds a snapshot bundle folder through the destination editor,

@@ -9,9 +9,9 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
-	"walletsync/testkit/importtest"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/testkit/importtest"
 )
 
 // otherIdentityWallet seeds, in dir, a small wallet of another identity than the template's

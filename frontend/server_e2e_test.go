@@ -11,8 +11,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
+	"walletsync/testkit/toolboxpeer"
 )
 
 // TestDashboard_StorageServer adds a real toolbox StorageServer through the Add destination

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/logical"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 

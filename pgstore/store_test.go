@@ -10,9 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"walletsync/testkit/pgtest"
 	"walletsync/localstore"
 	"walletsync/pgstore"
+	"walletsync/testkit/pgtest"
 	"walletsync/wallet"
 )
 

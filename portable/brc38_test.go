@@ -21,10 +21,10 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/crashtest"
 	"walletsync/internal/safefile"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

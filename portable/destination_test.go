@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"walletsync/internal/safefile"
-	"walletsync/testkit/testfs"
 	"walletsync/localstore"
+	"walletsync/testkit/testfs"
 	"walletsync/wallet"
 )
 

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

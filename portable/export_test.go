@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/localstore"
 	"walletsync/testkit/logical"
 	"walletsync/testkit/toolboxpeer"
-	"walletsync/localstore"
 	"walletsync/wallet"
 )
 

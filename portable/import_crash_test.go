@@ -9,10 +9,10 @@ import (
 	"path/filepath"
 	"testing"
 
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -11,8 +11,8 @@ import (
 	"strconv"
 	"testing"
 
-	"walletsync/testkit/childtest"
 	"walletsync/localstore"
+	"walletsync/testkit/childtest"
 	"walletsync/wallet"
 )
 

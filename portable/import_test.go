@@ -17,10 +17,10 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/logical"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

@@ -7,9 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

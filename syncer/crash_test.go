@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"testing"
 
-	"walletsync/testkit/logical"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

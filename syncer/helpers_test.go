@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"testing"
 
-	"walletsync/testkit/logical"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/crashtest"
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/crashtest"
 	"walletsync/wallet"
 )
 

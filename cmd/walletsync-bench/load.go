@@ -17,14 +17,14 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
 	"walletsync/cli/command"
-	"walletsync/testkit/logical"
 	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
-	"walletsync/remote/auth"
 	"walletsync/pgstore"
+	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

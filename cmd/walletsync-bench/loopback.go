@@ -19,7 +19,6 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/testkit/pgcluster"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
@@ -27,6 +26,7 @@ import (
 	"walletsync/remote/wire"
 	"walletsync/scheduler"
 	"walletsync/syncer"
+	"walletsync/testkit/pgcluster"
 	"walletsync/wallet"
 )
 

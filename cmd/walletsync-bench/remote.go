@@ -18,12 +18,12 @@ import (
 
 	"walletsync/cli/command"
 	"walletsync/internal/safefile"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

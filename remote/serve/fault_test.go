@@ -17,16 +17,16 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/localstore"
+	"walletsync/pgstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/toolbox"
+	"walletsync/remote/wire"
+	"walletsync/syncer"
 	"walletsync/testkit/crashtest"
 	"walletsync/testkit/faultproxy"
 	"walletsync/testkit/logical"
 	"walletsync/testkit/providertest"
-	"walletsync/localstore"
-	"walletsync/remote/auth"
-	"walletsync/pgstore"
-	"walletsync/remote/toolbox"
-	"walletsync/remote/wire"
-	"walletsync/syncer"
 	"walletsync/wallet"
 )
 

@@ -22,14 +22,14 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
-	"walletsync/testkit/pgtest"
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/pgtest"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/logical"
 	"walletsync/localstore"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 

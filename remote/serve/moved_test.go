@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/faultproxy"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
+	"walletsync/testkit/faultproxy"
 	"walletsync/wallet"
 )
 

@@ -28,8 +28,8 @@ import (
 	"time"
 
 	"walletsync/localstore"
-	"walletsync/remote/auth"
 	"walletsync/pgstore"
+	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/wallet"

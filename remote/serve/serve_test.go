@@ -21,12 +21,12 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/toolboxpeer"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
+	"walletsync/testkit/crashtest"
+	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 

@@ -12,14 +12,14 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/localstore"
+	"walletsync/pgstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/wire"
+	"walletsync/syncer"
 	"walletsync/testkit/crashtest"
 	"walletsync/testkit/providertest"
 	"walletsync/testkit/switchproxy"
-	"walletsync/localstore"
-	"walletsync/remote/auth"
-	"walletsync/pgstore"
-	"walletsync/remote/wire"
-	"walletsync/syncer"
 	"walletsync/wallet"
 )
 

@@ -6,11 +6,11 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/testkit/providertest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
+	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 

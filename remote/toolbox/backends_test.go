@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/pgtest"
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
+	"walletsync/testkit/pgtest"
 	"walletsync/wallet"
 )
 

@@ -9,9 +9,9 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/testkit/toolboxpeer"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
+	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 

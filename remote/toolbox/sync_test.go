@@ -19,14 +19,14 @@ import (
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 	_ "modernc.org/sqlite"
 
-	"walletsync/testkit/logical"
-	"walletsync/testkit/toolboxpeer"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
+	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 

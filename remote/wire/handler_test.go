@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/providertest"
 	"walletsync/remote/auth"
 	"walletsync/syncer"
+	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 

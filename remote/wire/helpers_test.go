@@ -14,10 +14,10 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
-	"walletsync/testkit/pgtest"
 	"walletsync/localstore"
-	"walletsync/remote/auth"
 	"walletsync/pgstore"
+	"walletsync/remote/auth"
+	"walletsync/testkit/pgtest"
 	"walletsync/wallet"
 )
 

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/providertest"
 	"walletsync/syncer"
+	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/providertest"
-	"walletsync/testkit/switchproxy"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/syncer"
+	"walletsync/testkit/providertest"
+	"walletsync/testkit/switchproxy"
 	"walletsync/wallet"
 )
 

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/testkit/providertest"
 	"walletsync/syncer"
+	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 

@@ -9,8 +9,8 @@ import (
 	"errors"
 	"testing"
 
-	"walletsync/testkit/logical"
 	"walletsync/syncer"
+	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 
