@@ -14,9 +14,6 @@ import (
 	"walletsync/frontend"
 )
 
-// Version is reported by the agent's API.
-const Version = "0.1.0-dev"
-
 // agentFlags are the flags every command that runs or reaches the agent shares.
 type agentFlags struct {
 	dataDir, config *string
@@ -63,6 +60,8 @@ func runAgent(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// First, so that a service log names the binary that wrote everything after it.
+	fmt.Fprintln(out, currentBuild())
 	return agent.RunService(ctx, func(ctx context.Context) error {
 		return agent.Run(ctx, agent.Options{Dir: dir, ConfigPath: *af.config, Addr: *addr, Version: Version, Logger: log, Dashboard: frontend.Handler()},
 			func(a *agent.Agent) {

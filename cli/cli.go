@@ -46,6 +46,7 @@ func commands() []command.Command {
 		{Name: "bundle create", Summary: "snapshot the whole wallet file (every identity) into a verifiable, compressed bundle folder", Run: runBundleCreate},
 		{Name: "bundle verify", Summary: "check a bundle's digests, SQLite integrity and counts without touching any wallet", Run: runBundleVerify},
 		{Name: "bundle restore", Summary: "replace a wallet file with a bundle, staged and crash-safe", Run: runBundleRestore},
+		{Name: "version", Summary: "print walletsync's version, the Go version it was built with, and its platform", Run: runVersion},
 	}
 }
 

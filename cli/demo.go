@@ -56,6 +56,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	if *asJSON {
 		say = io.Discard
 	}
+	fmt.Fprintln(say, currentBuild())
 	if err := os.MkdirAll(*dir, 0o700); err != nil {
 		return err
 	}

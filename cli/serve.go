@@ -15,14 +15,52 @@ import (
 	"walletsync/wallet"
 )
 
+// serveStore is a kind of store `walletsync serve --db` takes, as its help describes it.
+type serveStore struct {
+	db    string // how --db names it
+	start string // what its first start does
+	views string // how the paged wire's view quotas count on it
+}
+
+// serveStores are the stores runServe opens, in the order its help lists them.
+func serveStores() []serveStore {
+	return []serveStore{
+		{db: "sqlite:PATH", start: "created on the first start", views: "counted by this server"},
+		{db: "postgres://USER@HOST/DB", start: "migrated on the first start; several servers may share it", views: "counted over every server of the database"},
+	}
+}
+
+// serveMounts are the wires runServe mounts beside the toolbox's JSON-RPC. They are the
+// same on every store (the paged wire's backend is the store, whichever it is): the help
+// says so from this list, and TestCLI_ServeHelpSaysWhatEachStoreServes checks the help
+// against live servers of each store.
+func serveMounts(views wire.ViewOptions, log *slog.Logger) []serve.Mount {
+	return []serve.Mount{serve.WireMount(views, log)}
+}
+
+// serveStoresHelp is the part of `walletsync serve --help` that says, store by store, which
+// wires it serves and whether the view quotas apply. It is generated from serveStores and
+// serveMounts so that it cannot say less, or more, than runServe does.
+func serveStoresHelp(w io.Writer) {
+	fmt.Fprintln(w, "\nStores (--db), and what each serves:")
+	for _, st := range serveStores() {
+		wires := []string{"the toolbox's JSON-RPC on POST /"}
+		for _, m := range serveMounts(wire.ViewOptions{}, nil) {
+			wires = append(wires, fmt.Sprintf("%s on %s (view quotas apply, %s)", strings.TrimSpace(m.Hello), m.Prefix, st.views))
+		}
+		fmt.Fprintf(w, "  %s: %s\n      %s\n", st.db, st.start, strings.Join(wires, "; "))
+	}
+}
+
 // runServe is `walletsync serve`: a storage server until SIGINT or SIGTERM, then a graceful
-// shutdown. Its first line on out says where it listens; logs go to stderr as JSON. On
-// SQLite it serves the toolbox wire and walletsync's paged wire; on PostgreSQL the toolbox
-// wire only, so that wire.Detect finds no paged wire there and clients use the toolbox's.
+// shutdown. Its first line on out says where it listens; logs go to stderr as JSON. Every
+// store serves the toolbox's JSON-RPC and the wires of serveMounts.
 func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH|postgres://URL --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D]", out)
+	flagsHelp := fs.Usage
+	fs.Usage = func() { flagsHelp(); serveStoresHelp(out) }
 	listen := fs.String("listen", "", "the address to serve on, e.g. :8080 or 127.0.0.1:0")
-	db := fs.String("db", "", "the store: sqlite:PATH (created on the first start), or postgres://USER@HOST/DB (migrated on the first start; several servers may share it; toolbox wire only: the paged wire is not available on PostgreSQL yet, clients fall back to the toolbox wire)")
+	db := fs.String("db", "", "the store: sqlite:PATH or postgres://USER@HOST/DB (see Stores below)")
 	keyFile := fs.String("key-file", "", "the server's identity key file (walletsync key create)")
 	chain := fs.String("chain", "test", "the store's network: test or main; a store of another chain is refused")
 	tlsCert := fs.String("tls-cert", "", "serve HTTPS with this certificate (PEM) ...")
@@ -30,9 +68,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	metricsListen := fs.String("metrics-listen", "", "serve /metrics, /healthz and /readyz on this address instead of --listen")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var views wire.ViewOptions
-	fs.IntVar(&views.MaxViews, "max-views", wire.DefaultMaxViews, "retained views of the paged wire open at once on the server (SQLite only)")
-	fs.IntVar(&views.MaxViewsPerIdentity, "max-views-per-identity", wire.DefaultMaxViewsPerIdentity, "retained views open at once per identity (SQLite only)")
-	fs.DurationVar(&views.DefaultLifetime, "view-lifetime", wire.DefaultViewLifetime, "how long a retained view lives when its client asks for no lifetime (at most 1h; SQLite only)")
+	fs.IntVar(&views.MaxViews, "max-views", wire.DefaultMaxViews, "retained views of the paged wire open at once on the store")
+	fs.IntVar(&views.MaxViewsPerIdentity, "max-views-per-identity", wire.DefaultMaxViewsPerIdentity, "retained views open at once per identity")
+	fs.DurationVar(&views.DefaultLifetime, "view-lifetime", wire.DefaultViewLifetime, "how long a retained view lives when its client asks for no lifetime (at most 1h)")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
@@ -68,10 +106,9 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	mounts := []serve.Mount{serve.WireMount(views, logger)}
 	srv, err := serve.Open(ctx, serve.Options{
 		DBPath: path, PostgresURL: pgURL, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
-		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: mounts,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: serveMounts(views, logger),
 	})
 	if err != nil {
 		return err
