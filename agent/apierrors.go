@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -90,11 +90,11 @@ var explanations = []struct {
 }{
 	{ErrNoServiceManager, "This computer has no service manager that walletsync can install a per-user service with.",
 		"walletsync keeps backing up while `walletsync agent` runs: add that command to your session's autostart instead."},
-	{portable.ErrAuthFailed, "That password does not open %s, or the file was changed after it was written. Nothing was changed.",
+	{brc39.ErrAuthFailed, "That password does not open %s, or the file was changed after it was written. Nothing was changed.",
 		"Check the password: it is case-sensitive and is the one chosen when the backup was made."},
-	{portable.ErrBadHeader, "%s is not an encrypted walletsync backup (a BRC-39 file).",
+	{brc39.ErrBadHeader, "%s is not an encrypted walletsync backup (a BRC-39 file).",
 		"Choose a backup file: its name ends in .brc39, and it was written by walletsync or a BSV wallet's export."},
-	{portable.ErrTruncated, "%s is cut short: it ends before the backup does, so it cannot be restored.",
+	{brc39.ErrTruncated, "%s is cut short: it ends before the backup does, so it cannot be restored.",
 		"Copy the file again from where it came from, or choose an older backup."},
 	{ErrWalletOpenElsewhere, "%s is open in another program (the wallet app, or another walletsync), so it was not replaced: your wallet is unchanged.",
 		"Close the wallet app, and any other program that has the wallet open, then restore again."},

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"walletsync/localstore"
-	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -112,9 +112,9 @@ func TestExplain_PlainWordsNameThePath(t *testing.T) {
 			"relative/backup.sqlite does not exist.", "Check the path", "relative/backup.sqlite", ".new-2196926494"},
 		{"not a wallet", atPath("/d/backup.sqlite", notADB),
 			"/d/backup.sqlite is not a wallet file, or it is damaged", "choose a new file name", "/d/backup.sqlite", "(26)"},
-		{"not a backup", atPath("/d/notes.brc39", fmt.Errorf("read header: BRC-39 header magic 0x53514c69: %w", portable.ErrBadHeader)),
+		{"not a backup", atPath("/d/notes.brc39", fmt.Errorf("read header: BRC-39 header magic 0x53514c69: %w", brc39.ErrBadHeader)),
 			"/d/notes.brc39 is not an encrypted walletsync backup", "ends in .brc39", "/d/notes.brc39", "0x53514c69"},
-		{"an upload, no path", fmt.Errorf("read header: %w", portable.ErrBadHeader),
+		{"an upload, no path", fmt.Errorf("read header: %w", brc39.ErrBadHeader),
 			"The file is not an encrypted walletsync backup", "", "", "read header"},
 		{"no service manager", &ServiceError{Op: "control", Platform: "unix-systemv", Err: ErrNoServiceManager},
 			"This computer has no service manager", "walletsync agent", "", "unix-systemv"},

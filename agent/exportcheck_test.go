@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"walletsync/localstore"
-	"walletsync/portable"
+	"walletsync/portable/brc39"
 )
 
 // TestAgent_ExportRefusesToReplace posts exports that would destroy a file: the wallet the
@@ -24,7 +24,7 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 		t.Fatalf("backup: %+v", task)
 	}
 	backup := filepath.Join(e.dir, "old.brc39")
-	if err := os.WriteFile(backup, []byte(portable.Magic+"\x01 an older backup"), 0o600); err != nil {
+	if err := os.WriteFile(backup, []byte(brc39.Magic+"\x01 an older backup"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	token := filepath.Join(string(e.opts.Dir), "agent.token")
@@ -68,7 +68,7 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 	if done, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil || done.State != TaskSucceeded {
 		t.Fatalf("export over a backup with overwrite: %+v, %v", done, err)
 	}
-	if b, _ := os.ReadFile(backup); len(b) < 1000 || string(b[:4]) != portable.Magic {
+	if b, _ := os.ReadFile(backup); len(b) < 1000 || string(b[:4]) != brc39.Magic {
 		t.Fatalf("the backup was not replaced: %d bytes", len(b))
 	}
 }

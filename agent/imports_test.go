@@ -13,6 +13,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/testkit/importtest"
 	"walletsync/wallet"
 )
@@ -41,7 +42,7 @@ func TestAgent_ImportRefusalsAndAbandon(t *testing.T) {
 	settings, _ := s.Settings(ctx)
 	doc, backup := filepath.Join(t.TempDir(), "other.json"), filepath.Join(t.TempDir(), "other.brc39")
 	_, err1 := portable.ExportBRC38(ctx, v, settings, res.IdentityKey, doc, portable.ExportOptions{})
-	_, err2 := portable.ExportBRC39(ctx, v, settings, res.IdentityKey, testPassword, portable.DefaultKDFParams, backup, portable.ExportOptions{})
+	_, err2 := portable.ExportBRC39(ctx, v, settings, res.IdentityKey, testPassword, brc39.DefaultKDFParams, backup, portable.ExportOptions{})
 	v.Close()
 	s.Close()
 	if err := errors.Join(err1, err2); err != nil {

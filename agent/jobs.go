@@ -11,6 +11,7 @@ import (
 	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -294,7 +295,7 @@ func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string
 		return Backup{}, err
 	}
 	defer v.Close()
-	res, err := portable.ExportBRC39(ctx, v, settings, identity, password.Reveal(), portable.DefaultKDFParams, path, a.exportOptions(overwrite))
+	res, err := portable.ExportBRC39(ctx, v, settings, identity, password.Reveal(), brc39.DefaultKDFParams, path, a.exportOptions(overwrite))
 	if err != nil {
 		return Backup{}, fmt.Errorf("export %s: %w", wallet.ShortKey(identity, 12), err)
 	}
@@ -318,7 +319,7 @@ func (a *Agent) Export(req ExportRequest) (Task, error) {
 	if err := a.checkExport(req); err != nil {
 		return Task{}, err
 	}
-	if err := portable.DefaultKDFParams.CheckExport(); err != nil {
+	if err := brc39.DefaultKDFParams.CheckExport(); err != nil {
 		return Task{}, err
 	}
 	ref, err := a.config().walletRef(req.Wallet)

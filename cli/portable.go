@@ -15,6 +15,7 @@ import (
 	"walletsync/cli/command"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -91,7 +92,7 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 		res, err = portable.ExportBRC38(ctx, v, settings, *identity, *outPath, exportOpts)
 	} else {
 		bar.Update(true, "deriving the file key (Argon2id, a few seconds)")
-		res, err = portable.ExportBRC39(ctx, v, settings, *identity, password, portable.DefaultKDFParams, *outPath, exportOpts)
+		res, err = portable.ExportBRC39(ctx, v, settings, *identity, password, brc39.DefaultKDFParams, *outPath, exportOpts)
 	}
 	if err != nil {
 		return err

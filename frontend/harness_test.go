@@ -25,6 +25,7 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -112,7 +113,7 @@ func exportWallet(path, identity, backup, password string) error {
 		return err
 	}
 	defer v.Close()
-	_, err = portable.ExportBRC39(ctx, v, settings, identity, password, portable.DefaultKDFParams, backup, portable.ExportOptions{})
+	_, err = portable.ExportBRC39(ctx, v, settings, identity, password, brc39.DefaultKDFParams, backup, portable.ExportOptions{})
 	return err
 }
 

@@ -9,7 +9,7 @@ import (
 )
 
 // LookupRow reads the one row of table whose column equals value, whichever user it belongs
-// to, inside the view's snapshot (portable.RowLookup). It serves the BRC-38 export, whose
+// to, inside the view's snapshot (brc38.RowLookup). It serves the BRC-38 export, whose
 // closure and raw-transaction back-fill follow links that BRC-40's per-user scope does not.
 // Only columns that are unique in the toolbox's schema are accepted: a table's id, and the
 // txid of proven_txs and proven_tx_reqs; a missing row is wallet.ErrNotFound.
@@ -44,7 +44,7 @@ func (v *Snapshot) LookupRow(ctx context.Context, table wallet.TableName, column
 }
 
 // RowID returns the SQLite rowid of the row of table whose unique key (wallet.Table.Key)
-// is key, inside the view's snapshot (portable.RowOrder). The rowid is the order in which
+// is key, inside the view's snapshot (brc38.RowOrder). The rowid is the order in which
 // a query without ORDER BY that scans the table returns its rows, which is the order the
 // toolbox's finders read certificate fields in. A missing row is wallet.ErrNotFound; a
 // table without rowids (none of the toolbox's) is wallet.ErrInvalidArgument.

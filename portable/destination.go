@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"walletsync/internal/safefile"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -34,7 +35,7 @@ import (
 // kept too.
 
 // backupOpenings are the first bytes of the files an export may replace.
-var backupOpenings = [][]byte{[]byte(Magic), []byte(`{"brc":38,`)}
+var backupOpenings = [][]byte{[]byte(brc39.Magic), []byte(`{"brc":38,`)}
 
 // sqliteOpening is the first 16 bytes of every SQLite database.
 var sqliteOpening = []byte("SQLite format 3\x00")
@@ -147,10 +148,15 @@ func moveIntoPlace(tmp, dstPath string, replace bool) error {
 }
 
 // diskWriter classifies the errors of writes to the export's file (a full disk becomes
-// wallet.ErrDiskFull), which the encoder and the encrypter pass up as they are.
-type diskWriter struct{ f *os.File }
+// wallet.ErrDiskFull), which the encoder and the encrypter pass up as they are, and counts
+// the bytes written: the result's Size.
+type diskWriter struct {
+	f *os.File
+	n int64
+}
 
-func (w diskWriter) Write(p []byte) (int, error) {
+func (w *diskWriter) Write(p []byte) (int, error) {
 	n, err := w.f.Write(p)
+	w.n += int64(n)
 	return n, safefile.Classify(err)
 }

@@ -10,6 +10,8 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
+	"walletsync/portable/brc39"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/testfs"
 	"walletsync/wallet"
 )
@@ -17,8 +19,8 @@ import (
 // exportTo runs the export path with the cheap sealer on a fresh view of the wallet at path.
 func exportTo(t *testing.T, path, identity, dst string, opts ExportOptions) (ExportResult, error) {
 	t.Helper()
-	opts.ExportedAt = testExportedAt
-	return withView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+	opts.ExportedAt = backuptest.ExportedAt
+	return backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
 		return export(context.Background(), v, settings, identity, dst, opts, cheapSealer)
 	})
 }
@@ -28,8 +30,8 @@ func exportTo(t *testing.T, path, identity, dst string, opts ExportOptions) (Exp
 // walletsync's data folder or over a wallet that a walletsync process is creating. Every
 // refusal leaves the existing file as it was and no temporary file behind.
 func TestExport_ReplacesOnlyABackupWhenAsked(t *testing.T) {
-	src, id := mustStore(t, localstore.FixtureSmall, smallSeed)
-	oldBackup := append([]byte(Magic), "\x01 an older backup"...)
+	src, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
+	oldBackup := append([]byte(brc39.Magic), "\x01 an older backup"...)
 	oldDocument := []byte(`{"brc":38,"exportedAt":"2020-01-01T00:00:00.000Z"}`)
 	for _, tc := range []struct {
 		name      string
@@ -89,7 +91,7 @@ func TestExport_ReplacesOnlyABackupWhenAsked(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if b, _ := os.ReadFile(dst); !bytes.HasPrefix(b, []byte(Magic)) || int64(len(b)) != res.Size {
+				if b, _ := os.ReadFile(dst); !bytes.HasPrefix(b, []byte(brc39.Magic)) || int64(len(b)) != res.Size {
 					t.Fatal("the destination does not hold the new file")
 				}
 				return
@@ -140,7 +142,7 @@ func holdLock(t *testing.T, path string) {
 // TestExport_DiskFullIsTyped exports onto a disk that cannot hold the file: the export fails
 // with wallet.ErrDiskFull, and leaves no temporary file behind.
 func TestExport_DiskFullIsTyped(t *testing.T) {
-	src, id := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	dir := testfs.Tmpfs(t, "16k")
 	_, err := exportTo(t, src, id, filepath.Join(dir, "wallet.brc39"), ExportOptions{})
 	if !errors.Is(err, wallet.ErrDiskFull) {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"walletsync/localstore"
+	"walletsync/testkit/backuptest"
 	"walletsync/wallet"
 )
 
@@ -90,7 +91,7 @@ func shapes(tb testing.TB, path string, columns []string) map[string]string {
 // text and binary column, through a BRC-39 export, an import (staging, then the page sync
 // into the new wallet) and the toolbox's own reading of the restored wallet.
 func TestImport_EmptyAndNullValuesStayExact(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	columns := emptyAndNull(t, src)
 	if !slices.Contains(columns, "outputs.lockingScript") {
 		t.Fatalf("changed %v: want outputs.lockingScript among them", columns)
@@ -116,7 +117,7 @@ func TestImport_EmptyAndNullValuesStayExact(t *testing.T) {
 	// A merge into a wallet that holds the user's older rows moves the values through Go
 	// (the page sync's merge), where a restore into a new file copies them in SQL.
 	t.Run("Merge", func(t *testing.T) {
-		into, _ := mustStore(t, localstore.FixtureSmall, smallSeed)
+		into, _ := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 		opts := importOptions(t)
 		opts.Mode = wallet.ImportMerge
 		if _, err := Import(context.Background(), file, importPassword, Target{Path: into}, opts, nil); err != nil {
@@ -142,7 +143,7 @@ func TestImport_EmptyAndNullValuesStayExact(t *testing.T) {
 
 	// The toolbox reads both wallets into the same document: the same values present, empty
 	// and absent.
-	g, w := generic(t, toolboxExport38(t, dst, identity)), generic(t, toolboxExport38(t, src, identity))
+	g, w := backuptest.Generic(t, backuptest.ToolboxExport38(t, dst, identity)), backuptest.Generic(t, backuptest.ToolboxExport38(t, src, identity))
 	for _, doc := range []map[string]any{g, w} {
 		delete(doc, "sourceStorage")
 		delete(doc["user"].(map[string]any), "activeStorage")

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"walletsync/internal/safefile"
+	"walletsync/portable/brc38"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -37,7 +39,7 @@ type ExportResult struct {
 	SHA256 [32]byte // of the file's bytes
 	// Stats describes the document inside: its length, the rows per table (which a restore
 	// drill compares later) and the places it may differ from the toolbox's export.
-	Stats Stats
+	Stats brc38.Stats
 	// KDFTime is Argon2id's share of Elapsed (zero for a plaintext export), so reports can
 	// show the deliberate cost of the password apart from the work of the export.
 	KDFTime time.Duration
@@ -46,8 +48,8 @@ type ExportResult struct {
 
 // ExportBRC39 writes the user identityKey's wallet, read from the view v of a store whose
 // settings row is settings, to dstPath as a BRC-39 file: the canonical BRC-38 document
-// (Encode) encrypted under password with params (refused before any work when weaker than
-// DefaultKDFParams, see KDFParams.CheckExport).
+// (brc38.Encode) encrypted under password with params (refused before any work when weaker
+// than brc39.DefaultKDFParams, see brc39.KDFParams.CheckExport).
 //
 // The file appears at dstPath complete or not at all: it is written to a private (0600)
 // temporary file in dstPath's folder, synced, moved to dstPath and the folder synced. An
@@ -57,16 +59,16 @@ type ExportResult struct {
 // full disk fails with wallet.ErrDiskFull. Only a failure to sync the folder after the move
 // returns an error with the complete file in place.
 //
-// Before the file is kept, the document is decoded as it is written (Decode, concurrently,
+// Before the file is kept, the document is decoded as it is written (brc38.Decode, concurrently,
 // with its memory of about 8 bytes per row) and must validate, so a store whose data would
 // make an invalid document (rows that reference another user's rows) fails the export with
-// the *DocumentError instead of leaving a backup that no importer accepts.
-func ExportBRC39(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey, password string, params KDFParams, dstPath string, opts ExportOptions) (ExportResult, error) {
+// the *brc38.DocumentError instead of leaving a backup that no importer accepts.
+func ExportBRC39(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey, password string, params brc39.KDFParams, dstPath string, opts ExportOptions) (ExportResult, error) {
 	if err := params.CheckExport(); err != nil {
 		return ExportResult{}, fmt.Errorf("export BRC-39: %w", err)
 	}
 	res, err := export(ctx, v, settings, identityKey, dstPath, opts, func(w io.Writer) (io.WriteCloser, time.Duration, error) {
-		e, err := gated(ctx, opts.KDFGate, func() (*Encrypter, error) { return Encrypt(ctx, w, password, params, opts.Rand) })
+		e, err := gated(ctx, opts.KDFGate, func() (*brc39.Encrypter, error) { return brc39.Encrypt(ctx, w, password, params, opts.Rand) })
 		if err != nil {
 			return nil, 0, err
 		}
@@ -95,7 +97,7 @@ type nopCloser struct{ io.Writer }
 
 func (nopCloser) Close() error { return nil }
 
-// sealer wraps the file's writer in the format's envelope (the BRC-39 Encrypter, or nothing)
+// sealer wraps the file's writer in the format's envelope (the brc39.Encrypter, or nothing)
 // and reports the KDF time it spent. Tests pass one with a cheap key.
 type sealer func(w io.Writer) (io.WriteCloser, time.Duration, error)
 
@@ -122,8 +124,8 @@ func export(ctx context.Context, v wallet.View, settings wallet.Settings, identi
 		}
 	}()
 	hash := sha256.New()
-	out := &countingWriter{w: io.MultiWriter(diskWriter{f}, hash)}
-	sealed, kdfTime, err := seal(out)
+	disk := &diskWriter{f: f}
+	sealed, kdfTime, err := seal(io.MultiWriter(disk, hash))
 	if err != nil {
 		return res, err
 	}
@@ -144,7 +146,7 @@ func export(ctx context.Context, v wallet.View, settings wallet.Settings, identi
 		return res, fmt.Errorf("move into place: %w", err)
 	}
 	renamed = true
-	res = ExportResult{Path: dstPath, Size: out.n, Stats: stats, KDFTime: kdfTime}
+	res = ExportResult{Path: dstPath, Size: disk.n, Stats: stats, KDFTime: kdfTime}
 	hash.Sum(res.SHA256[:0])
 	if err := safefile.SyncDir(dir); err != nil {
 		return res, fmt.Errorf("sync folder %s (the file is complete): %w", dir, err)
@@ -159,17 +161,17 @@ type verifyError struct{ err error }
 func (e *verifyError) Error() string { return "verify the written document: " + e.err.Error() }
 func (e *verifyError) Unwrap() error { return e.err }
 
-// encodeVerified runs Encode into w and, through a pipe, Decode over the same bytes, and
+// encodeVerified runs brc38.Encode into w and, through a pipe, brc38.Decode over the same bytes, and
 // fails unless the decoder accepts the document and counts the rows the encoder wrote.
-func encodeVerified(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey string, exportedAt time.Time, w io.Writer) (Stats, error) {
+func encodeVerified(ctx context.Context, v wallet.View, settings wallet.Settings, identityKey string, exportedAt time.Time, w io.Writer) (brc38.Stats, error) {
 	pr, pw := io.Pipe()
 	type result struct {
-		doc Document
+		doc brc38.Document
 		err error
 	}
 	verified := make(chan result, 1)
 	go func() {
-		doc, err := Decode(ctx, pr, nil, DecodeOptions{})
+		doc, err := brc38.Decode(ctx, pr, nil, brc38.DecodeOptions{})
 		if err != nil {
 			// Fail the encoder's next write, so it stops instead of blocking on the pipe.
 			pr.CloseWithError(&verifyError{err})
@@ -178,7 +180,7 @@ func encodeVerified(ctx context.Context, v wallet.View, settings wallet.Settings
 		}
 		verified <- result{doc, err}
 	}()
-	stats, err := Encode(ctx, v, settings, identityKey, exportedAt, io.MultiWriter(w, pw))
+	stats, err := brc38.Encode(ctx, v, settings, identityKey, exportedAt, io.MultiWriter(w, pw))
 	pw.CloseWithError(err) // nil: the decoder sees the end of the document
 	res := <-verified
 	var ve *verifyError
@@ -190,7 +192,7 @@ func encodeVerified(ctx context.Context, v wallet.View, settings wallet.Settings
 	case res.err != nil:
 		return stats, &verifyError{res.err}
 	}
-	for _, t := range append([]*wallet.Table{wallet.Users}, DocumentTables...) {
+	for _, t := range append([]*wallet.Table{wallet.Users}, brc38.DocumentTables...) {
 		if stats.Rows[t.Name] != res.doc.Rows[t.Name] {
 			return stats, &verifyError{fmt.Errorf("%s: wrote %d rows, read back %d", t.Name, stats.Rows[t.Name], res.doc.Rows[t.Name])}
 		}

@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"walletsync/localstore"
+	"walletsync/portable/brc38"
+	"walletsync/portable/brc39"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/logical"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
@@ -20,24 +23,24 @@ import (
 
 // cheapKey and cheapSealer encrypt with a fixed key under a 1-pass, 8 KiB header: the file
 // handling is exactly ExportBRC39's, without Argon2's two seconds per test.
-var cheapKey = Key{1, 2, 3, 4, 5, 6, 7, 8}
+var cheapKey = brc39.Key{1, 2, 3, 4, 5, 6, 7, 8}
 
 func cheapSealer(w io.Writer) (io.WriteCloser, time.Duration, error) {
-	h := NewHeader(KDFParams{Iterations: 1, MemoryKiB: 8, Parallelism: 1}, sequence(1, SaltSize), sequence(0x40, NonceSize))
-	e, err := newEncrypter(w, h, cheapKey)
+	h := brc39.NewHeader(cheapKDF, bytes.Repeat([]byte{1}, brc39.SaltSize), bytes.Repeat([]byte{0x40}, brc39.NonceSize))
+	e, err := brc39.NewEncrypter(w, h, cheapKey)
 	return e, 0, err
 }
 
 // exportWith runs the export path with sealer on a fresh view of the file at path.
 func exportWith(t testing.TB, ctx context.Context, path, identity, dst string, seal sealer, wrap func(wallet.View) wallet.View) (ExportResult, error) {
 	t.Helper()
-	return withView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+	return backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
 		if wrap != nil {
 			v = wrap(v)
 		}
 		// Overwrite: the tests that find a file at dst find a backup, which a failed export
 		// must leave as it was.
-		return export(ctx, v, settings, identity, dst, ExportOptions{ExportedAt: testExportedAt, Overwrite: true}, seal)
+		return export(ctx, v, settings, identity, dst, ExportOptions{ExportedAt: backuptest.ExportedAt, Overwrite: true}, seal)
 	})
 }
 
@@ -81,21 +84,21 @@ func requireOnlyFiles(t testing.TB, dir string, names ...string) {
 // changes that text by design.
 func TestExportBRC39_ToolboxRestoresIt(t *testing.T) {
 	t.Parallel()
-	src, id := mustStore(t, localstore.FixtureSmall, smallSeed)
-	for _, q := range trickyValues {
-		mutate(t, src, strings.ReplaceAll(q, `"z":-0,`, `"z":0,`))
+	src, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
+	for _, q := range backuptest.TrickyValues {
+		backuptest.Mutate(t, src, strings.ReplaceAll(q, `"z":-0,`, `"z":0,`))
 	}
 	dir := t.TempDir()
 	dst := filepath.Join(dir, "wallet.brc39")
 	const password = "Cafe\u0301 correct horse" // NFD: both sides derive from its NFC form
-	res, err := withView(t, src, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
-		return ExportBRC39(context.Background(), v, settings, id, password, DefaultKDFParams, dst, ExportOptions{})
+	res, err := backuptest.WithView(t, src, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+		return ExportBRC39(context.Background(), v, settings, id, password, brc39.DefaultKDFParams, dst, ExportOptions{})
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	file := checkExportFile(t, res)
-	if h, err := ParseHeader(bytes.NewReader(file)); err != nil || h.KDF != DefaultKDFParams {
+	if h, err := brc39.ParseHeader(bytes.NewReader(file)); err != nil || h.KDF != brc39.DefaultKDFParams {
 		t.Fatalf("header %+v: %v", h, err)
 	}
 	if res.KDFTime <= 0 || res.Elapsed < res.KDFTime || res.Stats.Rows[wallet.TableTxLabels] != 4 || res.Stats.Rows[wallet.TableUsers] != 1 {
@@ -121,11 +124,11 @@ func TestExportBRC39_ToolboxRestoresIt(t *testing.T) {
 		t.Fatalf("toolbox import: %+v, want %d inserts", imp, total)
 	}
 	opts := logical.Options{Tables: wallet.AllTables}
-	want, err := logical.Read(context.Background(), mustOpen(t, src), id, opts)
+	want, err := logical.Read(context.Background(), backuptest.Open(t, src), id, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := logical.Read(context.Background(), mustOpen(t, restored), id, opts)
+	got, err := logical.Read(context.Background(), backuptest.Open(t, restored), id, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +138,7 @@ func TestExportBRC39_ToolboxRestoresIt(t *testing.T) {
 }
 
 func TestExport_FileHoldsTheEncodersBytes(t *testing.T) {
-	path, id := mustStore(t, localstore.FixtureSmall, smallSeed)
+	path, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	want, stats := encodeFile(t, path, id, false)
 	dir := t.TempDir()
 
@@ -146,11 +149,11 @@ func TestExport_FileHoldsTheEncodersBytes(t *testing.T) {
 		}
 		file := checkExportFile(t, res)
 		var plain bytes.Buffer
-		if _, err := decrypt(context.Background(), bytes.NewReader(file), &plain, func(Header) (Key, error) { return cheapKey, nil }); err != nil {
+		if _, err := brc39.DecryptWith(context.Background(), bytes.NewReader(file), &plain, func(brc39.Header) (brc39.Key, error) { return cheapKey, nil }); err != nil {
 			t.Fatal(err)
 		}
-		requireSameBytes(t, plain.Bytes(), want)
-		if res.Stats.Bytes != int64(len(want)) || res.Size != int64(len(want)+HeaderFixedSize+SaltSize+NonceSize+TagSize) {
+		backuptest.RequireSameBytes(t, plain.Bytes(), want)
+		if res.Stats.Bytes != int64(len(want)) || res.Size != int64(len(want)+brc39.HeaderFixedSize+brc39.SaltSize+brc39.NonceSize+brc39.TagSize) {
 			t.Fatalf("document %d bytes, file %d bytes; encoder wrote %d", res.Stats.Bytes, res.Size, len(want))
 		}
 		for name, n := range stats.Rows {
@@ -161,13 +164,13 @@ func TestExport_FileHoldsTheEncodersBytes(t *testing.T) {
 		os.Remove(res.Path)
 	})
 	t.Run("BRC38", func(t *testing.T) {
-		res, err := withView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
-			return ExportBRC38(context.Background(), v, settings, id, filepath.Join(dir, "wallet.brc38.json"), ExportOptions{ExportedAt: testExportedAt})
+		res, err := backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+			return ExportBRC38(context.Background(), v, settings, id, filepath.Join(dir, "wallet.brc38.json"), ExportOptions{ExportedAt: backuptest.ExportedAt})
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		requireSameBytes(t, checkExportFile(t, res), want)
+		backuptest.RequireSameBytes(t, checkExportFile(t, res), want)
 		if res.KDFTime != 0 {
 			t.Errorf("plaintext export reports KDF time %v", res.KDFTime)
 		}
@@ -216,7 +219,7 @@ func (v *cancelAfterReads) ReadPage(ctx context.Context, req wallet.PageRequest)
 // existing backup: the error comes back, the old file is untouched, no temporary file is
 // left.
 func TestExport_FailureLeavesNoFile(t *testing.T) {
-	path, id := mustStore(t, localstore.FixtureSmall, smallSeed)
+	path, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	boom := errors.New("injected write failure")
 	for _, tc := range []struct {
 		name     string
@@ -239,7 +242,7 @@ func TestExport_FailureLeavesNoFile(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
 			dst := filepath.Join(dir, "wallet.brc39")
-			if err := os.WriteFile(dst, []byte(Magic+"previous backup"), 0o600); err != nil {
+			if err := os.WriteFile(dst, []byte(brc39.Magic+"previous backup"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
@@ -256,7 +259,7 @@ func TestExport_FailureLeavesNoFile(t *testing.T) {
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("export: %v, want %v", err, tc.want)
 			}
-			if b, _ := os.ReadFile(dst); string(b) != Magic+"previous backup" {
+			if b, _ := os.ReadFile(dst); string(b) != brc39.Magic+"previous backup" {
 				t.Fatalf("the existing backup was changed to %q", b)
 			}
 			requireOnlyFiles(t, dir, "wallet.brc39")
@@ -265,12 +268,12 @@ func TestExport_FailureLeavesNoFile(t *testing.T) {
 }
 
 func TestExportBRC39_RefusesWeakParametersBeforeAnyFile(t *testing.T) {
-	path, id := mustStore(t, localstore.FixtureSmall, smallSeed)
+	path, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	dir := t.TempDir()
-	_, err := withView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
-		return ExportBRC39(context.Background(), v, settings, id, "pw", KDFParams{Iterations: 6, MemoryKiB: DefaultMemoryKiB, Parallelism: 1}, filepath.Join(dir, "w.brc39"), ExportOptions{})
+	_, err := backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+		return ExportBRC39(context.Background(), v, settings, id, "pw", brc39.KDFParams{Iterations: 6, MemoryKiB: brc39.DefaultMemoryKiB, Parallelism: 1}, filepath.Join(dir, "w.brc39"), ExportOptions{})
 	})
-	if !errors.Is(err, ErrKDFTooWeak) {
+	if !errors.Is(err, brc39.ErrKDFTooWeak) {
 		t.Fatalf("ExportBRC39 with t=6: %v, want ErrKDFTooWeak", err)
 	}
 	requireOnlyFiles(t, dir)
@@ -299,16 +302,16 @@ func TestExport_RefusesCrossUserLinksTheToolboxDrops(t *testing.T) {
 		ids[i] = res.IdentityKey
 	}
 	s.Close()
-	mutate(t, path, `UPDATE output_tags_map SET outputId = (SELECT max(outputId) FROM outputs WHERE userId = 2)
+	backuptest.Mutate(t, path, `UPDATE output_tags_map SET outputId = (SELECT max(outputId) FROM outputs WHERE userId = 2)
 		WHERE rowid = (SELECT min(m.rowid) FROM output_tags_map m JOIN output_tags g ON g.outputTagId = m.outputTagId WHERE g.userId = 1)`)
 	dir := t.TempDir()
-	_, err = withView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
+	_, err = backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (ExportResult, error) {
 		return ExportBRC38(ctx, v, settings, ids[0], filepath.Join(dir, "w.json"), ExportOptions{})
 	})
-	var de *DocumentError
+	var de *brc38.DocumentError
 	if !errors.As(err, &de) || !strings.HasPrefix(de.Path, "tables.outputTagMaps[") || !strings.HasSuffix(de.Path, "].outputId") {
 		t.Fatalf("export of the inconsistent store: %v, want a *DocumentError at an outputTagMaps row's outputId", err)
 	}
 	requireOnlyFiles(t, dir)
-	toolboxExport38(t, path, ids[0]) // the toolbox exports it, without the row
+	backuptest.ToolboxExport38(t, path, ids[0]) // the toolbox exports it, without the row
 }

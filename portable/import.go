@@ -12,6 +12,8 @@ import (
 	"slices"
 	"time"
 
+	"walletsync/portable/brc38"
+	"walletsync/portable/brc39"
 	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -22,7 +24,7 @@ import (
 //
 //  1. The BRC-39 file is decrypted into a nameless private staging file (staging.go) and its
 //     whole tag verified; nothing reads the plaintext before.
-//  2. The whole document is decoded and validated (Decode); nothing acts on it before.
+//  2. The whole document is decoded and validated (brc38.Decode); nothing acts on it before.
 //  3. What cannot go in is refused in plain words: a document the wallet's import journal
 //     records as imported (*AlreadyImportedError), a wallet that holds part of another
 //     unfinished merge (*wallet.ImportInProgressError), another chain (*wallet.ChainError),
@@ -80,20 +82,20 @@ type ImportOptions struct {
 	// that holds users of its own, which then holds two identities. Without it Import
 	// refuses such a document (*wallet.OtherIdentityError); Preview reports it.
 	AllowOtherIdentity bool
-	// KDFLimits caps the Argon2id parameters a header may ask for (DefaultKDFLimits where
+	// KDFLimits caps the Argon2id parameters a header may ask for (brc39.DefaultKDFLimits where
 	// zero); a file above them is refused before Argon2 runs.
-	KDFLimits KDFLimits
+	KDFLimits brc39.KDFLimits
 	// KDFGate, when set, admits the key derivation (see KDFGate).
 	KDFGate KDFGate
 	// Decode bounds the document.
-	Decode DecodeOptions
+	Decode brc38.DecodeOptions
 	// Sync tunes the merge's page session: page limits, and the access queue's Grants and
 	// Budget when the target is the agent's live wallet. Import sets Active (the wallet's
 	// own activeStorage is kept) and Progress (reported through the import's progress).
 	Sync syncer.Options
 
-	keyFor func(Header) (Key, error) // test seam: the file key without Argon2
-	hook   func(point string)        // test seam: called at the points below, where crash tests die
+	keyFor func(brc39.Header) (brc39.Key, error) // test seam: the file key without Argon2
+	hook   func(point string)                    // test seam: called at the points below, where crash tests die
 }
 
 // The points an import passes that tests crash at.
@@ -143,9 +145,9 @@ type Summary struct {
 	File      string `json:"file"`
 	Encrypted bool   `json:"encrypted"`
 	// KDF, SaltBytes and NonceBytes are the BRC-39 header's (absent for a plaintext document).
-	KDF        *KDFParams `json:"kdf,omitempty"`
-	SaltBytes  int        `json:"saltBytes,omitempty"`
-	NonceBytes int        `json:"nonceBytes,omitempty"`
+	KDF        *brc39.KDFParams `json:"kdf,omitempty"`
+	SaltBytes  int              `json:"saltBytes,omitempty"`
+	NonceBytes int              `json:"nonceBytes,omitempty"`
 	// KDFTime is how long the key derivation took.
 	KDFTime time.Duration `json:"kdfTime"`
 	// Digest is the hex SHA-256 of the plaintext: the document's name in import journals.
@@ -203,8 +205,9 @@ type ImportResult struct {
 
 // Verify decrypts and validates a backup file without touching any wallet: the header, the
 // whole tag, then the whole document. It returns what the document holds, or the first
-// refusal: *HeaderError, *TruncatedError, *KDFParamError, ErrAuthFailed, *DocumentError. The
-// Summary is filled as far as the file was read. progress may be nil.
+// refusal: *brc39.HeaderError, *brc39.TruncatedError, *brc39.KDFParamError,
+// brc39.ErrAuthFailed, *brc38.DocumentError. The Summary is filled as far as the file was
+// read. progress may be nil.
 func Verify(ctx context.Context, file, password string, opts ImportOptions, progress func(ImportProgress)) (Summary, error) {
 	sum, doc, err := openDocument(ctx, file, password, opts, nil, reporter(progress))
 	if err != nil {
@@ -330,7 +333,7 @@ func begin(ctx context.Context, file, password string, target Target, opts Impor
 	if r.mode == wallet.ImportMerge && !exists {
 		return r, fmt.Errorf("%s does not exist; a merge needs a wallet (a restore creates one): %w", r.path, wallet.ErrNotFound)
 	}
-	var check RowFunc
+	var check brc38.RowFunc
 	if r.mode == wallet.ImportMerge {
 		check = checkSyncMaps()
 	}
@@ -701,7 +704,7 @@ func (r *importRun) restoreNew(ctx context.Context) (wallet.MergePlan, error) {
 
 // checkSyncMaps refuses, before anything is staged, a sync state whose sync map a merge could
 // not re-key (see wallet.SyncMap); a restore copies sync maps as they are.
-func checkSyncMaps() RowFunc {
+func checkSyncMaps() brc38.RowFunc {
 	i := 0
 	return func(t *wallet.Table, r wallet.Row) error {
 		if t != wallet.SyncStates {
@@ -709,7 +712,7 @@ func checkSyncMaps() RowFunc {
 		}
 		defer func() { i++ }()
 		if _, err := wallet.SyncStateFromRow(r); err != nil {
-			return &DocumentError{Path: fmt.Sprintf("tables.syncStates[%d].syncMap", i), Offset: -1,
+			return &brc38.DocumentError{Path: fmt.Sprintf("tables.syncStates[%d].syncMap", i), Offset: -1,
 				Reason: "not a sync map a merge can re-key: " + err.Error()}
 		}
 		return nil
@@ -721,7 +724,7 @@ type document struct {
 	f      *os.File
 	closer io.Closer
 	digest string
-	dec    DecodeOptions
+	dec    brc38.DecodeOptions
 }
 
 // Close releases the plaintext; a staging file's data goes with it.
@@ -729,17 +732,17 @@ func (d *document) Close() error { return d.closer.Close() }
 
 // rows decodes the document again and emits its rows, the user's last, once it is known to
 // be the document that was verified.
-func (d *document) rows(ctx context.Context, emit RowFunc) error {
+func (d *document) rows(ctx context.Context, emit brc38.RowFunc) error {
 	if _, err := d.f.Seek(0, io.SeekStart); err != nil {
 		return fmt.Errorf("read the plaintext: %w", err)
 	}
 	h := sha256.New()
-	doc, err := Decode(ctx, io.TeeReader(d.f, h), emit, d.dec)
+	doc, err := brc38.Decode(ctx, io.TeeReader(d.f, h), emit, d.dec)
 	if err != nil {
 		return err
 	}
 	if hex.EncodeToString(h.Sum(nil)) != d.digest {
-		return fmt.Errorf("the plaintext changed after it was verified: %w", ErrInvalidDocument)
+		return fmt.Errorf("the plaintext changed after it was verified: %w", brc38.ErrInvalidDocument)
 	}
 	return emit(wallet.Users, doc.User)
 }
@@ -747,7 +750,7 @@ func (d *document) rows(ctx context.Context, emit RowFunc) error {
 // openDocument verifies file: a BRC-39 file is decrypted into a nameless staging file and its
 // tag checked, then the document is decoded and validated (check, when set, sees every row).
 // The Summary is filled as far as the file was read.
-func openDocument(ctx context.Context, file, password string, opts ImportOptions, check RowFunc, progress func(ImportProgress)) (Summary, *document, error) {
+func openDocument(ctx context.Context, file, password string, opts ImportOptions, check brc38.RowFunc, progress func(ImportProgress)) (Summary, *document, error) {
 	sum := Summary{File: file, Encrypted: !opts.Plaintext}
 	in, err := os.Open(file)
 	if err != nil {
@@ -770,7 +773,7 @@ func openDocument(ctx context.Context, file, password string, opts ImportOptions
 	}
 	h := sha256.New()
 	r := &progressReader{r: io.TeeReader(d.f, h), phase: PhaseValidating, total: size, report: progress}
-	doc, err := Decode(ctx, r, check, opts.Decode)
+	doc, err := brc38.Decode(ctx, r, check, opts.Decode)
 	if err != nil {
 		d.Close()
 		return sum, nil, err
@@ -797,17 +800,17 @@ func decryptToStaging(ctx context.Context, in *os.File, password string, opts Im
 	if err != nil {
 		return nil, nil, err
 	}
-	derive := func(h Header) (Key, error) {
-		return gated(ctx, opts.KDFGate, func() (Key, error) {
+	derive := func(h brc39.Header) (brc39.Key, error) {
+		return gated(ctx, opts.KDFGate, func() (brc39.Key, error) {
 			start := time.Now()
 			defer func() { sum.KDFTime = time.Since(start) }()
 			if opts.keyFor != nil {
 				return opts.keyFor(h)
 			}
-			return DeriveKey(ctx, password, h, opts.KDFLimits)
+			return brc39.DeriveKey(ctx, password, h, opts.KDFLimits)
 		})
 	}
-	h, err := decrypt(ctx, &progressReader{r: in, phase: PhaseDecrypting, total: size, report: progress}, pt, derive)
+	h, err := brc39.DecryptWith(ctx, &progressReader{r: in, phase: PhaseDecrypting, total: size, report: progress}, pt, derive)
 	if h.Salt != nil {
 		kdf := h.KDF
 		sum.KDF, sum.SaltBytes, sum.NonceBytes = &kdf, len(h.Salt), len(h.Nonce)

@@ -11,6 +11,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/crashtest"
 	"walletsync/testkit/logical"
 	"walletsync/wallet"
@@ -88,7 +89,7 @@ func importCrashChild(k *crashtest.Killer, task []byte) {
 // wallet holds either nothing of the import or a state the journal names, and the rerun ends
 // exactly where a clean import ends.
 func TestImport_CrashAtEveryBoundary(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	merged := cleanMerge(t, file, identity)
 	restored := readWallet(t, src, identity)

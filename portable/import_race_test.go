@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"walletsync/localstore"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/childtest"
 	"walletsync/wallet"
 )
@@ -55,7 +56,7 @@ func importRaceChild(task string) {
 // and the wallet is the backup's. Before the writer lock was taken ahead of the copy and the
 // copy stopped renaming over the path, both reported success.
 func TestImport_TwoRestoresIntoOneNewFile(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	want := readWallet(t, src, identity)
 	for round := range 10 {

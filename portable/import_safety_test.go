@@ -17,6 +17,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/crashtest"
 	"walletsync/wallet"
 )
@@ -78,9 +79,9 @@ func walletDigest(tb testing.TB, path string, skip ...string) string {
 // references of the first (which are unique across a whole wallet).
 func otherIdentityBackup(tb testing.TB) (file, identity string) {
 	tb.Helper()
-	src, _ := mustStore(tb, localstore.FixtureSmall, smallSeed)
+	src, _ := fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
 	identity = localstore.FixtureIdentity(99)
-	mutate(tb, src, fmt.Sprintf("UPDATE users SET identityKey = '%s'", identity))
+	backuptest.Mutate(tb, src, fmt.Sprintf("UPDATE users SET identityKey = '%s'", identity))
 	file, _ = backupFile(tb, src, identity)
 	return file, identity
 }
@@ -93,7 +94,7 @@ func otherIdentityBackup(tb testing.TB) (file, identity string) {
 func TestImport_RefusesAnotherIdentity(t *testing.T) {
 	ctx := context.Background()
 	file, other := otherIdentityBackup(t)
-	dst, own := mustStore(t, localstore.FixtureSmall, smallSeed)
+	dst, own := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	before, digest := fileHashes(t, dst), walletDigest(t, dst)
 	opts := importOptions(t)
 
@@ -128,12 +129,12 @@ func TestImport_RefusesAnotherIdentity(t *testing.T) {
 	}
 
 	// Without the shared references, the merge asked for goes in whole.
-	mutate(t, dst, "UPDATE transactions SET reference = 'own-' || reference")
+	backuptest.Mutate(t, dst, "UPDATE transactions SET reference = 'own-' || reference")
 	res, err := Import(ctx, file, importPassword, Target{Path: dst}, opts, nil)
 	if err != nil || res.Inserts == 0 {
 		t.Fatalf("import asked for: %+v, %v", res, err)
 	}
-	s := mustOpen(t, dst)
+	s := backuptest.Open(t, dst)
 	defer s.Close()
 	if ids, err := s.Identities(ctx); err != nil || !slices.Equal(ids, []string{own, other}) {
 		t.Fatalf("identities after the merge: %v, %v", ids, err)
@@ -173,7 +174,7 @@ func mergePages(tb testing.TB, file string, target func(testing.TB) string, opts
 func requireImportInProgress(tb testing.TB, path, otherFile string) {
 	tb.Helper()
 	ctx := context.Background()
-	s := mustOpen(tb, path)
+	s := backuptest.Open(tb, path)
 	defer s.Close()
 	info, err := s.Info(ctx)
 	if err != nil || info.ImportInProgress == nil || info.ImportInProgress.State != wallet.ImportMerging {
@@ -182,8 +183,8 @@ func requireImportInProgress(tb testing.TB, path, otherFile string) {
 	if _, err := s.OpenSnapshot(ctx, localstore.SnapshotOptions{}); !errors.Is(err, wallet.ErrImportInProgress) {
 		tb.Fatalf("snapshot of a wallet mid-merge: %v, want ErrImportInProgress", err)
 	}
-	src, identity := mustStore(tb, localstore.FixtureSmall, smallSeed)
-	from := mustOpen(tb, src)
+	src, identity := fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
+	from := backuptest.Open(tb, src)
 	defer from.Close()
 	if _, err := syncer.Run(ctx, from, s, identity, syncer.Options{Active: wallet.KeepDestinationActive}); !errors.Is(err, wallet.ErrImportInProgress) {
 		tb.Fatalf("sync into a wallet mid-merge: %v, want ErrImportInProgress", err)
@@ -208,7 +209,7 @@ func requireImportInProgress(tb testing.TB, path, otherFile string) {
 	if err := w.AddLabel(ctx, ids[0], 1, "during a merge"); !errors.As(err, &busy) {
 		tb.Fatalf("label edit in a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
 	}
-	st := mustSettings(tb, w)
+	st := backuptest.Settings(tb, w)
 	if _, err := w.FindOrInsertSyncState(ctx, ids[0], st.StorageIdentityKey, "a producer"); !errors.As(err, &busy) {
 		tb.Fatalf("BRC-40 sync state in a wallet mid-merge: %v, want *wallet.ImportInProgressError", err)
 	}
@@ -220,11 +221,11 @@ func requireImportInProgress(tb testing.TB, path, otherFile string) {
 // command says the import is in progress. Into a wallet of the same user (rows inserted and
 // updated), and of another user asked for (the user and its basket made by the first page).
 func TestImport_AbandonLeavesTheWalletAsItWas(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	otherFile, _ := otherIdentityBackup(t)
 	seedFour := func(tb testing.TB) string {
-		p, _ := mustStore(tb, localstore.FixtureSmall, smallSeed+1)
+		p, _ := fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed+1)
 		return p
 	}
 	for _, tc := range []struct {
@@ -276,7 +277,7 @@ func TestImport_AbandonLeavesTheWalletAsItWas(t *testing.T) {
 // because replaying the undo log would overwrite or orphan the app's rows; importing the
 // same file again still finishes the merge, keeping the app's write.
 func TestImport_AbandonRefusedAfterTheWalletAppWrote(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	opts := importOptions(t)
 	// Stopped before its last page, the merge has written rows an abandon would undo (its
@@ -299,7 +300,7 @@ func TestImport_AbandonRefusedAfterTheWalletAppWrote(t *testing.T) {
 			if !errors.Is(err, context.Canceled) {
 				t.Fatalf("merge stopped after %d pages: %v", stop, err)
 			}
-			mutate(t, dst, tc.app)
+			backuptest.Mutate(t, dst, tc.app)
 			before := walletDigest(t, dst)
 			_, err = Abandon(context.Background(), Target{Path: dst}, opts)
 			var changed *wallet.WalletChangedError
@@ -312,7 +313,7 @@ func TestImport_AbandonRefusedAfterTheWalletAppWrote(t *testing.T) {
 			if _, err := Import(context.Background(), file, importPassword, Target{Path: dst}, opts, nil); err != nil {
 				t.Fatalf("finish the import: %v", err)
 			}
-			s := mustOpen(t, dst)
+			s := backuptest.Open(t, dst)
 			defer s.Close()
 			if err := s.ImportInProgress(context.Background()); err != nil {
 				t.Fatalf("after finishing: %v", err)
@@ -364,7 +365,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 0))
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	otherFile, _ := otherIdentityBackup(t)
 	want := cleanMerge(t, file, identity)
@@ -384,7 +385,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 	}
 	// checkAfterKill checks that the wallet is untouched or says the import is in progress.
 	checkAfterKill := func(target, toolboxBefore string) {
-		s := mustOpen(t, target)
+		s := backuptest.Open(t, target)
 		recs, err := s.UnfinishedImports(context.Background())
 		s.Close()
 		switch {

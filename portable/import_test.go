@@ -18,13 +18,70 @@ import (
 	"time"
 
 	"walletsync/localstore"
+	"walletsync/portable/brc38"
+	"walletsync/portable/brc39"
 	"walletsync/syncer"
+	"walletsync/testkit/backuptest"
+	"walletsync/testkit/crashtest"
 	"walletsync/testkit/logical"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 
 var _ Store = (*localstore.Store)(nil)
+
+// fixtures are the wallet files the tests copy.
+var fixtures *backuptest.Fixtures
+
+func TestMain(m *testing.M) {
+	if k, task, ok := crashtest.Child(); ok {
+		importCrashChild(k, task)
+	}
+	if task := os.Getenv(importRaceEnv); task != "" {
+		importRaceChild(task)
+	}
+	os.Exit(backuptest.Main(m, &fixtures))
+}
+
+// cheapKDF costs microseconds. The import accepts it, as the toolbox's import has no
+// minimums; Encrypt refuses it, so the tests write it through brc39.NewEncrypter.
+var cheapKDF = brc39.KDFParams{Iterations: 1, MemoryKiB: 8, Parallelism: 1}
+
+// cheapFile returns a BRC-39 file of plaintext under password with cheapKDF.
+func cheapFile(tb testing.TB, password string, plaintext []byte) []byte {
+	tb.Helper()
+	h := brc39.NewHeader(cheapKDF, bytes.Repeat([]byte{0x10}, brc39.SaltSize), bytes.Repeat([]byte{0x60}, brc39.NonceSize))
+	key, err := brc39.DeriveKey(context.Background(), password, h, brc39.KDFLimits{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var file bytes.Buffer
+	e, err := brc39.NewEncrypter(&file, h, key)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if _, err := e.Write(plaintext); err != nil {
+		tb.Fatal(err)
+	}
+	if err := e.Close(); err != nil {
+		tb.Fatal(err)
+	}
+	return file.Bytes()
+}
+
+// encodeFile is the BRC-38 document of the user's wallet in the file at path, exportedAt
+// pinned; with lookup, the view answers RowLookup as the agent's views do.
+func encodeFile(tb testing.TB, path, identity string, lookup bool) ([]byte, brc38.Stats) {
+	tb.Helper()
+	var buf bytes.Buffer
+	stats, err := backuptest.WithView(tb, path, lookup, func(v wallet.View, settings wallet.Settings) (brc38.Stats, error) {
+		return brc38.Encode(context.Background(), v, settings, identity, backuptest.ExportedAt, &buf)
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return buf.Bytes(), stats
+}
 
 // importPassword is the password of every cheap test file.
 const importPassword = "correct horse battery staple"
@@ -66,7 +123,7 @@ func writeFile(tb testing.TB, b []byte) string {
 // readWallet is the user's wallet in the file at path, id-independent, sync states included.
 func readWallet(tb testing.TB, path, identity string, ignore ...string) logical.Wallet {
 	tb.Helper()
-	s := mustOpen(tb, path)
+	s := backuptest.Open(tb, path)
 	defer s.Close()
 	w, err := logical.Read(context.Background(), s, identity, logical.Options{Tables: wallet.AllTables, Ignore: ignore})
 	if err != nil {
@@ -118,8 +175,8 @@ func fileHashes(tb testing.TB, path string) [2][32]byte {
 // inserts, updates, and skips the basket.
 func partialWallet(tb testing.TB) string {
 	tb.Helper()
-	path, _ := mustStore(tb, localstore.FixtureSmall, smallSeed)
-	mutate(tb, path, slices.Concat(partialEdits, []string{"UPDATE output_baskets SET updated_at = '2099-01-01T00:00:00.000Z' WHERE name = 'savings'"})...)
+	path, _ := fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
+	backuptest.Mutate(tb, path, slices.Concat(partialEdits, []string{"UPDATE output_baskets SET updated_at = '2099-01-01T00:00:00.000Z' WHERE name = 'savings'"})...)
 	return path
 }
 
@@ -133,7 +190,7 @@ var partialEdits = []string{
 // journalEntry reads the import journal of the wallet at path.
 func journalEntry(tb testing.TB, path, digest string) (wallet.ImportRecord, error) {
 	tb.Helper()
-	s := mustOpen(tb, path)
+	s := backuptest.Open(tb, path)
 	defer s.Close()
 	return s.ImportRecord(context.Background(), digest)
 }
@@ -143,21 +200,14 @@ func journalEntry(tb testing.TB, path, digest string) (wallet.ImportRecord, erro
 func requireSameRows(tb testing.TB, path, identity string, doc []byte) {
 	tb.Helper()
 	got, _ := encodeFile(tb, path, identity, true)
-	gd, grows, err := decodeAll(tb, got, DecodeOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wd, wrows, err := decodeAll(tb, doc, DecodeOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if !reflect.DeepEqual(gd.User, wd.User) || !reflect.DeepEqual(grows, wrows) {
+	g, w := backuptest.Generic(tb, got), backuptest.Generic(tb, doc)
+	if !reflect.DeepEqual(g["user"], w["user"]) || !reflect.DeepEqual(g["tables"], w["tables"]) {
 		tb.Fatal("the restored wallet holds other rows than the document")
 	}
 }
 
 func TestImport_RestoreIntoNewFile(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, doc := backupFile(t, src, identity)
 	opts := importOptions(t)
 	dst := filepath.Join(t.TempDir(), "restored.sqlite")
@@ -190,7 +240,7 @@ func TestImport_RestoreIntoNewFile(t *testing.T) {
 }
 
 func TestImport_RestoreIntoEmptyWallet(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, doc := backupFile(t, src, identity)
 	dst := filepath.Join(t.TempDir(), "empty.sqlite")
 	s, err := localstore.Create(context.Background(), dst, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
@@ -206,7 +256,7 @@ func TestImport_RestoreIntoEmptyWallet(t *testing.T) {
 }
 
 func TestImport_MergePreviewEqualsImport(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	dst := partialWallet(t)
 	opts := importOptions(t)
@@ -256,7 +306,7 @@ func setHeader(file []byte, offset int, b ...byte) []byte {
 }
 
 // withKDF returns a copy of file whose header asks for kdf.
-func withKDF(file []byte, kdf KDFParams) []byte {
+func withKDF(file []byte, kdf brc39.KDFParams) []byte {
 	return setHeader(file, 11, binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint32(nil, kdf.Iterations), kdf.MemoryKiB)...)
 }
 
@@ -265,16 +315,16 @@ func withKDF(file []byte, kdf KDFParams) []byte {
 // without any write, so that the wallet file and its WAL stay byte-identical, and no
 // plaintext or staging database stays behind.
 func TestImport_RefusesBadInput(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	doc, _ := encodeFile(t, src, identity, true)
 	good := cheapFile(t, importPassword, doc)
-	other, otherIdentity := mustStore(t, localstore.FixtureSmall, smallSeed+1)
+	other, otherIdentity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed+1)
 	otherDoc, _ := encodeFile(t, other, otherIdentity, true)
-	payload := HeaderFixedSize + SaltSize + NonceSize
+	payload := brc39.HeaderFixedSize + brc39.SaltSize + brc39.NonceSize
 	broken := func(edit func(map[string]any)) []byte {
-		d := baseDoc()
+		d := backuptest.BaseDoc()
 		edit(d)
-		return cheapFile(t, importPassword, canonical(t, d))
+		return cheapFile(t, importPassword, backuptest.Canonical(t, d))
 	}
 	mockWallet := filepath.Join(t.TempDir(), "mock.sqlite")
 	s, err := localstore.Create(context.Background(), mockWallet, localstore.CreateOptions{Chain: wallet.ChainMock}, localstore.Options{})
@@ -290,27 +340,27 @@ func TestImport_RefusesBadInput(t *testing.T) {
 		mode     wallet.ImportMode
 		target   string // a wallet file to copy; the small fixture when empty
 		want     error
-		field    HeaderField // the field a *HeaderError must name
-		region   Region      // the region a *TruncatedError must name
+		field    brc39.HeaderField // the field a *HeaderError must name
+		region   brc39.Region      // the region a *TruncatedError must name
 	}
 	cases := []bad{
-		{name: "wrong password", file: good, password: "Correct horse battery staple", want: ErrAuthFailed},
-		{name: "truncated in the header", file: good[:20], want: ErrTruncated, region: RegionHeader},
-		{name: "truncated in the salt", file: good[:HeaderFixedSize+10], want: ErrTruncated, region: RegionSalt},
-		{name: "truncated in the nonce", file: good[:HeaderFixedSize+SaltSize+5], want: ErrTruncated, region: RegionNonce},
-		{name: "truncated to a tag without ciphertext", file: good[:payload+TagSize], want: ErrTruncated, region: RegionCiphertext},
-		{name: "truncated in the ciphertext", file: good[:payload+len(doc)/2], want: ErrAuthFailed},
-		{name: "truncated in the tag", file: good[:len(good)-3], want: ErrAuthFailed},
-		{name: "truncated before the tag is whole", file: good[:payload+5], want: ErrTruncated, region: RegionTag},
-		{name: "bit flipped in the ciphertext", file: setHeader(good, payload+100, good[payload+100]^0x04), want: ErrAuthFailed},
-		{name: "bit flipped in the tag", file: setHeader(good, len(good)-1, good[len(good)-1]^0x80), want: ErrAuthFailed},
-		{name: "hostile memory (4 TiB)", file: withKDF(good, KDFParams{Iterations: 1, MemoryKiB: 0xffffffff}), want: ErrKDFTooCostly},
-		{name: "hostile iterations", file: withKDF(good, KDFParams{Iterations: 0xffffffff, MemoryKiB: 8}), want: ErrKDFTooCostly},
-		{name: "hostile parallelism", file: setHeader(withKDF(good, KDFParams{Iterations: 1, MemoryKiB: 8 * 255}), 19, 255), want: ErrKDFTooCostly},
-		{name: "invalid JSON", file: cheapFile(t, importPassword, doc[:len(doc)/2]), want: ErrInvalidDocument},
-		{name: "not JSON at all", file: cheapFile(t, importPassword, []byte("\x00\x01 not json")), want: ErrInvalidDocument},
-		{name: "a null", file: broken(func(d map[string]any) { docRow(d, "transactions", 0)["description"] = jsNull }), want: ErrInvalidDocument},
-		{name: "a dangling reference", file: broken(func(d map[string]any) { docRow(d, "outputs", 0)["basketId"] = int64(99) }), want: ErrInvalidDocument},
+		{name: "wrong password", file: good, password: "Correct horse battery staple", want: brc39.ErrAuthFailed},
+		{name: "truncated in the header", file: good[:20], want: brc39.ErrTruncated, region: brc39.RegionHeader},
+		{name: "truncated in the salt", file: good[:brc39.HeaderFixedSize+10], want: brc39.ErrTruncated, region: brc39.RegionSalt},
+		{name: "truncated in the nonce", file: good[:brc39.HeaderFixedSize+brc39.SaltSize+5], want: brc39.ErrTruncated, region: brc39.RegionNonce},
+		{name: "truncated to a tag without ciphertext", file: good[:payload+brc39.TagSize], want: brc39.ErrTruncated, region: brc39.RegionCiphertext},
+		{name: "truncated in the ciphertext", file: good[:payload+len(doc)/2], want: brc39.ErrAuthFailed},
+		{name: "truncated in the tag", file: good[:len(good)-3], want: brc39.ErrAuthFailed},
+		{name: "truncated before the tag is whole", file: good[:payload+5], want: brc39.ErrTruncated, region: brc39.RegionTag},
+		{name: "bit flipped in the ciphertext", file: setHeader(good, payload+100, good[payload+100]^0x04), want: brc39.ErrAuthFailed},
+		{name: "bit flipped in the tag", file: setHeader(good, len(good)-1, good[len(good)-1]^0x80), want: brc39.ErrAuthFailed},
+		{name: "hostile memory (4 TiB)", file: withKDF(good, brc39.KDFParams{Iterations: 1, MemoryKiB: 0xffffffff}), want: brc39.ErrKDFTooCostly},
+		{name: "hostile iterations", file: withKDF(good, brc39.KDFParams{Iterations: 0xffffffff, MemoryKiB: 8}), want: brc39.ErrKDFTooCostly},
+		{name: "hostile parallelism", file: setHeader(withKDF(good, brc39.KDFParams{Iterations: 1, MemoryKiB: 8 * 255}), 19, 255), want: brc39.ErrKDFTooCostly},
+		{name: "invalid JSON", file: cheapFile(t, importPassword, doc[:len(doc)/2]), want: brc38.ErrInvalidDocument},
+		{name: "not JSON at all", file: cheapFile(t, importPassword, []byte("\x00\x01 not json")), want: brc38.ErrInvalidDocument},
+		{name: "a null", file: broken(func(d map[string]any) { backuptest.DocRow(d, "transactions", 0)["description"] = backuptest.JSNull }), want: brc38.ErrInvalidDocument},
+		{name: "a dangling reference", file: broken(func(d map[string]any) { backuptest.DocRow(d, "outputs", 0)["basketId"] = int64(99) }), want: brc38.ErrInvalidDocument},
 		{name: "another chain", file: cheapFile(t, importPassword, bytes.Replace(doc, []byte(`"chain":"test"`), []byte(`"chain":"main"`), 1)), want: wallet.ErrWrongChain},
 		{name: "an unknown chain", file: cheapFile(t, importPassword, bytes.Replace(doc, []byte(`"chain":"test"`), []byte(`"chain":"moon"`), 1)), want: wallet.ErrWrongChain},
 		{name: "another identity in restore mode", file: cheapFile(t, importPassword, otherDoc), mode: wallet.ImportRestore, want: wallet.ErrNotEmpty},
@@ -318,35 +368,35 @@ func TestImport_RefusesBadInput(t *testing.T) {
 		{name: "merge into a wallet of another chain", file: good, mode: wallet.ImportMerge, target: mockWallet, want: wallet.ErrWrongChain},
 		{name: "restore into a wallet of another chain", file: good, mode: wallet.ImportRestore, target: mockWallet, want: wallet.ErrWrongChain},
 		{name: "a sync map a merge cannot re-key", file: broken(func(d map[string]any) {
-			docRow(d, "syncStates", 0)["syncMap"] = map[string]any{"transaction": map[string]any{}}
-		}), want: ErrInvalidDocument},
+			backuptest.DocRow(d, "syncStates", 0)["syncMap"] = map[string]any{"transaction": map[string]any{}}
+		}), want: brc38.ErrInvalidDocument},
 	}
 	for _, f := range []struct {
 		offset int
 		value  byte
-		field  HeaderField
+		field  brc39.HeaderField
 	}{
-		{0, 'w', FieldMagic}, {4, 2, FieldVersion}, {5, 2, FieldProtector}, {6, 39, FieldInnerFormat},
-		{7, 2, FieldKDFType}, {8, 1, FieldFlags}, {9, 0, FieldSaltLength}, {10, 0, FieldNonceLength},
-		{11, 0, FieldIterations}, {20, 31, FieldHashLength}, {21, 1, FieldReserved}, {32, 0xff, FieldReserved},
+		{0, 'w', brc39.FieldMagic}, {4, 2, brc39.FieldVersion}, {5, 2, brc39.FieldProtector}, {6, 39, brc39.FieldInnerFormat},
+		{7, 2, brc39.FieldKDFType}, {8, 1, brc39.FieldFlags}, {9, 0, brc39.FieldSaltLength}, {10, 0, brc39.FieldNonceLength},
+		{11, 0, brc39.FieldIterations}, {20, 31, brc39.FieldHashLength}, {21, 1, brc39.FieldReserved}, {32, 0xff, brc39.FieldReserved},
 	} {
 		file := setHeader(good, f.offset, f.value)
-		if f.field == FieldIterations {
-			file = withKDF(good, KDFParams{Iterations: 0, MemoryKiB: 8})
+		if f.field == brc39.FieldIterations {
+			file = withKDF(good, brc39.KDFParams{Iterations: 0, MemoryKiB: 8})
 		}
-		cases = append(cases, bad{name: "header " + string(f.field), file: file, want: ErrBadHeader, field: f.field})
+		cases = append(cases, bad{name: "header " + string(f.field), file: file, want: brc39.ErrBadHeader, field: f.field})
 	}
 	cases = append(cases,
-		bad{name: "header Argon2id memory", file: withKDF(good, KDFParams{Iterations: 1, MemoryKiB: 0}), want: ErrBadHeader, field: FieldMemory},
-		bad{name: "header Argon2id parallelism", file: setHeader(good, 19, 0), want: ErrBadHeader, field: FieldParallelism},
+		bad{name: "header Argon2id memory", file: withKDF(good, brc39.KDFParams{Iterations: 1, MemoryKiB: 0}), want: brc39.ErrBadHeader, field: brc39.FieldMemory},
+		bad{name: "header Argon2id parallelism", file: setHeader(good, 19, 0), want: brc39.ErrBadHeader, field: brc39.FieldParallelism},
 	)
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			target, _ := mustStore(t, localstore.FixtureSmall, smallSeed)
+			target, _ := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 			if tc.target != "" {
 				target = filepath.Join(t.TempDir(), "wallet.sqlite")
-				copyFile(t, tc.target, target)
+				backuptest.CopyFile(t, tc.target, target)
 			}
 			password := importPassword
 			if tc.password != "" {
@@ -359,8 +409,8 @@ func TestImport_RefusesBadInput(t *testing.T) {
 			_, perr := Preview(context.Background(), file, password, Target{Path: target}, opts, nil)
 			_, err := Import(context.Background(), file, password, Target{Path: target}, opts, nil)
 			for _, e := range []error{perr, err} {
-				var he *HeaderError
-				var te *TruncatedError
+				var he *brc39.HeaderError
+				var te *brc39.TruncatedError
 				switch {
 				case !errors.Is(e, tc.want):
 					t.Fatalf("got %v, want %v", e, tc.want)
@@ -403,7 +453,7 @@ func cleanMerge(tb testing.TB, file, identity string) logical.Wallet {
 // document staged again). Either way the rerun finishes the import, the wallet equals one
 // clean import, and no session state (checkpoint, id maps) or staging file stays behind.
 func TestImport_ResumesAfterAStop(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	file, _ := backupFile(t, src, identity)
 	want := cleanMerge(t, file, identity)
 	sum, err := Verify(context.Background(), file, importPassword, importOptions(t), nil)
@@ -471,7 +521,7 @@ func TestImport_ResumesAfterAStop(t *testing.T) {
 // The seeds are small (a valid document costs a staging database and a merge, which the
 // fuzzer's coverage instrumentation of SQLite makes slow), and the wallet starts empty.
 func FuzzImport(f *testing.F) {
-	doc := canonical(f, baseDoc())
+	doc := backuptest.Canonical(f, backuptest.BaseDoc())
 	f.Add(doc)
 	f.Add(cheapFile(f, importPassword, doc))
 	f.Add([]byte("WDAT\x01\x01\x26\x01\x00\x20\x20"))
@@ -486,22 +536,22 @@ func FuzzImport(f *testing.F) {
 			return
 		}
 		opts := ImportOptions{StagingDir: filepath.Join(t.TempDir(), "staging"), Open: testOpener(localstore.Options{}),
-			KDFLimits: KDFLimits{MaxIterations: 2, MaxMemoryKiB: 64, MaxParallelism: 1},
-			Decode:    DecodeOptions{MaxValueBytes: 1 << 16, MaxRowBytes: 1 << 18, MaxDepth: 16}}
+			KDFLimits: brc39.KDFLimits{MaxIterations: 2, MaxMemoryKiB: 64, MaxParallelism: 1},
+			Decode:    brc38.DecodeOptions{MaxValueBytes: 1 << 16, MaxRowBytes: 1 << 18, MaxDepth: 16}}
 		files := [][]byte{data}
 		if len(data) > 0 {
 			files = append(files, cheapFile(t, importPassword, data))
 		}
 		for i, file := range files {
 			target := filepath.Join(t.TempDir(), "wallet.sqlite")
-			copyFile(t, template, target)
+			backuptest.CopyFile(t, template, target)
 			before := fileHashes(t, target)
 			_, err := Import(context.Background(), writeFile(t, file), importPassword, Target{Path: target}, opts, nil)
 			switch {
 			case err != nil && fileHashes(t, target) != before:
 				t.Fatalf("a failed import changed the wallet: %v", err)
 			case err == nil && i == 1:
-				if _, derr := Decode(context.Background(), bytes.NewReader(data), nil, opts.Decode); derr != nil {
+				if _, derr := brc38.Decode(context.Background(), bytes.NewReader(data), nil, opts.Decode); derr != nil {
 					t.Fatalf("imported a document the decoder refuses: %v", derr)
 				}
 			}
@@ -514,15 +564,15 @@ func FuzzImport(f *testing.F) {
 
 // keyOnce derives a file's key once, at full strength, and hands it to every later import of
 // the same file: the derivation is the interop check, and one is enough.
-func keyOnce(password string) func(Header) (Key, error) {
+func keyOnce(password string) func(brc39.Header) (brc39.Key, error) {
 	var mu sync.Mutex
-	var key Key
+	var key brc39.Key
 	var salt []byte
-	return func(h Header) (Key, error) {
+	return func(h brc39.Header) (brc39.Key, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		if !bytes.Equal(salt, h.Salt) {
-			k, err := DeriveKey(context.Background(), password, h, KDFLimits{})
+			k, err := brc39.DeriveKey(context.Background(), password, h, brc39.KDFLimits{})
 			if err != nil {
 				return k, err
 			}
@@ -542,8 +592,10 @@ func TestImport_ToolboxBRC39(t *testing.T) {
 		name  string
 		store func(testing.TB) (string, string)
 	}{
-		{"toolbox wallet", mustToolboxStore},
-		{"walletsync small fixture", func(tb testing.TB) (string, string) { return mustStore(tb, localstore.FixtureSmall, smallSeed) }},
+		{"toolbox wallet", fixtures.ToolboxStore},
+		{"walletsync small fixture", func(tb testing.TB) (string, string) {
+			return fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -564,7 +616,7 @@ func TestImport_ToolboxBRC39(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if res.KDF == nil || *res.KDF != DefaultKDFParams || res.Mode != wallet.ImportRestore {
+			if res.KDF == nil || *res.KDF != brc39.DefaultKDFParams || res.Mode != wallet.ImportRestore {
 				t.Fatalf("restore: %+v", res)
 			}
 			want := readWallet(t, src, identity)
@@ -574,9 +626,9 @@ func TestImport_ToolboxBRC39(t *testing.T) {
 			if _, err := Import(ctx, file, password, Target{Path: partial}, opts, nil); err != nil {
 				t.Fatal(err)
 			}
-			mutate(t, partial, slices.Concat(partialEdits, []string{"DELETE FROM walletsync_imports"})...)
+			backuptest.Mutate(t, partial, slices.Concat(partialEdits, []string{"DELETE FROM walletsync_imports"})...)
 			theirs := filepath.Join(t.TempDir(), "theirs.sqlite")
-			copyFile(t, partial, theirs)
+			backuptest.CopyFile(t, partial, theirs)
 			var tres struct{ Inserts, Updates int64 }
 			toolboxpeer.Run(t, &tres, "import39", "--db", theirs, "--in", file, "--password-file", pw, "--mode", "merge")
 			prev, err := Preview(ctx, file, password, Target{Path: partial}, opts, nil)
@@ -679,10 +731,10 @@ func transactionIDs(tb testing.TB, path string) map[string]int64 {
 // the latest maxUpdated_at), and the document's own sync states re-keyed to the user with the
 // values of their id maps mapped through it.
 func TestImport_MergeKeepsSyncStatesAsTheToolbox(t *testing.T) {
-	src, identity := mustStore(t, localstore.FixtureSmall, smallSeed)
-	mutate(t, src, `UPDATE sync_states SET syncMap = json_set(syncMap, '$.transaction.idMap."900"', (SELECT min(transactionId) FROM transactions))`)
+	src, identity := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
+	backuptest.Mutate(t, src, `UPDATE sync_states SET syncMap = json_set(syncMap, '$.transaction.idMap."900"', (SELECT min(transactionId) FROM transactions))`)
 	file, _ := backupFile(t, src, identity)
-	dst, _ := mustStore(t, localstore.FixtureSmall, smallSeed+1) // another user: the new rows get other ids
+	dst, _ := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed+1) // another user: the new rows get other ids
 	opts := importOptions(t)
 	opts.AllowOtherIdentity = true // asked for: the wallet then holds two identities
 	res, err := Import(context.Background(), file, importPassword, Target{Path: dst}, opts, nil)

@@ -11,6 +11,7 @@ import (
 	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -122,7 +123,7 @@ func TestPush_WritesNothingIntoTheSource(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer v.Close()
-			if _, err := portable.ExportBRC39(ctx, v, settings, id, "pw", portable.DefaultKDFParams,
+			if _, err := portable.ExportBRC39(ctx, v, settings, id, "pw", brc39.DefaultKDFParams,
 				filepath.Join(dir, "w.brc39"), portable.ExportOptions{}); err != nil {
 				t.Fatal(err)
 			}

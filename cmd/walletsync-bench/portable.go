@@ -21,6 +21,7 @@ import (
 	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
 
@@ -95,9 +96,9 @@ type benchGoal struct {
 
 // portableBenchReport is the result of `walletsync bench portable`.
 type portableBenchReport struct {
-	Fixture string             `json:"fixture"`
-	KDF     portable.KDFParams `json:"kdf"`
-	Repeat  int                `json:"repeat"`
+	Fixture string          `json:"fixture"`
+	KDF     brc39.KDFParams `json:"kdf"`
+	Repeat  int             `json:"repeat"`
 	// Walletsync and Toolbox ran on the same wallet: the toolbox fixture (or, for tests, the
 	// small one).
 	Walletsync portableSide `json:"walletsync"`
@@ -176,7 +177,7 @@ func RunPortable(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 
-	rep := portableBenchReport{Fixture: string(f), KDF: portable.DefaultKDFParams, Repeat: *repeat,
+	rep := portableBenchReport{Fixture: string(f), KDF: brc39.DefaultKDFParams, Repeat: *repeat,
 		Walletsync: portableSide{Side: "walletsync", Fixture: string(compared), Wallet: comparedPath},
 		Toolbox:    portableSide{Side: "toolbox", Fixture: string(compared), Wallet: comparedPath},
 		Large:      large,
@@ -549,7 +550,7 @@ func benchExport(ctx context.Context, db, identity, pwFile, file string, peak *r
 	defer snap.Close()
 	// The export derives its key before it reads the first page.
 	v := &command.CountingView{Snapshot: snap, Report: func(int64) { peak.reset() }}
-	res, err := portable.ExportBRC39(ctx, v, settings, identity, password, portable.DefaultKDFParams, file, portable.ExportOptions{})
+	res, err := portable.ExportBRC39(ctx, v, settings, identity, password, brc39.DefaultKDFParams, file, portable.ExportOptions{})
 	if err != nil {
 		return portableRun{}, err
 	}

@@ -1,4 +1,4 @@
-package portable
+package brc39
 
 import (
 	"bytes"

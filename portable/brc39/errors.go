@@ -1,11 +1,11 @@
-package portable
+package brc39
 
 import (
 	"errors"
 	"fmt"
 )
 
-// Typed errors of the portable formats. Every function wraps them with %w and a lowercase
+// Typed errors of the BRC-39 envelope. Every function wraps them with %w and a lowercase
 // action, so callers tell failures apart with errors.Is; the struct types below carry the
 // details and unwrap to one of these sentinels.
 var (

@@ -1,151 +1,31 @@
-package portable
+package brc38
 
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"walletsync/internal/safefile"
 	"walletsync/localstore"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/toolboxpeer"
+	"walletsync/testkit/backuptest"
 	"walletsync/wallet"
 )
 
-// testExportedAt is the exportedAt every comparison pins on both sides.
-var testExportedAt = time.Date(2026, 4, 23, 20, 0, 0, 123_000_000, time.UTC)
+// fixtures are the wallet files the tests copy.
+var fixtures *backuptest.Fixtures
 
-const testExportedAtISO = "2026-04-23T20:00:00.123Z"
-
-// smallSeed is the seed of the small fixture every test copies.
-const smallSeed = 3
-
-// mustStore returns a private copy of a store on the test chain seeded with a fixture, and
-// the user's identity key. Each fixture and seed is generated once (seeding is slow under
-// the race detector) and copied.
-func mustStore(tb testing.TB, f localstore.Fixture, seed uint64) (path, identity string) {
-	tb.Helper()
-	tmpl, err := storeTemplate(f, seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path = filepath.Join(tb.TempDir(), "wallet.sqlite")
-	copyFile(tb, tmpl.path, path)
-	return path, tmpl.identity
-}
-
-type template struct {
-	path, identity string
-}
-
-var templates sync.Map // "fixture/seed" -> func() (template, error)
-
-func storeTemplate(f localstore.Fixture, seed uint64) (template, error) {
-	once, _ := templates.LoadOrStore(fmt.Sprintf("%s/%d", f, seed), sync.OnceValues(func() (template, error) {
-		ctx := context.Background()
-		path := filepath.Join(shared, fmt.Sprintf("%s-%d.sqlite", f, seed))
-		s, err := localstore.Create(ctx, path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "walletsync-test"}, localstore.Options{})
-		if err != nil {
-			return template{}, err
-		}
-		res, err := localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: seed})
-		if cerr := s.Close(); err == nil {
-			err = cerr
-		}
-		return template{path, res.IdentityKey}, err
-	}))
-	return once.(func() (template, error))()
-}
-
-// copyFile copies a closed wallet file (a clean close leaves no WAL behind).
-func copyFile(tb testing.TB, from, to string) {
-	tb.Helper()
-	if _, err := os.Stat(from + "-wal"); err == nil {
-		tb.Fatalf("%s has a WAL file: it was not closed cleanly", from)
-	}
-	if err := safefile.CopyNew(from, to); err != nil {
-		tb.Fatal(err)
-	}
-}
-
-// shared is a folder for files several tests copy from, removed by TestMain.
-var shared string
-
-func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
-		importCrashChild(k, task)
-	}
-	if task := os.Getenv(importRaceEnv); task != "" {
-		importRaceChild(task)
-	}
-	var err error
-	if shared, err = os.MkdirTemp("", "portable-test-"); err != nil {
-		panic(err)
-	}
-	code := m.Run()
-	os.RemoveAll(shared)
-	os.Exit(code)
-}
-
-// toolboxTemplate is the toolbox-made wallet, made once: two peer runs cost seconds.
-var toolboxTemplate = sync.OnceValues(func() (string, error) {
-	path := filepath.Join(shared, "toolbox.sqlite")
-	ctx := context.Background()
-	if err := toolboxpeer.Try(ctx, nil, "create", "--db", path, "--chain", "test", "--sik", localstore.FixtureIdentity(78), "--name", "toolbox-peer"); err != nil {
-		return "", err
-	}
-	return path, toolboxpeer.Try(ctx, nil, "fill", "--db", path, "--identity", localstore.FixtureIdentity(77))
-})
-
-// mustToolboxStore returns a private copy of a store the toolbox itself created and filled
-// with the peer's deterministic wallet: mixed-case and non-ASCII certificate field names
-// (NFC and NFD spellings of one name among them), labels, baskets and descriptions.
-func mustToolboxStore(tb testing.TB) (path, identity string) {
-	tb.Helper()
-	tmpl, err := toolboxTemplate()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path = filepath.Join(tb.TempDir(), "toolbox.sqlite")
-	copyFile(tb, tmpl, path)
-	return path, localstore.FixtureIdentity(77)
-}
-
-// mustOpen opens a wallet file read-only: reading a toolbox-made file must not change it.
-func mustOpen(tb testing.TB, path string) *localstore.Store {
-	tb.Helper()
-	s, err := localstore.Open(context.Background(), path, localstore.Options{ReadOnly: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { s.Close() })
-	return s
-}
-
-func mustSettings(tb testing.TB, s *localstore.Store) wallet.Settings {
-	tb.Helper()
-	st, err := s.Settings(context.Background())
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return st
-}
+func TestMain(m *testing.M) { os.Exit(backuptest.Main(m, &fixtures)) }
 
 // encodeFile encodes the user's wallet in the file at path with walletsync's encoder. With
 // lookup, the view also answers RowLookup from the same (quiescent) file. The store is
@@ -154,8 +34,8 @@ func mustSettings(tb testing.TB, s *localstore.Store) wallet.Settings {
 func encodeFile(tb testing.TB, path, identity string, lookup bool) ([]byte, Stats) {
 	tb.Helper()
 	var buf bytes.Buffer
-	stats, err := withView(tb, path, lookup, func(v wallet.View, settings wallet.Settings) (Stats, error) {
-		return Encode(context.Background(), v, settings, identity, testExportedAt, &buf)
+	stats, err := backuptest.WithView(tb, path, lookup, func(v wallet.View, settings wallet.Settings) (Stats, error) {
+		return Encode(context.Background(), v, settings, identity, backuptest.ExportedAt, &buf)
 	})
 	if err != nil {
 		tb.Fatal(err)
@@ -166,92 +46,7 @@ func encodeFile(tb testing.TB, path, identity string, lookup bool) ([]byte, Stat
 	return buf.Bytes(), stats
 }
 
-// withView runs fn on a snapshot view of the file at path (with RowLookup when lookup is
-// set, as a localstore view has it) and closes the view and the store before returning.
-func withView[T any](tb testing.TB, path string, lookup bool, fn func(wallet.View, wallet.Settings) (T, error)) (T, error) {
-	tb.Helper()
-	ctx := context.Background()
-	s, err := localstore.Open(ctx, path, localstore.Options{ReadOnly: true})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer s.Close()
-	settings := mustSettings(tb, s)
-	snap, err := s.OpenSnapshot(ctx, localstore.SnapshotOptions{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer snap.Close()
-	var v wallet.View = snap // a localstore snapshot is a portable.RowLookup
-	if !lookup {
-		v = struct{ wallet.View }{snap} // hides LookupRow
-	}
-	return fn(v, settings)
-}
-
 var _ RowLookup = (*localstore.Snapshot)(nil)
-
-// mutate runs SQL on a closed wallet file, to give a test the odd rows it needs.
-func mutate(tb testing.TB, path string, stmts ...string) {
-	tb.Helper()
-	db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer db.Close()
-	for _, q := range stmts {
-		if _, err := db.Exec(q); err != nil {
-			tb.Fatalf("%s: %v", q, err)
-		}
-	}
-}
-
-// toolboxExport38 runs the toolbox's exportBRC38Json on the file with exportedAt pinned.
-func toolboxExport38(tb testing.TB, path, identity string) []byte {
-	tb.Helper()
-	out := filepath.Join(tb.TempDir(), "toolbox.brc38.json")
-	var res struct {
-		SHA256    string `json:"sha256"`
-		Collation string `json:"collation"`
-	}
-	toolboxpeer.Run(tb, &res, "export38", "--db", path, "--identity", identity, "--out", out, "--exported-at", testExportedAtISO)
-	if res.Collation != "en-US" {
-		tb.Fatalf("the toolbox collates in %q, want en-US", res.Collation)
-	}
-	b, err := os.ReadFile(out)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return b
-}
-
-// requireSameBytes fails with both digests and the first differing byte in context.
-func requireSameBytes(tb testing.TB, got, want []byte) {
-	tb.Helper()
-	if bytes.Equal(got, want) {
-		return
-	}
-	i := 0
-	for i < len(got) && i < len(want) && got[i] == want[i] {
-		i++
-	}
-	ctx := func(b []byte) string { return string(b[max(0, i-80):min(len(b), i+80)]) }
-	g, w := sha256.Sum256(got), sha256.Sum256(want)
-	tb.Fatalf("documents differ: walletsync %d bytes SHA-256 %s, toolbox %d bytes SHA-256 %s\nfirst difference at byte %d:\n walletsync ...%s...\n toolbox    ...%s...",
-		len(got), hex.EncodeToString(g[:]), len(want), hex.EncodeToString(w[:]), i, ctx(got), ctx(want))
-}
-
-// generic parses a document with encoding/json for assertions about its structure.
-func generic(tb testing.TB, doc []byte) map[string]any {
-	tb.Helper()
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(doc))
-	dec.UseNumber()
-	if err := dec.Decode(&m); err != nil {
-		tb.Fatalf("document is not JSON: %v", err)
-	}
-	return m
-}
 
 func TestDocumentTables_CanonicalKeyOrder(t *testing.T) {
 	var plurals []string
@@ -348,7 +143,7 @@ func TestEncode_CanonicalForm(t *testing.T) {
 		if err := json.Compact(&compact, doc); err != nil || !bytes.Equal(compact.Bytes(), doc) {
 			t.Error("the document has whitespace between tokens")
 		}
-		if !bytes.HasPrefix(doc, []byte(`{"brc":38,"exportedAt":"`+testExportedAtISO+`","formatVersion":1,"sourceStorage":{"chain":"test","created_at":`)) ||
+		if !bytes.HasPrefix(doc, []byte(`{"brc":38,"exportedAt":"`+backuptest.ExportedAtISO+`","formatVersion":1,"sourceStorage":{"chain":"test","created_at":`)) ||
 			!bytes.Contains(doc, []byte(`]},"title":"User Wallet Data Format","user":{"activeStorage":`)) {
 			t.Errorf("top-level layout: %.200s ...", doc)
 		}
@@ -380,7 +175,7 @@ func TestEncode_CanonicalForm(t *testing.T) {
 		}
 	})
 	t.Run("NullsOmitted", func(t *testing.T) {
-		tx := generic(t, doc)["tables"].(map[string]any)["transactions"].([]any)[2].(map[string]any)
+		tx := backuptest.Generic(t, doc)["tables"].(map[string]any)["transactions"].([]any)[2].(map[string]any)
 		if _, ok := tx["description"]; ok || tx["transactionId"] != json.Number("3") {
 			t.Errorf("transaction 3 (NULL description): %v", tx)
 		}
@@ -403,10 +198,10 @@ func TestEncode_CanonicalForm(t *testing.T) {
 		}
 	})
 	t.Run("BinaryAsPaddedBase64", func(t *testing.T) {
-		rows, _ := withView(t, path, false, func(v wallet.View, _ wallet.Settings) ([]wallet.Row, error) {
+		rows, _ := backuptest.WithView(t, path, false, func(v wallet.View, _ wallet.Settings) ([]wallet.Row, error) {
 			return readTable(t, v, wallet.Transactions, id), nil
 		})
-		txs := generic(t, doc)["tables"].(map[string]any)["transactions"].([]any)
+		txs := backuptest.Generic(t, doc)["tables"].(map[string]any)["transactions"].([]any)
 		for i, r := range rows {
 			for _, col := range []string{"rawTx", "inputBEEF"} {
 				stored := r[wallet.Transactions.Col(col)]
@@ -425,7 +220,7 @@ func TestEncode_CanonicalForm(t *testing.T) {
 	})
 	t.Run("CertificateFieldsInLocaleOrder", func(t *testing.T) {
 		var names []string
-		for _, f := range generic(t, doc)["tables"].(map[string]any)["certificateFields"].([]any) {
+		for _, f := range backuptest.Generic(t, doc)["tables"].(map[string]any)["certificateFields"].([]any) {
 			if f.(map[string]any)["certificateId"] == json.Number("1") {
 				names = append(names, f.(map[string]any)["fieldName"].(string))
 			}
@@ -475,10 +270,10 @@ func TestEncode_RefusesValuesWithoutAJSONForm(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			path, id := mustStore(t, localstore.FixtureSmall, smallSeed)
-			mutate(t, path, tc.sql)
-			_, err := withView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
-				return Encode(context.Background(), v, settings, id, testExportedAt, io.Discard)
+			path, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
+			backuptest.Mutate(t, path, tc.sql)
+			_, err := backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
+				return Encode(context.Background(), v, settings, id, backuptest.ExportedAt, io.Discard)
 			})
 			var ee *EncodeError
 			if !errors.As(err, &ee) || ee.Path != tc.path || !errors.Is(err, tc.want) || ee.Key == nil {
@@ -489,10 +284,10 @@ func TestEncode_RefusesValuesWithoutAJSONForm(t *testing.T) {
 }
 
 func TestEncode_UnknownIdentityWritesNothing(t *testing.T) {
-	path, _ := mustStore(t, localstore.FixtureSmall, smallSeed)
+	path, _ := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	var buf bytes.Buffer
-	_, err := withView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
-		return Encode(context.Background(), v, settings, localstore.FixtureIdentity(999), testExportedAt, &buf)
+	_, err := backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
+		return Encode(context.Background(), v, settings, localstore.FixtureIdentity(999), backuptest.ExportedAt, &buf)
 	})
 	if !errors.Is(err, wallet.ErrNotFound) || buf.Len() != 0 {
 		t.Fatalf("Encode for an unknown identity: %v, %d bytes written; want wallet.ErrNotFound and nothing", err, buf.Len())
@@ -505,10 +300,10 @@ func TestEncode_UnknownIdentityWritesNothing(t *testing.T) {
 func TestEncode_RowLargerThanAPage(t *testing.T) {
 	defer func(l wallet.Limits) { pageLimits = l }(pageLimits)
 	pageLimits.Bytes = 64 << 10
-	path, id := mustStore(t, localstore.FixtureSmall, smallSeed)
-	mutate(t, path, `UPDATE proven_txs SET rawTx = randomblob(100000) WHERE provenTxId = (SELECT min(provenTxId) FROM proven_txs)`)
+	path, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
+	backuptest.Mutate(t, path, `UPDATE proven_txs SET rawTx = randomblob(100000) WHERE provenTxId = (SELECT min(provenTxId) FROM proven_txs)`)
 	doc, _ := encodeFile(t, path, id, false)
-	rows, _ := withView(t, path, false, func(v wallet.View, _ wallet.Settings) ([]wallet.Row, error) {
+	rows, _ := backuptest.WithView(t, path, false, func(v wallet.View, _ wallet.Settings) ([]wallet.Row, error) {
 		return readTable(t, v, wallet.ProvenTxs, id), nil
 	})
 	want := `"rawTx":"` + base64.StdEncoding.EncodeToString(rows[0][wallet.ProvenTxs.Col("rawTx")].([]byte)) + `"`
@@ -650,7 +445,7 @@ func TestCodec_MemoryIsBounded(t *testing.T) {
 		decoded <- err
 	}()
 	probe := newHeapProbe(pw)
-	stats, err := Encode(context.Background(), v, wallet.Settings{Chain: wallet.ChainTest, DBType: "SQLite"}, v.identity, testExportedAt, probe)
+	stats, err := Encode(context.Background(), v, wallet.Settings{Chain: wallet.ChainTest, DBType: "SQLite"}, v.identity, backuptest.ExportedAt, probe)
 	pw.CloseWithError(err)
 	if err != nil {
 		t.Fatal(err)

@@ -1,9 +1,8 @@
-package portable
+package brc38
 
 import (
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"testing"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -11,56 +10,6 @@ import (
 	"walletsync/testkit/jsoracle"
 	"walletsync/wallet"
 )
-
-// appendCanonical writes v as the toolbox's canonicalize does, from wallet's JSON
-// primitives: objects with keys in UTF-16 order, no whitespace, strings and numbers as
-// JSON.stringify writes them. v is built from map[string]any, []any, string, int64, float64
-// and bool. It is the test-side encoder of the known-answer plaintext.
-func appendCanonical(t testing.TB, dst []byte, v any) []byte {
-	t.Helper()
-	var err error
-	switch x := v.(type) {
-	case string:
-		dst, err = wallet.AppendJSString(dst, x)
-	case int64:
-		dst, err = wallet.AppendJSInt(dst, x)
-	case float64:
-		dst, err = wallet.AppendJSNumber(dst, x)
-	case bool:
-		dst = strconv.AppendBool(dst, x)
-	case []any:
-		dst = append(dst, '[')
-		for i, e := range x {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendCanonical(t, dst, e)
-		}
-		dst = append(dst, ']')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.SortFunc(keys, CompareKeysUTF16)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = appendCanonical(t, dst, k)
-			dst = append(dst, ':')
-			dst = appendCanonical(t, dst, x[k])
-		}
-		dst = append(dst, '}')
-	default:
-		t.Fatalf("appendCanonical: unsupported %T", v)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	return dst
-}
 
 func TestCompareKeysUTF16_MatchesJSDefaultSort(t *testing.T) {
 	tableNames := make([]string, 0, len(wallet.AllTables))

@@ -1,4 +1,4 @@
-package portable
+package brc38
 
 import (
 	"bufio"

@@ -1,4 +1,4 @@
-package portable
+package brc39
 
 import (
 	"bytes"
@@ -55,7 +55,7 @@ func Encrypt(ctx context.Context, w io.Writer, password string, params KDFParams
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
 	}
-	e, err := newEncrypter(w, h, key)
+	e, err := NewEncrypter(w, h, key)
 	if err != nil {
 		return nil, err
 	}
@@ -63,9 +63,13 @@ func Encrypt(ctx context.Context, w io.Writer, password string, params KDFParams
 	return e, nil
 }
 
-// newEncrypter writes h to w and starts the GCM stream under key. It takes the key directly,
-// so it is the one path that can write a file with weak parameters: only tests reach it.
-func newEncrypter(w io.Writer, h Header, key Key) (*Encrypter, error) {
+// NewEncrypter writes h to w and starts the GCM stream under key, which must be the key h's
+// KDF derives from the password (DeriveKey), or no reader can open the file. It applies none
+// of Encrypt's checks on the KDF parameters, so it is the one path that can write a file with
+// weak parameters: Encrypt runs through it after its checks, and tests of the import use it
+// to write files that open without Argon2's seconds. Anything that writes a backup for a
+// person calls Encrypt.
+func NewEncrypter(w io.Writer, h Header, key Key) (*Encrypter, error) {
 	hb, err := h.MarshalBinary()
 	if err != nil {
 		return nil, fmt.Errorf("encrypt: %w", err)
@@ -115,12 +119,16 @@ func (e *Encrypter) KDFTime() time.Duration { return e.kdfTime }
 // (ErrKDFTooCostly), ErrAuthFailed for a wrong password or a tampered file (indistinguishable
 // by design), ctx's error, and I/O errors from r and dst.
 func Decrypt(ctx context.Context, r io.Reader, password string, limits KDFLimits, dst io.Writer) (Header, error) {
-	return decrypt(ctx, r, dst, func(h Header) (Key, error) { return DeriveKey(ctx, password, h, limits) })
+	return DecryptWith(ctx, r, dst, func(h Header) (Key, error) { return DeriveKey(ctx, password, h, limits) })
 }
 
-// decrypt is Decrypt with the key derivation passed in, so tests and fuzzing can exercise
-// every other step without spending Argon2 time.
-func decrypt(ctx context.Context, r io.Reader, dst io.Writer, derive func(Header) (Key, error)) (Header, error) {
+// DecryptWith is Decrypt with the key derivation passed in: derive is called once, with a
+// header that passed every format rule, after the file proved long enough to hold a
+// ciphertext and a tag, and its error is returned wrapped. It must refuse parameters above
+// the caller's limits before Argon2 runs, as DeriveKey does. The import passes one that waits
+// for its turn to run Argon2 and times it; tests and fuzzing pass a fixed key, to exercise
+// every other step without Argon2's seconds.
+func DecryptWith(ctx context.Context, r io.Reader, dst io.Writer, derive func(Header) (Key, error)) (Header, error) {
 	h, err := ParseHeader(r)
 	if err != nil {
 		return Header{}, fmt.Errorf("decrypt: %w", err)

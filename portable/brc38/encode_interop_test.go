@@ -1,4 +1,4 @@
-package portable
+package brc38
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"walletsync/localstore"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -15,43 +16,11 @@ import (
 // These tests hold walletsync's BRC-38 bytes against @bsv/wallet-toolbox 2.1.26's
 // exportBRC38Json, run by the interop peer under LC_ALL=C.UTF-8 and TZ=UTC, byte for byte.
 
-// trickyValues are SQL edits of the small fixture that put every value the canonical form is
-// subtle about where both encoders must write it: U+2028 and U+2029 (raw in JavaScript,
-// escaped by encoding/json), '<' '>' '&', quotes, backslashes, control characters, U+007F,
-// U+FEFF, astral characters, the empty string, integers at +/-2^53, a NULL description,
-// certificate field names whose localeCompare order differs from byte order (case, accents,
-// digits, Greek, Cyrillic), JSON-text columns with unsorted and repeated keys, array-index
-// keys, numbers JSON.stringify rewrites (1e21, 1.50, -0, 1e-7, 2^64), whitespace, escaped
-// astral characters, and SQLite-default and second-precision timestamps.
-var trickyValues = []string{
-	`UPDATE tx_labels SET label = 'sep' || char(8232) || 'para' || char(8233) || '<>&"\/' || char(9, 10, 13, 1, 31, 127, 65279, 128512) || 'end' WHERE txLabelId = 1`,
-	`UPDATE tx_labels SET label = '' WHERE txLabelId = 2`,
-	`UPDATE transactions SET satoshis = 9007199254740992, description = 'party ' || char(127881) WHERE transactionId = 1`,
-	`UPDATE transactions SET satoshis = -9007199254740992 WHERE transactionId = 2`,
-	`UPDATE transactions SET description = NULL WHERE transactionId = 3`,
-	`UPDATE outputs SET satoshis = 9007199254740991 WHERE outputId = 1`,
-	`UPDATE certificate_fields SET fieldValue = char(8232) || '"quoted"\' WHERE certificateId = 1 AND fieldName = 'name'`,
-	`INSERT INTO certificate_fields (created_at, updated_at, userId, certificateId, fieldName, fieldValue, masterKey)
-	 SELECT '2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', 1, 1, n, 'value of ' || n, 'key'
-	 FROM (SELECT 'a' AS n UNION ALL SELECT 'B' UNION ALL SELECT 'b' UNION ALL SELECT char(228) UNION ALL SELECT char(196)
-	       UNION ALL SELECT 'r' || char(233) || 'sum' || char(233) UNION ALL SELECT 'Resume' UNION ALL SELECT 'zeta'
-	       UNION ALL SELECT '_id' UNION ALL SELECT '10' UNION ALL SELECT '9' UNION ALL SELECT 'a b' UNION ALL SELECT 'a-b'
-	       UNION ALL SELECT char(937) || 'mega' UNION ALL SELECT char(969) || 'mega' UNION ALL SELECT char(1025) || 'lka'
-	       UNION ALL SELECT char(1105) || 'lka' UNION ALL SELECT 'EMAIL')`,
-	`UPDATE proven_tx_reqs SET
-	   history = '{"notes":[{"when":"2026-01-01T00:00:00.000Z","what":"x' || char(8232) || 'y","n":1e21,"f":1.50,"z":-0,"big":18446744073709551616,"tiny":1e-7,"nested":{"b":[1,{"y":true,"x":false}],"a":"\u00e9\ud83d\ude00"}}],"' || char(233) || '":1,"Z":2,"a":3,"a":4}',
-	   notify = ' { "transactionIds" : [ 3, 1, 2 ] } '
-	 WHERE provenTxReqId = 1`,
-	`UPDATE sync_states SET syncMap = '{"provenTx":{"idMap":{"10":1,"9":2,"100":3,"-1":4,"01":5},"count":3,"entityName":"provenTx"}}',
-	   errorLocal = '{"code":"E","description":"d","stack":"s\n t"}' WHERE syncStateId = 1`,
-	`UPDATE output_tags SET created_at = '2026-02-03 04:05:06', updated_at = '2026-02-03T04:05:06Z' WHERE outputTagId = 1`,
-}
-
-// mustTrickyStore is the small fixture with trickyValues applied.
+// mustTrickyStore is the small fixture with backuptest.TrickyValues applied.
 func mustTrickyStore(tb testing.TB) (path, identity string) {
 	tb.Helper()
-	path, identity = mustStore(tb, localstore.FixtureSmall, smallSeed)
-	mutate(tb, path, trickyValues...)
+	path, identity = fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
+	backuptest.Mutate(tb, path, backuptest.TrickyValues...)
 	return path, identity
 }
 
@@ -61,16 +30,18 @@ func TestEncode_ByteIdenticalToToolbox(t *testing.T) {
 		name  string
 		store func(testing.TB) (string, string)
 	}{
-		{"small", func(tb testing.TB) (string, string) { return mustStore(tb, localstore.FixtureSmall, smallSeed) }},
-		{"toolbox", func(tb testing.TB) (string, string) { return mustStore(tb, localstore.FixtureToolbox, 4) }},
-		{"toolbox-filled", mustToolboxStore},
+		{"small", func(tb testing.TB) (string, string) {
+			return fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
+		}},
+		{"toolbox", func(tb testing.TB) (string, string) { return fixtures.Store(tb, localstore.FixtureToolbox, 4) }},
+		{"toolbox-filled", fixtures.ToolboxStore},
 		{"tricky-values", mustTrickyStore},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			path, id := tc.store(t)
 			got, stats := encodeFile(t, path, id, false)
-			requireSameBytes(t, got, toolboxExport38(t, path, id))
+			backuptest.RequireSameBytes(t, got, backuptest.ToolboxExport38(t, path, id))
 			for _, w := range stats.Warnings {
 				// The peer's wallet has an NFC/NFD tie, in the toolbox's order here.
 				if w.Kind != WarnCollationUnverified && w.Kind != WarnCollationTie {
@@ -89,17 +60,17 @@ func TestEncode_ByteIdenticalToToolbox(t *testing.T) {
 // closure gap is an error and the back-fills are warnings.
 func TestEncode_BackfillAndClosureMatchToolbox(t *testing.T) {
 	t.Parallel()
-	path, id := mustToolboxStore(t)
-	mutate(t, path,
+	path, id := fixtures.ToolboxStore(t)
+	backuptest.Mutate(t, path,
 		`UPDATE transactions SET rawTx = NULL WHERE transactionId IN (1, 2, 3, 5)`,        // from proofs 1 and 5, requests 2 and 3
 		`UPDATE transactions SET provenTxId = NULL WHERE transactionId = 1`,               // proof 1: now only request 1 references it
 		`UPDATE outputs SET lockingScript = NULL WHERE outputId IN (1, 3)`,                // cut from proof 1, from request 2
 		`UPDATE outputs SET scriptOffset = 225, lockingScript = X'00' WHERE outputId = 2`, // clamped at the end of request 2's rawTx
 		`UPDATE outputs SET scriptLength = 5, scriptOffset = 1000 WHERE outputId = 5`,     // past the end of proof 5's rawTx: empty
 	)
-	want := toolboxExport38(t, path, id)
+	want := backuptest.ToolboxExport38(t, path, id)
 	got, stats := encodeFile(t, path, id, true)
-	requireSameBytes(t, got, want)
+	backuptest.RequireSameBytes(t, got, want)
 	for _, w := range stats.Warnings {
 		if w.Kind != WarnCollationUnverified && w.Kind != WarnCollationTie {
 			t.Errorf("unexpected warning %s", w)
@@ -113,10 +84,10 @@ func TestEncode_BackfillAndClosureMatchToolbox(t *testing.T) {
 		// Pages hold a proof that only a request references when the request has the proof's
 		// txid, as the toolbox writes them (localstore's scope); a request pointing at the
 		// proof of another txid is the gap only a lookup fills.
-		mutate(t, path, `UPDATE proven_txs SET txid = 'gap:' || txid WHERE provenTxId = 1`)
-		defer mutate(t, path, `UPDATE proven_txs SET txid = substr(txid, 5) WHERE provenTxId = 1`)
-		_, err := withView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
-			return Encode(context.Background(), v, settings, id, testExportedAt, &strings.Builder{})
+		backuptest.Mutate(t, path, `UPDATE proven_txs SET txid = 'gap:' || txid WHERE provenTxId = 1`)
+		defer backuptest.Mutate(t, path, `UPDATE proven_txs SET txid = substr(txid, 5) WHERE provenTxId = 1`)
+		_, err := backuptest.WithView(t, path, false, func(v wallet.View, settings wallet.Settings) (Stats, error) {
+			return Encode(context.Background(), v, settings, id, backuptest.ExportedAt, &strings.Builder{})
 		})
 		var ee *EncodeError
 		if !errors.As(err, &ee) || !errors.Is(err, ErrNotExportable) || ee.Path != "tables.provenTxs[0]" {
@@ -124,7 +95,7 @@ func TestEncode_BackfillAndClosureMatchToolbox(t *testing.T) {
 		}
 	})
 	t.Run("WithoutLookup/BackfillsAreWarnings", func(t *testing.T) {
-		mutate(t, path, `UPDATE transactions SET provenTxId = 1 WHERE transactionId = 1`)
+		backuptest.Mutate(t, path, `UPDATE transactions SET provenTxId = 1 WHERE transactionId = 1`)
 		got, stats := encodeFile(t, path, id, false)
 		var paths []string
 		for _, w := range stats.Warnings {
@@ -138,13 +109,13 @@ func TestEncode_BackfillAndClosureMatchToolbox(t *testing.T) {
 		if !reflect.DeepEqual(paths, wantPaths) {
 			t.Fatalf("back-fill warnings at\n %v\nwant\n %v", paths, wantPaths)
 		}
-		if string(got) == string(toolboxExport38(t, path, id)) {
+		if string(got) == string(backuptest.ToolboxExport38(t, path, id)) {
 			t.Fatal("the document without back-fills equals the toolbox's")
 		}
 	})
 	t.Run("ToolboxFailsWhereWalletsyncWarns", func(t *testing.T) {
 		// The toolbox's findTransactions reads a request without inputBEEF and throws.
-		mutate(t, path, `UPDATE proven_tx_reqs SET inputBEEF = NULL WHERE txid = (SELECT txid FROM transactions WHERE transactionId = 3)`)
+		backuptest.Mutate(t, path, `UPDATE proven_tx_reqs SET inputBEEF = NULL WHERE txid = (SELECT txid FROM transactions WHERE transactionId = 3)`)
 		err := toolboxpeer.Try(context.Background(), nil, "export38", "--db", path, "--identity", id, "--out", t.TempDir()+"/x.json")
 		if err == nil || !strings.Contains(err.Error(), "not iterable") {
 			t.Fatalf("toolbox export: %v, want its 'object null is not iterable' failure", err)
@@ -174,7 +145,7 @@ func hasWarning(s Stats, kind WarningKind, path string) bool {
 // exactly. A view without RowOrder keeps byte order and warns at each tie.
 func TestEncode_CollationTiesFollowToolboxOrder(t *testing.T) {
 	t.Parallel()
-	path, id := mustToolboxStore(t)
+	path, id := fixtures.ToolboxStore(t)
 	nfd := `'e' || char(769) || 'migre' || char(769)`
 	nfc := `char(233) || 'migr' || char(233)`
 	insert := func(name string) string {
@@ -182,19 +153,19 @@ func TestEncode_CollationTiesFollowToolboxOrder(t *testing.T) {
 			SELECT '2026-03-01T00:00:00.000Z', '2026-03-01T00:00:00.000Z', userId, certificateId, ` + name + `, 'v', 'k'
 			FROM certificates WHERE certificateId = 2`
 	}
-	mutate(t, path,
+	backuptest.Mutate(t, path,
 		`UPDATE certificate_fields SET fieldName = 'swap' WHERE fieldName = `+nfd,
 		`UPDATE certificate_fields SET fieldName = `+nfd+` WHERE certificateId = 2 AND fieldName = `+nfc,
 		`UPDATE certificate_fields SET fieldName = `+nfc+` WHERE fieldName = 'swap'`,
 		insert(`'hand' || char(8203) || 'le'`),
 		insert(`'handle'`))
-	want := toolboxExport38(t, path, id)
+	want := backuptest.ToolboxExport38(t, path, id)
 	if !strings.Contains(string(want), "hand\u200ble") && !strings.Contains(string(want), "hand​le") {
 		t.Fatal("the toolbox's export lacks the zero-width-space name")
 	}
 
 	got, stats := encodeFile(t, path, id, true)
-	requireSameBytes(t, got, want)
+	backuptest.RequireSameBytes(t, got, want)
 	for _, w := range stats.Warnings {
 		if w.Kind == WarnCollationTie {
 			t.Errorf("a tie the snapshot's rowids resolve was warned about: %s", w)
@@ -215,7 +186,7 @@ func TestEncode_CollationTiesFollowToolboxOrder(t *testing.T) {
 		if string(got) == string(want) {
 			t.Fatal("without rowids the document equals the toolbox's; the ties test nothing")
 		}
-		g, w := generic(t, got), generic(t, want)
+		g, w := backuptest.Generic(t, got), backuptest.Generic(t, want)
 		gf := g["tables"].(map[string]any)["certificateFields"].([]any)
 		wf := w["tables"].(map[string]any)["certificateFields"].([]any)
 		if len(gf) != len(wf) {

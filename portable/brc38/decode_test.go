@@ -1,4 +1,4 @@
-package portable
+package brc38
 
 import (
 	"bufio"
@@ -15,75 +15,10 @@ import (
 	"time"
 
 	"walletsync/localstore"
+	"walletsync/testkit/backuptest"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
-
-const (
-	baseTxid = "a3e94fb276722bb6697d957984c64f74e4a855934e8290b4007de034620d954c"
-	baseTime = "2026-04-23T20:00:00.000Z"
-)
-
-// baseDoc is a small valid document, one row in every table, every reference resolving,
-// as a tree for the tests to break one rule at a time.
-func baseDoc() map[string]any {
-	stamp := func(m map[string]any) map[string]any {
-		m["created_at"], m["updated_at"] = baseTime, baseTime
-		return m
-	}
-	one := func(m map[string]any) []any { return []any{stamp(m)} }
-	u := int64(1)
-	return map[string]any{
-		"brc": int64(38), "title": BRC38Title, "formatVersion": int64(1), "exportedAt": baseTime,
-		"sourceStorage": stamp(map[string]any{"chain": "test", "dbtype": "SQLite", "maxOutputScript": int64(1024),
-			"storageIdentityKey": "source-storage", "storageName": "source"}),
-		"user": stamp(map[string]any{"userId": u, "identityKey": "identity-key", "activeStorage": "source-storage"}),
-		"tables": map[string]any{
-			"provenTxs": one(map[string]any{"provenTxId": int64(1), "txid": baseTxid, "height": int64(800000), "index": int64(3),
-				"merklePath": "AAEC", "rawTx": "AQIDBA==", "blockHash": "bb", "merkleRoot": "cc"}),
-			"provenTxReqs": one(map[string]any{"provenTxReqId": int64(1), "provenTxId": int64(1), "status": "completed",
-				"attempts": int64(2), "notified": true, "txid": baseTxid, "history": map[string]any{"notes": []any{}},
-				"notify": map[string]any{"transactionIds": []any{int64(1)}}, "rawTx": "AQIDBA==", "wasBroadcast": int64(1),
-				"rebroadcastAttempts": int64(0)}),
-			"outputBaskets": one(map[string]any{"basketId": int64(1), "userId": u, "name": "default",
-				"numberOfDesiredUTXOs": int64(144), "minimumDesiredUTXOValue": int64(32), "isDeleted": false}),
-			"transactions": one(map[string]any{"transactionId": int64(1), "userId": u, "provenTxId": int64(1), "status": "completed",
-				"reference": "cmVm", "isOutgoing": false, "satoshis": int64(5000), "description": "d", "txid": baseTxid, "rawTx": "AQIDBA=="}),
-			"commissions": one(map[string]any{"commissionId": int64(1), "userId": u, "transactionId": int64(1), "satoshis": int64(10),
-				"keyOffset": "a28=", "isRedeemed": false, "lockingScript": "dqk="}),
-			"outputs": one(map[string]any{"outputId": int64(1), "userId": u, "transactionId": int64(1), "basketId": int64(1),
-				"spendable": true, "change": true, "vout": int64(0), "satoshis": int64(5000), "providedBy": "storage",
-				"purpose": "change", "type": "P2PKH", "spentBy": int64(1), "lockingScript": "dqk="}),
-			"outputTags":    one(map[string]any{"outputTagId": int64(1), "userId": u, "tag": "gift", "isDeleted": false}),
-			"outputTagMaps": one(map[string]any{"outputTagId": int64(1), "outputId": int64(1), "isDeleted": false}),
-			"txLabels":      one(map[string]any{"txLabelId": int64(1), "userId": u, "label": "payment", "isDeleted": false}),
-			"txLabelMaps":   one(map[string]any{"txLabelId": int64(1), "transactionId": int64(1), "isDeleted": false}),
-			"certificates": one(map[string]any{"certificateId": int64(1), "userId": u, "type": "dHlwZQ==", "serialNumber": "c24=",
-				"certifier": "02aa", "subject": "02bb", "revocationOutpoint": baseTxid + ".0", "signature": "3044", "isDeleted": false}),
-			"certificateFields": one(map[string]any{"userId": u, "certificateId": int64(1), "fieldName": "name",
-				"fieldValue": "dmFsdWU=", "masterKey": "a2V5"}),
-			"syncStates": one(map[string]any{"syncStateId": int64(1), "userId": u, "storageIdentityKey": "backup",
-				"storageName": "backup", "status": "success", "init": false, "refNum": "ref-1", "syncMap": map[string]any{},
-				"when": baseTime}),
-		},
-	}
-}
-
-func tableRows(doc map[string]any, plural string) []any {
-	return doc["tables"].(map[string]any)[plural].([]any)
-}
-
-func docRow(doc map[string]any, plural string, i int) map[string]any {
-	return tableRows(doc, plural)[i].(map[string]any)
-}
-
-// jsNull stands for a null in a test document: appendCanonical has no null, so the
-// serialized placeholder is replaced by one.
-const jsNull = "\x00null"
-
-func canonical(t testing.TB, doc map[string]any) []byte {
-	return bytes.ReplaceAll(appendCanonical(t, nil, doc), []byte(`"\u0000null"`), []byte("null"))
-}
 
 // decodeAll decodes a document and returns the rows emitted per table.
 func decodeAll(t testing.TB, doc []byte, opts DecodeOptions) (Document, map[wallet.TableName][]wallet.Row, error) {
@@ -125,7 +60,9 @@ func TestDecode_RoundTrip(t *testing.T) {
 		name  string
 		store func(testing.TB) (string, string)
 	}{
-		{"small", func(tb testing.TB) (string, string) { return mustStore(tb, localstore.FixtureSmall, smallSeed) }},
+		{"small", func(tb testing.TB) (string, string) {
+			return fixtures.Store(tb, localstore.FixtureSmall, backuptest.SmallSeed)
+		}},
 		{"tricky-values", mustTrickyStore},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -136,13 +73,13 @@ func TestDecode_RoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want, _ := withView(t, path, false, func(v wallet.View, s wallet.Settings) (map[wallet.TableName][]wallet.Row, error) {
+			want, _ := backuptest.WithView(t, path, false, func(v wallet.View, s wallet.Settings) (map[wallet.TableName][]wallet.Row, error) {
 				m := map[wallet.TableName][]wallet.Row{}
 				for _, tb := range append([]*wallet.Table{wallet.Users}, DocumentTables...) {
 					m[tb.Name] = readTable(t, v, tb, id)
 				}
-				if !reflect.DeepEqual(d.Source, s) || !d.ExportedAt.Equal(testExportedAt) || d.IdentityKey != id {
-					t.Errorf("header: source %+v exported %v identity %s\nwant     %+v %v %s", d.Source, d.ExportedAt, d.IdentityKey, s, testExportedAt, id)
+				if !reflect.DeepEqual(d.Source, s) || !d.ExportedAt.Equal(backuptest.ExportedAt) || d.IdentityKey != id {
+					t.Errorf("header: source %+v exported %v identity %s\nwant     %+v %v %s", d.Source, d.ExportedAt, d.IdentityKey, s, backuptest.ExportedAt, id)
 				}
 				return m, nil
 			})
@@ -156,7 +93,7 @@ func TestDecode_RoundTrip(t *testing.T) {
 				}
 				sameRows(t, tb, got, want[tb.Name])
 			}
-			requireSameBytes(t, reencode(t, d, rows), doc)
+			backuptest.RequireSameBytes(t, reencode(t, d, rows), doc)
 		})
 	}
 }
@@ -203,8 +140,8 @@ func sameRows(t testing.TB, tb *wallet.Table, got, want []wallet.Row) {
 // wallet: it validates, and its rows encode back to the toolbox's bytes.
 func TestDecode_ToolboxDocument(t *testing.T) {
 	t.Parallel()
-	path, id := mustToolboxStore(t)
-	doc := toolboxExport38(t, path, id)
+	path, id := fixtures.ToolboxStore(t)
+	doc := backuptest.ToolboxExport38(t, path, id)
 	d, rows, err := decodeAll(t, doc, DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -212,14 +149,14 @@ func TestDecode_ToolboxDocument(t *testing.T) {
 	if d.IdentityKey != id || d.Rows[wallet.TableCertificateFields] != 10 || d.Rows[wallet.TableTransactions] != 5 {
 		t.Fatalf("decoded %s with %v", d.IdentityKey, d.Rows)
 	}
-	requireSameBytes(t, reencode(t, d, rows), doc)
+	backuptest.RequireSameBytes(t, reencode(t, d, rows), doc)
 }
 
 // TestDecode_BaseDocumentIsValidForToolbox anchors the refusal tests below: the document
 // they break one rule at a time restores in the toolbox, and decodes here.
 func TestDecode_BaseDocumentIsValidForToolbox(t *testing.T) {
 	t.Parallel()
-	doc := canonical(t, baseDoc())
+	doc := backuptest.Canonical(t, backuptest.BaseDoc())
 	if _, _, err := decodeAll(t, doc, DecodeOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -238,8 +175,8 @@ func TestDecode_BaseDocumentIsValidForToolbox(t *testing.T) {
 }
 
 func TestDecode_AcceptsNonCanonicalDocuments(t *testing.T) {
-	doc := baseDoc()
-	_, want, err := decodeAll(t, canonical(t, doc), DecodeOptions{})
+	doc := backuptest.BaseDoc()
+	_, want, err := decodeAll(t, backuptest.Canonical(t, doc), DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,8 +184,8 @@ func TestDecode_AcceptsNonCanonicalDocuments(t *testing.T) {
 	// key order; escapes where none are needed; numbers written differently.
 	doc["future"] = map[string]any{"a": []any{int64(1), "x", map[string]any{"deep": true}}}
 	doc["tables"].(map[string]any)["futureTable"] = []any{map[string]any{"id": int64(1)}}
-	docRow(doc, "outputs", 0)["futureColumn"] = map[string]any{"k": []any{}}
-	user := appendCanonical(t, nil, doc["user"])
+	backuptest.DocRow(doc, "outputs", 0)["futureColumn"] = map[string]any{"k": []any{}}
+	user := backuptest.AppendCanonical(t, nil, doc["user"])
 	delete(doc, "user")
 	pretty, err := json.MarshalIndent(doc, " ", "\t")
 	if err != nil {
@@ -267,11 +204,11 @@ func TestDecode_AcceptsNonCanonicalDocuments(t *testing.T) {
 }
 
 func TestDecode_FillsSQLiteDefaultsForOmittedColumns(t *testing.T) {
-	doc := baseDoc()
-	delete(docRow(doc, "certificateFields", 0), "masterKey")
-	delete(docRow(doc, "provenTxReqs", 0), "wasBroadcast")
-	delete(docRow(doc, "provenTxReqs", 0), "rebroadcastAttempts")
-	_, rows, err := decodeAll(t, canonical(t, doc), DecodeOptions{})
+	doc := backuptest.BaseDoc()
+	delete(backuptest.DocRow(doc, "certificateFields", 0), "masterKey")
+	delete(backuptest.DocRow(doc, "provenTxReqs", 0), "wasBroadcast")
+	delete(backuptest.DocRow(doc, "provenTxReqs", 0), "rebroadcastAttempts")
+	_, rows, err := decodeAll(t, backuptest.Canonical(t, doc), DecodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +231,7 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 		limit bool
 	}
 	set := func(plural, key string, v any) func(map[string]any) {
-		return func(doc map[string]any) { docRow(doc, plural, 0)[key] = v }
+		return func(doc map[string]any) { backuptest.DocRow(doc, plural, 0)[key] = v }
 	}
 	replace := func(old, new string) func([]byte) []byte {
 		return func(doc []byte) []byte {
@@ -311,11 +248,11 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 		{name: "Truncated", text: func(doc []byte) []byte { return doc[:bytes.Index(doc, []byte(`"providedBy":"storage"`))+17] }, path: "tables.outputs[0].providedBy"},
 		{name: "TruncatedBetweenValues", text: func(doc []byte) []byte { return doc[:bytes.Index(doc, []byte(`,"providedBy":"storage"`))] }, path: "tables.outputs[0]"},
 		{name: "TrailingData", text: func(doc []byte) []byte { return append(doc, " {}"...) }, path: ""},
-		{name: "NullAtTopLevel", edit: func(doc map[string]any) { doc["title"] = jsNull }, path: "title"},
-		{name: "NullInRow", edit: set("transactions", "description", jsNull), path: "tables.transactions[0].description"},
-		{name: "NullInJSONColumn", edit: set("provenTxReqs", "history", map[string]any{"notes": []any{jsNull}}), path: "tables.provenTxReqs[0].history.notes[0]"},
-		{name: "NullInUnknownKey", edit: set("outputs", "future", map[string]any{"a": []any{int64(1), jsNull}}), path: "tables.outputs[0].future.a[1]"},
-		{name: "NullRow", edit: func(doc map[string]any) { doc["tables"].(map[string]any)["txLabels"] = []any{jsNull} }, path: "tables.txLabels[0]"},
+		{name: "NullAtTopLevel", edit: func(doc map[string]any) { doc["title"] = backuptest.JSNull }, path: "title"},
+		{name: "NullInRow", edit: set("transactions", "description", backuptest.JSNull), path: "tables.transactions[0].description"},
+		{name: "NullInJSONColumn", edit: set("provenTxReqs", "history", map[string]any{"notes": []any{backuptest.JSNull}}), path: "tables.provenTxReqs[0].history.notes[0]"},
+		{name: "NullInUnknownKey", edit: set("outputs", "future", map[string]any{"a": []any{int64(1), backuptest.JSNull}}), path: "tables.outputs[0].future.a[1]"},
+		{name: "NullRow", edit: func(doc map[string]any) { doc["tables"].(map[string]any)["txLabels"] = []any{backuptest.JSNull} }, path: "tables.txLabels[0]"},
 		{name: "WrongBRC", edit: func(doc map[string]any) { doc["brc"] = int64(39) }, path: "brc"},
 		{name: "BRCAsString", edit: func(doc map[string]any) { doc["brc"] = "38" }, path: "brc"},
 		{name: "WrongTitle", edit: func(doc map[string]any) { doc["title"] = "User Wallet Data" }, path: "title"},
@@ -328,7 +265,7 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 		{name: "BadTimeFebruary30", edit: func(doc map[string]any) { doc["exportedAt"] = "2026-02-30T00:00:00.000Z" }, path: "exportedAt"},
 		{name: "BadTimeHour24", edit: set("syncStates", "when", "2026-04-23T24:00:00.000Z"), path: "tables.syncStates[0].when"},
 		{name: "BadTimeOffset", edit: func(doc map[string]any) {
-			docRow(doc, "certificates", 0)["updated_at"] = "2026-04-23T20:00:00.000+00:00"
+			backuptest.DocRow(doc, "certificates", 0)["updated_at"] = "2026-04-23T20:00:00.000+00:00"
 		}, path: "tables.certificates[0].updated_at"},
 		{name: "BadBase64Length", edit: set("transactions", "rawTx", "AQIDB"), path: "tables.transactions[0].rawTx"},
 		{name: "BadBase64Unpadded", edit: set("provenTxs", "merklePath", "AQI"), path: "tables.provenTxs[0].merklePath"},
@@ -342,7 +279,7 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 		{name: "BooleanAsTwo", edit: set("certificates", "isDeleted", int64(2)), path: "tables.certificates[0].isDeleted"},
 		{name: "JSONColumnAsString", edit: set("provenTxReqs", "notify", `{"transactionIds":[1]}`), path: "tables.provenTxReqs[0].notify"},
 		{name: "TextAsNumber", edit: set("txLabels", "label", int64(7)), path: "tables.txLabels[0].label"},
-		{name: "MissingRequiredColumn", edit: func(doc map[string]any) { delete(docRow(doc, "transactions", 0), "status") }, path: "tables.transactions[0].status"},
+		{name: "MissingRequiredColumn", edit: func(doc map[string]any) { delete(backuptest.DocRow(doc, "transactions", 0), "status") }, path: "tables.transactions[0].status"},
 		{name: "MissingSourceChain", edit: func(doc map[string]any) { delete(doc["sourceStorage"].(map[string]any), "chain") }, path: "sourceStorage.chain"},
 		{name: "LoneSurrogate", text: replace(`"label":"payment"`, `"label":"pay\ud800ment"`), path: "tables.txLabels[0].label"},
 		{name: "InvalidUTF8", text: replace(`"label":"payment"`, "\"label\":\"pay\xffment\""), path: "tables.txLabels[0].label"},
@@ -350,7 +287,7 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 		{name: "DuplicateID", edit: func(doc map[string]any) {
 			tables := doc["tables"].(map[string]any)
 			dup := map[string]any{}
-			for k, v := range docRow(doc, "outputs", 0) {
+			for k, v := range backuptest.DocRow(doc, "outputs", 0) {
 				dup[k] = v
 			}
 			dup["vout"] = int64(1)
@@ -370,7 +307,7 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 		{name: "UserIDMismatch", edit: set("outputs", "userId", int64(2)), path: "tables.outputs[0].userId"},
 		{name: "UserIDMismatchEverywhere", edit: func(doc map[string]any) {
 			for _, plural := range []string{"certificateFields", "certificates", "commissions", "outputBaskets", "outputTags", "outputs", "syncStates", "transactions", "txLabels"} {
-				docRow(doc, plural, 0)["userId"] = int64(7)
+				backuptest.DocRow(doc, plural, 0)["userId"] = int64(7)
 			}
 		}, path: "tables.certificateFields[0].userId"},
 		{name: "OversizeString", opts: DecodeOptions{MaxValueBytes: 1024}, edit: set("outputs", "customInstructions", strings.Repeat("x", 1025)), path: "tables.outputs[0].customInstructions", limit: true},
@@ -390,11 +327,11 @@ func TestDecode_RefusesInvalidDocuments(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			doc := baseDoc()
+			doc := backuptest.BaseDoc()
 			if tc.edit != nil {
 				tc.edit(doc)
 			}
-			text := canonical(t, doc)
+			text := backuptest.Canonical(t, doc)
 			if tc.text != nil {
 				text = tc.text(text)
 			}
@@ -425,7 +362,7 @@ func nested(depth int) map[string]any {
 
 func TestDecode_ReadErrorsPassThrough(t *testing.T) {
 	boom := errors.New("disk gone")
-	doc := canonical(t, baseDoc())
+	doc := backuptest.Canonical(t, backuptest.BaseDoc())
 	_, err := Decode(context.Background(), &errAfter{r: bytes.NewReader(doc[:100]), err: boom}, nil, DecodeOptions{})
 	if !errors.Is(err, boom) || errors.Is(err, ErrInvalidDocument) {
 		t.Fatalf("Decode over a failing reader: %v, want the read error itself", err)
@@ -447,7 +384,7 @@ func (e *errAfter) Read(p []byte) (int, error) {
 }
 
 func TestDecode_StopsOnCancelAndEmitError(t *testing.T) {
-	path, id := mustStore(t, localstore.FixtureSmall, smallSeed)
+	path, id := fixtures.Store(t, localstore.FixtureSmall, backuptest.SmallSeed)
 	doc, _ := encodeFile(t, path, id, false)
 	stop := errors.New("staging full")
 	_, err := Decode(context.Background(), bytes.NewReader(doc), func(*wallet.Table, wallet.Row) error { return stop }, DecodeOptions{})
@@ -466,12 +403,12 @@ func TestDecode_StopsOnCancelAndEmitError(t *testing.T) {
 // rows it counts when it accepts a document. The limits are small so that every input is
 // cheap.
 func FuzzDecodeBRC38(f *testing.F) {
-	base := canonical(f, baseDoc())
+	base := backuptest.Canonical(f, backuptest.BaseDoc())
 	f.Add(base)
 	f.Add(base[:len(base)/2])
 	f.Add(bytes.Replace(base, []byte(`"outputId":1`), []byte(`"outputId":null`), 1))
 	f.Add(bytes.Replace(base, []byte(`"label":"payment"`), []byte(`"label":"\ud83d\ude00\u2028"`), 1))
-	path, id := mustStore(f, localstore.FixtureSmall, smallSeed)
+	path, id := fixtures.Store(f, localstore.FixtureSmall, backuptest.SmallSeed)
 	small, _ := encodeFile(f, path, id, false)
 	f.Add(small)
 	opts := DecodeOptions{MaxValueBytes: 64 << 10, MaxRowBytes: 256 << 10, MaxDepth: 24}

@@ -1,4 +1,4 @@
-package portable
+package brc39
 
 import (
 	"context"
@@ -72,26 +72,6 @@ type KDFLimits struct {
 // Go's Argon2id runs the lanes on that many cores at once: p 4 admits the RFC 9106
 // recommendations' lane count, and keeps one derivation from taking every core.
 var DefaultKDFLimits = KDFLimits{MaxIterations: 16, MaxMemoryKiB: 256 << 10, MaxParallelism: 4}
-
-// KDFGate admits key derivations. It returns once the caller may run Argon2id, with the
-// function that lets the next one in, or with ctx's error. The agent passes one that admits
-// one derivation at a time, so that any number of tasks cost one derivation's memory and
-// cores at once; nil admits every derivation at once.
-type KDFGate func(ctx context.Context) (release func(), err error)
-
-// gated runs fn once g admits it.
-func gated[T any](ctx context.Context, g KDFGate, fn func() (T, error)) (T, error) {
-	if g == nil {
-		return fn()
-	}
-	release, err := g(ctx)
-	if err != nil {
-		var zero T
-		return zero, fmt.Errorf("wait to derive the key: %w", err)
-	}
-	defer release()
-	return fn()
-}
 
 // WithDefaults fills zero fields from DefaultKDFLimits.
 func (l KDFLimits) WithDefaults() KDFLimits {
