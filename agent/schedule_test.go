@@ -115,7 +115,7 @@ func newSchedHarness(t *testing.T, o schedOptions) *schedHarness {
 		running: map[string]int{},
 		cfg:     DefaultConfig(),
 	}
-	h.skew.Store(int64(o.start.Sub(time.Now())))
+	h.skew.Store(int64(time.Until(o.start)))
 	if o.gated {
 		h.gate = make(chan struct{})
 	}

@@ -88,7 +88,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	case strings.HasPrefix(*db, "postgres://") || strings.HasPrefix(*db, "postgresql://"):
 		pgURL, path = *db, ""
 	case !ok || path == "":
-		return fmt.Errorf("%w: --db must be sqlite:PATH or postgres://...", command.ErrUsage)
+		return fmt.Errorf("%w: --db must be sqlite:PATH or postgres://URL", command.ErrUsage)
 	}
 	c, err := wallet.ParseChain(*chain)
 	if err != nil || (c != wallet.ChainTest && c != wallet.ChainMain) {

@@ -2,6 +2,7 @@ package desktop
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"walletsync/agent"
@@ -24,8 +25,9 @@ const (
 // last event id it saw (Last-Event-ID), so nothing is lost while the agent runs. After the
 // agent restarts, the new agent answers with an agent.EventMissed event whose Missed.Reset
 // is set, then its whole history since it started; handle sees both. handle runs on the
-// calling goroutine: a slow handle delays the stream, it never drops events.
-func followEvents(ctx context.Context, endpoint EndpointFunc, cursor string, handle func(agent.StreamedEvent)) error {
+// calling goroutine: a slow handle delays the stream, it never drops events. Why the stream
+// dropped goes to log, once per outage: a stopped agent would otherwise log every retry.
+func followEvents(ctx context.Context, endpoint EndpointFunc, cursor string, log *slog.Logger, handle func(agent.StreamedEvent)) error {
 	delay := eventRetryFirst
 	for {
 		var err error
@@ -42,6 +44,9 @@ func followEvents(ctx context.Context, endpoint EndpointFunc, cursor string, han
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if err != nil && delay == eventRetryFirst {
+			log.Warn("agent event stream dropped, reconnecting", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -51,7 +56,7 @@ func followEvents(ctx context.Context, endpoint EndpointFunc, cursor string, han
 	}
 }
 
-// eventCursor returns the cursor of the agent's newest event (its status).
+// EventCursor returns the cursor of the agent's newest event (its status).
 func EventCursor(ctx context.Context, endpoint EndpointFunc) (string, error) {
 	e, err := endpoint(ctx)
 	if err != nil {

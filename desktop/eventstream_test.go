@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"encoding/json"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,7 +26,7 @@ func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan agent.Streamed
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		followEvents(ctx, f.Endpoint, cursor, func(ev agent.StreamedEvent) { events <- ev })
+		followEvents(ctx, f.Endpoint, cursor, slog.New(slog.DiscardHandler), func(ev agent.StreamedEvent) { events <- ev })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	_, seq, _ := strings.Cut(cursor, "-")

@@ -79,7 +79,7 @@ func withHint(text, hint string) string {
 // notifications they deserve, until ctx ends. A notification that cannot be shown is logged
 // and skipped.
 func NotifyEvents(ctx context.Context, endpoint EndpointFunc, cursor string, n Notifier, log *slog.Logger) {
-	err := followEvents(ctx, endpoint, cursor, func(ev agent.StreamedEvent) {
+	err := followEvents(ctx, endpoint, cursor, log, func(ev agent.StreamedEvent) {
 		note, ok := notificationFor(ev, func(id string) string { return destinationName(ctx, endpoint, id) })
 		if !ok {
 			return

@@ -190,7 +190,8 @@ func (t *Tray) watch(ctx context.Context, show func(trayState)) {
 	var following sync.WaitGroup
 	defer following.Wait()
 	following.Go(func() {
-		followEvents(ctx, t.Endpoint, "", func(ev agent.StreamedEvent) {
+		// It returns only ctx's end, which the loop below sees for itself.
+		_ = followEvents(ctx, t.Endpoint, "", t.Log, func(ev agent.StreamedEvent) {
 			if ev.Type == agent.EventTaskProgress || ev.Type == agent.EventTaskLog {
 				return // progress never changes the sentence; the end of the task does
 			}

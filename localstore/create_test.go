@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"walletsync/testkit/childtest"
+	"walletsync/testkit/testfs"
 	"walletsync/wallet"
 )
 
@@ -94,5 +95,38 @@ func checkHolds(t *testing.T, round int, path string, identities []string) {
 		if err := s.readDB.QueryRowContext(ctx, "SELECT count(*) FROM users WHERE identityKey = ?", id).Scan(&n); err != nil || n != 1 {
 			t.Fatalf("round %d: a child reported success for %s, and the wallet holds %d such users (%v)", round, id, n, err)
 		}
+	}
+}
+
+// TestCreate_FailedBuildReportsItsError: when building the new file fails (a full disk, a
+// cancelled context), Create returns that failure and leaves no wallet at path. A shadowed
+// error once let the failure fall through to the open, which reported wallet.ErrNotFound.
+func TestCreate_FailedBuildReportsItsError(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name string
+		ctx  context.Context
+		dir  func(t *testing.T) string
+		want error
+	}{
+		{"DiskFull", context.Background(), func(t *testing.T) string { return testfs.Tmpfs(t, "64k") }, wallet.ErrDiskFull},
+		{"Cancelled", cancelled, func(t *testing.T) string { return t.TempDir() }, context.Canceled},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(tt.dir(t), "wallet.sqlite")
+			s, err := Create(tt.ctx, path, CreateOptions{Chain: wallet.ChainTest}, Options{})
+			if err == nil {
+				s.Close()
+				t.Fatal("Create succeeded")
+			}
+			if !errors.Is(err, tt.want) || errors.Is(err, wallet.ErrNotFound) {
+				t.Fatalf("Create: %v; want %v", err, tt.want)
+			}
+			if _, err := os.Lstat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("a failed Create left %s: %v", path, err)
+			}
+		})
 	}
 }

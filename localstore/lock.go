@@ -37,11 +37,18 @@ func acquireWriterLock(dbPath string) (*writerLock, error) {
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 		if err == nil {
 			err = f.Sync()
 		}
+	}
+	if err != nil {
+		// Fail loudly: a lock whose file names no holder leaves a refused process unable to
+		// say who holds the wallet, and the same full disk fails the open a moment later.
+		l := &writerLock{f: f}
+		return nil, errors.Join(fmt.Errorf("write pid to %s: %w", path, classify(err)), l.release())
 	}
 	return &writerLock{f: f}, nil
 }

@@ -114,7 +114,9 @@ func Create(ctx context.Context, path string, co CreateOptions, opts Options) (*
 		return nil, fmt.Errorf("create store %s: %w", path, err)
 	}
 	defer os.Remove(tmp) // a no-op after the move
-	if err := buildToolboxFile(ctx, tmp, co); err == nil {
+	// Assigned, not declared: a shadowed err here let a failed build or move fall through
+	// to open, which then reported the real failure (a full disk, a cancel) as not found.
+	if err = buildToolboxFile(ctx, tmp, co); err == nil {
 		err = renameNew(tmp, path)
 	}
 	if err != nil {

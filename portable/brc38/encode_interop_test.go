@@ -160,7 +160,7 @@ func TestEncode_CollationTiesFollowToolboxOrder(t *testing.T) {
 		insert(`'hand' || char(8203) || 'le'`),
 		insert(`'handle'`))
 	want := backuptest.ToolboxExport38(t, path, id)
-	if !strings.Contains(string(want), "hand\u200ble") && !strings.Contains(string(want), "hand​le") {
+	if !strings.Contains(string(want), "hand\u200ble") {
 		t.Fatal("the toolbox's export lacks the zero-width-space name")
 	}
 

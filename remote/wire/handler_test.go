@@ -190,16 +190,14 @@ func TestHandler_TamperedFrameRefused(t *testing.T) {
 	seed(t, local, owner, 73)
 	srv := startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{})
 	target, _ := url.Parse(srv.URL)
-	rp := httputil.NewSingleHostReverseProxy(target)
-	director := rp.Director
-	rp.Director = func(r *http.Request) {
-		director(r)
-		if r.URL.Path == Prefix+pathCommit {
-			b, _ := io.ReadAll(r.Body)
+	rp := &httputil.ReverseProxy{Rewrite: func(r *httputil.ProxyRequest) {
+		r.SetURL(target)
+		if r.Out.URL.Path == Prefix+pathCommit {
+			b, _ := io.ReadAll(r.Out.Body)
 			b[len(b)-1] ^= 1
-			r.Body = io.NopCloser(bytes.NewReader(b))
+			r.Out.Body = io.NopCloser(bytes.NewReader(b))
 		}
-	}
+	}}
 	px := httptest.NewServer(rp)
 	defer px.Close()
 	c, err := auth.NewClient(px.URL, auth.NewProtoWallet(owner.key), auth.ClientOptions{MaxResponseBytes: MaxBodyBytes})
