@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -40,7 +41,7 @@ func ensureUser(ctx context.Context, tx *sql.Tx, identityKey string) (int64, boo
 	if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
 		return 0, false, classify(err)
 	}
-	user, basket := wallet.NewUserRows(identityKey, sik, wallet.Now())
+	user, basket := brc40.NewUserRows(identityKey, sik, wallet.Now())
 	w := newRowWriter(tx)
 	defer w.close()
 	id, err = w.insert(ctx, wallet.Users, user, false)

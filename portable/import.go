@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -700,7 +701,7 @@ func (r *importRun) restoreNew(ctx context.Context) (wallet.MergePlan, error) {
 }
 
 // checkSyncMaps refuses, before anything is staged, a sync state whose sync map a merge could
-// not re-key (see wallet.SyncMap); a restore copies sync maps as they are.
+// not re-key (see brc40.SyncMap); a restore copies sync maps as they are.
 func checkSyncMaps() RowFunc {
 	i := 0
 	return func(t *wallet.Table, r wallet.Row) error {
@@ -708,7 +709,7 @@ func checkSyncMaps() RowFunc {
 			return nil
 		}
 		defer func() { i++ }()
-		if _, err := wallet.SyncStateFromRow(r); err != nil {
+		if _, err := brc40.SyncStateFromRow(r); err != nil {
 			return &DocumentError{Path: fmt.Sprintf("tables.syncStates[%d].syncMap", i), Offset: -1,
 				Reason: "not a sync map a merge can re-key: " + err.Error()}
 		}

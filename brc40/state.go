@@ -1,4 +1,4 @@
-package wallet
+package brc40
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // The BRC-40 consumer's state, one sync_states row per user and producer: the sync map with
@@ -44,7 +46,7 @@ func NewSyncMap() SyncMap {
 }
 
 // Entity returns t's entry.
-func (m SyncMap) Entity(t *Table) *EntitySyncMap { return m[t.Entity] }
+func (m SyncMap) Entity(t *wallet.Table) *EntitySyncMap { return m[t.Entity] }
 
 // MarshalJSON writes the text the toolbox stores: entities in createSyncMap order, each as
 // {"entityName","idMap","count","maxUpdated_at"} (the toolbox parses the stored text, in
@@ -56,7 +58,7 @@ func (m SyncMap) MarshalJSON() ([]byte, error) {
 	for i, name := range syncMapOrder {
 		e := m[name]
 		if e == nil {
-			return nil, fmt.Errorf("encode sync map: no %q entry: %w", name, ErrInvalidArgument)
+			return nil, fmt.Errorf("encode sync map: no %q entry: %w", name, wallet.ErrInvalidArgument)
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -181,8 +183,8 @@ type SyncState struct {
 
 // SyncStateFromRow decodes a sync_states row (in SyncStates column order, values as a
 // driver returns them or as Table.Normalize leaves them; r is not modified).
-func SyncStateFromRow(r Row) (SyncState, error) {
-	t := SyncStates
+func SyncStateFromRow(r wallet.Row) (SyncState, error) {
+	t := wallet.SyncStates
 	r = slices.Clone(r)
 	if err := t.Normalize(r); err != nil {
 		return SyncState{}, fmt.Errorf("decode sync state: %w", err)
@@ -213,13 +215,13 @@ func SyncStateFromRow(r Row) (SyncState, error) {
 }
 
 // Row encodes the state as a sync_states row (in SyncStates column order).
-func (st SyncState) Row() (Row, error) {
+func (st SyncState) Row() (wallet.Row, error) {
 	syncMap, err := json.Marshal(st.SyncMap)
 	if err != nil {
 		return nil, fmt.Errorf("encode sync state %d: %w", st.SyncStateID, err)
 	}
-	t := SyncStates
-	r := make(Row, len(t.Columns))
+	t := wallet.SyncStates
+	r := make(wallet.Row, len(t.Columns))
 	set := func(name string, v any) { r[t.Col(name)] = v }
 	set("created_at", st.CreatedAt)
 	set("updated_at", st.UpdatedAt)
@@ -256,17 +258,17 @@ func (st SyncState) Row() (Row, error) {
 func (st SyncState) Answers(args RequestSyncChunkArgs) error {
 	// Compared in milliseconds, the precision since travels in (JavaScript's toISOString).
 	if (st.When == nil) != (args.Since == nil) || (st.When != nil && st.When.UnixMilli() != args.Since.UnixMilli()) {
-		return fmt.Errorf("chunk asked since %v, the sync state is at %v: %w", args.Since, st.When, ErrCheckpointConflict)
+		return fmt.Errorf("chunk asked since %v, the sync state is at %v: %w", args.Since, st.When, wallet.ErrCheckpointConflict)
 	}
 	for i, o := range args.Offsets {
 		var count int64
-		if i < len(Entities) {
-			if e := st.SyncMap.Entity(Entities[i]); e != nil {
+		if i < len(wallet.Entities) {
+			if e := st.SyncMap.Entity(wallet.Entities[i]); e != nil {
 				count = e.Count
 			}
 		}
 		if o.Offset != count {
-			return fmt.Errorf("chunk asked %s at offset %d, the sync state is at %d: %w", o.Name, o.Offset, count, ErrCheckpointConflict)
+			return fmt.Errorf("chunk asked %s at offset %d, the sync state is at %d: %w", o.Name, o.Offset, count, wallet.ErrCheckpointConflict)
 		}
 	}
 	return nil
@@ -286,9 +288,9 @@ func (st SyncState) MakeRequestSyncChunkArgs(forIdentityKey, forStorageIdentityK
 	a := RequestSyncChunkArgs{
 		FromStorageIdentityKey: st.StorageIdentityKey, ToStorageIdentityKey: forStorageIdentityKey,
 		IdentityKey: forIdentityKey, Since: st.When, MaxRoughSize: maxRoughSize, MaxItems: maxItems,
-		Offsets: make([]SyncOffset, len(Entities)),
+		Offsets: make([]SyncOffset, len(wallet.Entities)),
 	}
-	for i, t := range Entities {
+	for i, t := range wallet.Entities {
 		a.Offsets[i] = SyncOffset{Name: t.Entity}
 		if e := st.SyncMap.Entity(t); e != nil {
 			a.Offsets[i].Offset = e.Count
