@@ -18,9 +18,9 @@ import (
 // sync state, and how a matched row merges. Every store (localstore on SQLite, pgstore on
 // PostgreSQL) supplies only its queries and writes, so that both answer a peer alike.
 
-// UserEpoch is the updated_at the toolbox gives a new user row and its default basket, so
-// that any real update from another store counts as newer.
-var UserEpoch = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)
+// UserEpoch returns the updated_at the toolbox gives a new user row and its default basket,
+// 1971-01-01T00:00:00Z, so that any real update from another store counts as newer.
+func UserEpoch() time.Time { return time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC) }
 
 // NewUserRows returns the two rows findOrInsertUser makes for a new user of the store named
 // storage: the user, with storage as its active store, and its "default" basket (144 desired
@@ -28,11 +28,11 @@ var UserEpoch = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)
 // an id yet, and the basket's userId is the caller's to set.
 func NewUserRows(identityKey, storage string, now time.Time) (user, basket wallet.Row) {
 	user = make(wallet.Row, len(wallet.Users.Columns))
-	user[wallet.Users.Col("created_at")], user[wallet.Users.Col("updated_at")] = now, UserEpoch
+	user[wallet.Users.Col("created_at")], user[wallet.Users.Col("updated_at")] = now, UserEpoch()
 	user[wallet.Users.Col("identityKey")], user[wallet.Users.Col("activeStorage")] = identityKey, storage
 	t := wallet.OutputBaskets
 	basket = make(wallet.Row, len(t.Columns))
-	basket[t.Col("created_at")], basket[t.Col("updated_at")] = now, UserEpoch
+	basket[t.Col("created_at")], basket[t.Col("updated_at")] = now, UserEpoch()
 	basket[t.Col("name")], basket[t.Col("isDeleted")] = "default", false
 	basket[t.Col("numberOfDesiredUTXOs")], basket[t.Col("minimumDesiredUTXOValue")] = int64(144), int64(32)
 	return user, basket
@@ -329,8 +329,9 @@ func MergeNewer(t *wallet.Table, in, local, found wallet.Row) []string {
 	return append(slices.Clone(t.Merge), "updated_at")
 }
 
-// UserMergeColumns are the users columns MergeUserRow may change.
-var UserMergeColumns = []string{"activeStorage", "updated_at"}
+// UserMergeColumns returns the users columns MergeUserRow may change, in a new slice the
+// caller may keep or alter.
+func UserMergeColumns() []string { return []string{"activeStorage", "updated_at"} }
 
 // MergeUserRow applies an incoming user row to the stored one (found, changed in place) and
 // reports whether it changed it. The toolbox copies activeStorage only from a newer row
@@ -360,15 +361,18 @@ func MergeUserRow(in, found wallet.Row, active wallet.ActivePolicy) bool {
 	return false
 }
 
-// ProofRequestMergeColumns are the proven_tx_reqs columns MergeProofRequest may change.
-var ProofRequestMergeColumns = []string{"batch", "history", "notify", "notified", "updated_at"}
+// ProofRequestMergeColumns returns the proven_tx_reqs columns MergeProofRequest may change,
+// in a new slice the caller may keep or alter.
+func ProofRequestMergeColumns() []string {
+	return []string{"batch", "history", "notify", "notified", "updated_at"}
+}
 
 // MergeProofRequest is the toolbox's EntityProvenTxReq.mergeExisting, applied to found in
 // place: it always runs, whatever the timestamps, and does not count as an update. The
 // batch is taken when the stored one is empty (two different batches are ErrCorrupt),
 // history notes are united (MergeHistory), notify ids are mapped through localTxID and
 // united (MapNotify), updated_at becomes the later one. Status, attempts, provenTxId and
-// rawTx are never overwritten. The caller writes ProofRequestMergeColumns.
+// rawTx are never overwritten. The caller writes ProofRequestMergeColumns().
 func MergeProofRequest(in, found wallet.Row, localTxID func(src int64) (int64, bool)) error {
 	t := wallet.ProvenTxReqs
 	bi := t.Col("batch")

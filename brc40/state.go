@@ -31,15 +31,18 @@ type EntitySyncMap struct {
 // name. Every SyncMap that NewSyncMap or UnmarshalJSON returns holds all 12 entries.
 type SyncMap map[string]*EntitySyncMap
 
-// syncMapOrder is the key order of the toolbox's createSyncMap, which the stored text keeps.
-var syncMapOrder = []string{"provenTx", "outputBasket", "transaction", "provenTxReq", "txLabel", "txLabelMap",
-	"output", "outputTag", "outputTagMap", "certificate", "certificateField", "commission"}
+// syncMapOrder returns the key order of the toolbox's createSyncMap, which the stored text
+// keeps.
+func syncMapOrder() []string {
+	return []string{"provenTx", "outputBasket", "transaction", "provenTxReq", "txLabel", "txLabelMap",
+		"output", "outputTag", "outputTagMap", "certificate", "certificateField", "commission"}
+}
 
 // NewSyncMap returns the toolbox's createSyncMap(): every entity with an empty id map, no
 // maxUpdated_at and a count of 0.
 func NewSyncMap() SyncMap {
 	m := SyncMap{}
-	for _, name := range syncMapOrder {
+	for _, name := range syncMapOrder() {
 		m[name] = &EntitySyncMap{EntityName: name, IDMap: map[int64]int64{}}
 	}
 	return m
@@ -55,7 +58,7 @@ func (m SyncMap) Entity(t *wallet.Table) *EntitySyncMap { return m[t.Entity] }
 // of 2^32-1 and more by insertion, which is not recorded; they follow, ascending.)
 func (m SyncMap) MarshalJSON() ([]byte, error) {
 	b := []byte{'{'}
-	for i, name := range syncMapOrder {
+	for i, name := range syncMapOrder() {
 		e := m[name]
 		if e == nil {
 			return nil, fmt.Errorf("encode sync map: no %q entry: %w", name, wallet.ErrInvalidArgument)
@@ -96,9 +99,9 @@ func (m *SyncMap) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	out := SyncMap{}
+	out, order := SyncMap{}, syncMapOrder()
 	err = r.object("$", func(name, path string) error {
-		if !slices.Contains(syncMapOrder, name) {
+		if !slices.Contains(order, name) {
 			return badMessage(path, "unknown entity")
 		}
 		e := &EntitySyncMap{IDMap: map[int64]int64{}}
@@ -151,7 +154,7 @@ func (m *SyncMap) UnmarshalJSON(data []byte) error {
 		*m = NewSyncMap()
 		return nil
 	}
-	for _, name := range syncMapOrder {
+	for _, name := range order {
 		if out[name] == nil {
 			return badMessage(name, "missing entity")
 		}

@@ -503,7 +503,7 @@ func TestBRC40Interop_ChunkEqualsToolboxChunk(t *testing.T) {
 		{"everything", func(a *brc40.RequestSyncChunkArgs) {}, nil},
 		{"inclusive since on a shared stamp", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(shared) },
 			[]string{"provenTxs " + fmt.Sprintf("%064x", 0x1111)}}, // the proof of a request updated later
-		{"since equal to the user's stamp", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(brc40.UserEpoch) }, nil},
+		{"since equal to the user's stamp", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(brc40.UserEpoch()) }, nil},
 		{"few items and offsets", func(a *brc40.RequestSyncChunkArgs) {
 			a.MaxItems, a.Offsets[1].Offset, a.Offsets[3].Offset = 5, 1, 2
 		}, nil},

@@ -414,7 +414,7 @@ func (m *merger) mergeUser(in, found wallet.Row) error {
 		return nil
 	}
 	m.updates++
-	return m.update(t, found, brc40.UserMergeColumns)
+	return m.update(t, found, brc40.UserMergeColumns())
 }
 
 // mergeProofRequest is the toolbox's EntityProvenTxReq.mergeExisting: it always runs,
@@ -426,7 +426,7 @@ func (m *merger) mergeProofRequest(in, found wallet.Row) error {
 	if err := brc40.MergeProofRequest(in, found, m.localTxID); err != nil {
 		return err
 	}
-	return m.update(wallet.ProvenTxReqs, found, brc40.ProofRequestMergeColumns)
+	return m.update(wallet.ProvenTxReqs, found, brc40.ProofRequestMergeColumns())
 }
 
 // localTxID maps a source transaction id to this store's.

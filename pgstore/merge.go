@@ -112,11 +112,11 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 		if err := brc40.MergeProofRequest(in, found, localTx); err != nil {
 			return err
 		}
-		m.update(t, found, brc40.ProofRequestMergeColumns) // not counted, as the toolbox counts it
+		m.update(t, found, brc40.ProofRequestMergeColumns()) // not counted, as the toolbox counts it
 		return nil
 	case wallet.Users:
 		if brc40.MergeUserRow(in, found, m.active) {
-			cols = brc40.UserMergeColumns
+			cols = brc40.UserMergeColumns()
 		}
 	default:
 		cols = brc40.MergeNewer(t, in, local, found)
