@@ -285,7 +285,8 @@ func (s *Server) migrate(ctx context.Context, identity string, params []json.Raw
 	if err := s.authorize(ctx, identity, params); err != nil {
 		return nil, err
 	}
-	return jsonString(KnexVersion(localstore.ToolboxMigrations[len(localstore.ToolboxMigrations)-1])), nil
+	ledger := localstore.ToolboxMigrations()
+	return jsonString(KnexVersion(ledger[len(ledger)-1])), nil
 }
 
 func (s *Server) findOrInsertUser(ctx context.Context, identity string, params []json.RawMessage) (json.RawMessage, error) {
