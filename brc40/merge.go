@@ -18,26 +18,6 @@ import (
 // sync state, and how a matched row merges. Every store (localstore on SQLite, pgstore on
 // PostgreSQL) supplies only its queries and writes, so that both answer a peer alike.
 
-// UserEpoch returns the updated_at the toolbox gives a new user row and its default basket,
-// 1971-01-01T00:00:00Z, so that any real update from another store counts as newer.
-func UserEpoch() time.Time { return time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC) }
-
-// NewUserRows returns the two rows findOrInsertUser makes for a new user of the store named
-// storage: the user, with storage as its active store, and its "default" basket (144 desired
-// UTXOs of at least 32 satoshis), both updated at UserEpoch and created at now. Neither has
-// an id yet, and the basket's userId is the caller's to set.
-func NewUserRows(identityKey, storage string, now time.Time) (user, basket wallet.Row) {
-	user = make(wallet.Row, len(wallet.Users.Columns))
-	user[wallet.Users.Col("created_at")], user[wallet.Users.Col("updated_at")] = now, UserEpoch()
-	user[wallet.Users.Col("identityKey")], user[wallet.Users.Col("activeStorage")] = identityKey, storage
-	t := wallet.OutputBaskets
-	basket = make(wallet.Row, len(t.Columns))
-	basket[t.Col("created_at")], basket[t.Col("updated_at")] = now, UserEpoch()
-	basket[t.Col("name")], basket[t.Col("isDeleted")] = "default", false
-	basket[t.Col("numberOfDesiredUTXOs")], basket[t.Col("minimumDesiredUTXOValue")] = int64(144), int64(32)
-	return user, basket
-}
-
 // NewRefNum returns a fresh sync_states.refNum as the toolbox makes one: 12 random bytes in
 // base64.
 func NewRefNum() (string, error) {

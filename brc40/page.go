@@ -19,8 +19,8 @@ type PageMerger interface {
 	FindMany(t *wallet.Table, cols []string, locals []wallet.Row) ([]wallet.Row, error)
 	// MergeFound merges an incoming row into the stored row found for it.
 	MergeFound(t *wallet.Table, in, local, found wallet.Row) error
-	// InsertMany inserts locals[i] for every i in idx, as new rows, and maps the source id
-	// of rows[i] to the id it got.
+	// InsertMany inserts locals[i] for every i in idx, as new rows completed by
+	// PrepareNew, and maps the source id of rows[i] to the id it got.
 	InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []int) error
 	// MergeEach merges rows one at a time, each finding the ones before it.
 	MergeEach(t *wallet.Table, rows []wallet.Row) error

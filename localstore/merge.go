@@ -207,9 +207,7 @@ func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		var args []any
 		for _, i := range batch {
 			r := locals[i]
-			if t == wallet.OutputBaskets && r[t.Col("name")] == "" {
-				r[t.Col("name")] = "default"
-			}
+			brc40.PrepareNew(t, r)
 			for _, c := range cols {
 				args = append(args, wallet.SQLValue(r[t.Col(c)]))
 			}
@@ -331,9 +329,7 @@ func (m *merger) findBy(t *wallet.Table, cols []string, local wallet.Row) (walle
 }
 
 func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
-	if t == wallet.OutputBaskets && local[t.Col("name")] == "" {
-		local[t.Col("name")] = "default"
-	}
+	brc40.PrepareNew(t, local)
 	var id int64
 	if m.dry != nil {
 		id = m.dry.put(t, local, true)

@@ -11,9 +11,8 @@ import (
 )
 
 // EnsureUser returns the id of the user with identityKey, creating it the way the toolbox's
-// findOrInsertUser does when it is missing: activeStorage names this store, updated_at is
-// 1971-01-01, and a "default" basket (144 desired UTXOs of at least 32 satoshis) comes with
-// it. created reports whether the user was new.
+// findOrInsertUser does when it is missing (brc40.NewUserRows: activeStorage names this
+// store, its default basket comes with it). created reports whether the user was new.
 func (s *Store) EnsureUser(ctx context.Context, identityKey string) (userID int64, created bool, err error) {
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		userID, created, err = ensureUser(ctx, tx, identityKey)

@@ -188,6 +188,9 @@ func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 			return err
 		}
 	}
+	for _, i := range idx {
+		brc40.PrepareNew(t, locals[i])
+	}
 	q := &query{}
 	names := make([]string, len(t.Columns))
 	arrays := make([]string, len(t.Columns))
@@ -195,11 +198,8 @@ func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		vals := make([]any, len(idx))
 		for k, i := range idx {
 			r := locals[i]
-			switch {
-			case col.Name == t.ID:
+			if col.Name == t.ID {
 				r[c] = ids[k]
-			case t == wallet.OutputBaskets && col.Name == "name" && r[c] == "":
-				r[c] = "default"
 			}
 			vals[k] = arg(r[c])
 		}

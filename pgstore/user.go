@@ -24,7 +24,7 @@ func lockIdentity(ctx context.Context, tx pgx.Tx, identityKey string) error {
 
 // ensureUser returns the id of the user identityKey, creating it the way the toolbox's
 // findOrInsertUser does when it is missing (brc40.NewUserRows: activeStorage names this
-// store, a "default" basket comes with it); created reports that it did.
+// store, its default basket comes with it); created reports that it did.
 func ensureUser(ctx context.Context, tx pgx.Tx, identityKey string) (userID int64, created bool, err error) {
 	if identityKey == "" {
 		return 0, false, fmt.Errorf("empty identity key: %w", wallet.ErrInvalidArgument)
