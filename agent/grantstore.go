@@ -4,11 +4,12 @@ import (
 	"context"
 	"fmt"
 
+	"walletsync/brc40"
 	"walletsync/scheduler"
 	"walletsync/wallet"
 )
 
-// grantedChunkStore is a wallet the agent holds open, as a wallet.ChunkStore whose every
+// grantedChunkStore is a wallet the agent holds open, as a brc40.ChunkStore whose every
 // call runs under a background grant of the wallet's access queue: a read grant for the
 // calls that only read (MakeAvailable, GetSyncChunk), a write grant for those that may
 // write (FindOrInsertUser, FindOrInsertSyncState, ProcessSyncChunk, SetActive). One call is
@@ -26,22 +27,22 @@ import (
 // own context, since nothing was sent yet: the call then fails with stop's error, which
 // RunChunks reports as cancelled.
 type grantedChunkStore struct {
-	store  wallet.ChunkStore
+	store  brc40.ChunkStore
 	grants *scheduler.Session
 	// stop is the context of the session the store serves: it ends every wait for a grant,
 	// including those of calls made under a context without cancellation.
 	stop context.Context
 }
 
-var _ wallet.ChunkStore = (*grantedChunkStore)(nil)
+var _ brc40.ChunkStore = (*grantedChunkStore)(nil)
 
 // newGrantedChunkStore returns store behind background grants of grants, for the BRC-40
 // session that runs under ctx.
-func newGrantedChunkStore(ctx context.Context, store wallet.ChunkStore, grants *scheduler.Session) *grantedChunkStore {
+func newGrantedChunkStore(ctx context.Context, store brc40.ChunkStore, grants *scheduler.Session) *grantedChunkStore {
 	return &grantedChunkStore{store: store, grants: grants, stop: ctx}
 }
 
-// chunkStore returns the wallet as a wallet.ChunkStore for a BRC-40 session (RunChunks)
+// chunkStore returns the wallet as a brc40.ChunkStore for a BRC-40 session (RunChunks)
 // with a storage server that runs under ctx, every call under a background grant of the
 // wallet's queue (see grantedChunkStore), for destination (a name for the queue's fencing
 // and metrics, e.g. "storage server "+id).
@@ -76,29 +77,29 @@ func (g *grantedChunkStore) MakeAvailable(ctx context.Context) (wallet.Settings,
 }
 
 // GetSyncChunk reads one chunk under a read grant.
-func (g *grantedChunkStore) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
-	return underGrant(ctx, g, scheduler.Read, func(ctx context.Context) (wallet.SyncChunk, error) {
+func (g *grantedChunkStore) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
+	return underGrant(ctx, g, scheduler.Read, func(ctx context.Context) (brc40.SyncChunk, error) {
 		return g.store.GetSyncChunk(ctx, args)
 	})
 }
 
 // FindOrInsertUser finds or makes the user under a write grant.
-func (g *grantedChunkStore) FindOrInsertUser(ctx context.Context, identityKey string) (wallet.SyncUser, error) {
-	return underGrant(ctx, g, scheduler.Write, func(ctx context.Context) (wallet.SyncUser, error) {
+func (g *grantedChunkStore) FindOrInsertUser(ctx context.Context, identityKey string) (brc40.SyncUser, error) {
+	return underGrant(ctx, g, scheduler.Write, func(ctx context.Context) (brc40.SyncUser, error) {
 		return g.store.FindOrInsertUser(ctx, identityKey)
 	})
 }
 
 // FindOrInsertSyncState finds or makes the sync state under a write grant.
-func (g *grantedChunkStore) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
-	return underGrant(ctx, g, scheduler.Write, func(ctx context.Context) (wallet.SyncState, error) {
+func (g *grantedChunkStore) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (brc40.SyncState, error) {
+	return underGrant(ctx, g, scheduler.Write, func(ctx context.Context) (brc40.SyncState, error) {
 		return g.store.FindOrInsertSyncState(ctx, identityKey, producerSIK, producerName)
 	})
 }
 
 // ProcessSyncChunk merges one chunk under a write grant.
-func (g *grantedChunkStore) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
-	return underGrant(ctx, g, scheduler.Write, func(ctx context.Context) (wallet.ProcessSyncChunkResult, error) {
+func (g *grantedChunkStore) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
+	return underGrant(ctx, g, scheduler.Write, func(ctx context.Context) (brc40.ProcessSyncChunkResult, error) {
 		return g.store.ProcessSyncChunk(ctx, args, chunk)
 	})
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/scheduler"
 	"walletsync/syncer"
@@ -28,7 +29,7 @@ type hookedStore struct {
 	onState func()
 }
 
-func (h *hookedStore) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (h *hookedStore) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	h.mu.Lock()
 	h.reads++
 	n := h.reads
@@ -39,7 +40,7 @@ func (h *hookedStore) GetSyncChunk(ctx context.Context, args wallet.RequestSyncC
 	return h.Store.GetSyncChunk(ctx, args)
 }
 
-func (h *hookedStore) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
+func (h *hookedStore) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (brc40.SyncState, error) {
 	if h.onState != nil {
 		h.onState()
 	}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
@@ -212,7 +213,7 @@ func (a *Agent) serverRestoreJob(ctx context.Context, h *TaskHandle, p ServerRes
 
 // runChunks pulls identity's rows from one store into a local wallet with BRC-40 chunks,
 // reporting progress on h; grants, when set, is the wallet's access queue session.
-func (a *Agent) runChunks(ctx context.Context, h *TaskHandle, from wallet.ChunkStore, to *localstore.Store, identity string, total int64, grants *scheduler.Session) (syncer.Result, error) {
+func (a *Agent) runChunks(ctx context.Context, h *TaskHandle, from brc40.ChunkStore, to *localstore.Store, identity string, total int64, grants *scheduler.Session) (syncer.Result, error) {
 	budget, err := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
 	if err != nil {
 		return syncer.Result{}, err

@@ -159,7 +159,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 	if !slices.Equal(names, []string{ManifestName, WalletName}) {
 		t.Fatalf("bundle holds %v", names)
 	}
-	if len(m.Identities) != 2 || m.Tables["sync_states"] == 0 || m.Tables["tx_labels"] < 10_000 || m.Schema.ToolboxMigrations != len(localstore.ToolboxMigrations) || m.Schema.Walletsync != localstore.SchemaVersion() {
+	if len(m.Identities) != 2 || m.Tables["sync_states"] == 0 || m.Tables["tx_labels"] < 10_000 || m.Schema.ToolboxMigrations != len(localstore.ToolboxMigrations()) || m.Schema.Walletsync != localstore.SchemaVersion() {
 		t.Fatalf("manifest: %d identities, tables %v, schema %+v", len(m.Identities), m.Tables, m.Schema)
 	}
 	if m.Files[0].SizeBytes >= m.Files[0].RawSizeBytes {
@@ -202,7 +202,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 		MigrationsAfter  int `json:"migrationsAfter"`
 	}
 	toolboxpeer.Run(t, &opened, "open", "--db", fresh)
-	if opened.MigrationsBefore != len(localstore.ToolboxMigrations) || opened.MigrationsAfter != opened.MigrationsBefore {
+	if opened.MigrationsBefore != len(localstore.ToolboxMigrations()) || opened.MigrationsAfter != opened.MigrationsBefore {
 		t.Fatalf("toolbox migrate() on the restored wallet: %d migrations before, %d after", opened.MigrationsBefore, opened.MigrationsAfter)
 	}
 	for _, id := range m.Identities {

@@ -29,10 +29,11 @@ func Restore(ctx context.Context, dir, target string, opts RestoreOptions) (Mani
 	if err != nil {
 		return m, fmt.Errorf("restore bundle: %w", err)
 	}
-	if m.Schema.Walletsync > localstore.SchemaVersion() || m.Schema.ToolboxMigrations > len(localstore.ToolboxMigrations) {
+	toolbox := len(localstore.ToolboxMigrations())
+	if m.Schema.Walletsync > localstore.SchemaVersion() || m.Schema.ToolboxMigrations > toolbox {
 		return m, fmt.Errorf("restore bundle: %w", &wallet.SchemaError{Path: dir,
 			Reason: fmt.Sprintf("the bundle's schema (walletsync %d, toolbox %d migrations) is newer than this binary's (%d, %d)",
-				m.Schema.Walletsync, m.Schema.ToolboxMigrations, localstore.SchemaVersion(), len(localstore.ToolboxMigrations)),
+				m.Schema.Walletsync, m.Schema.ToolboxMigrations, localstore.SchemaVersion(), toolbox),
 			Err: wallet.ErrSchemaTooNew})
 	}
 	err = localstore.Replace(ctx, target, func(ctx context.Context, staged string) error {

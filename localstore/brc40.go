@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -28,7 +29,7 @@ import (
 //     scoped to the user as BRC-40 scopes each table (a proof also through the request
 //     of a user's transaction, see scopeFilter); the first Offset matches are skipped.
 //   - Rows are added until the entity is exhausted, MaxItems rows are in the chunk, or the
-//     running sum of wallet.RowJSONSize exceeds MaxRoughSize; the row that crosses the limit
+//     running sum of brc40.RowJSONSize exceeds MaxRoughSize; the row that crosses the limit
 //     is included and nothing follows it. An entity that was started is present in the chunk,
 //     possibly empty; the entities after a limit are absent.
 //
@@ -46,19 +47,19 @@ import (
 // The chunk is read in one read transaction, so its pages see one snapshot of the store.
 // It refuses args that fail Validate and a request naming another producer than this store
 // (FromStorageIdentityKey must be this store's storageIdentityKey; the toolbox echoes any).
-func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (s *Store) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	if err := args.Validate(); err != nil {
-		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
+		return brc40.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
 	}
 	tx, err := s.readDB.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
-		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", classify(err))
+		return brc40.SyncChunk{}, fmt.Errorf("get sync chunk: %w", classify(err))
 	}
 	defer tx.Rollback()
 	p := &chunkProducer{ctx: ctx, tx: tx, args: args}
 	chunk, err := p.produce()
 	if err != nil {
-		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
+		return brc40.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
 	}
 	return chunk, nil
 }
@@ -67,22 +68,22 @@ func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkAr
 type chunkProducer struct {
 	ctx  context.Context
 	tx   *sql.Tx
-	args wallet.RequestSyncChunkArgs
+	args brc40.RequestSyncChunkArgs
 }
 
-func (p *chunkProducer) produce() (wallet.SyncChunk, error) {
+func (p *chunkProducer) produce() (brc40.SyncChunk, error) {
 	if err := checkStorage(p.ctx, p.tx, "producer", p.args.FromStorageIdentityKey); err != nil {
-		return wallet.SyncChunk{}, err
+		return brc40.SyncChunk{}, err
 	}
 	users, err := queryRows(p.ctx, p.tx, wallet.Users, "SELECT "+selectColumns(wallet.Users)+` FROM users AS t WHERE t.identityKey = ?`, p.args.IdentityKey)
 	if err != nil {
-		return wallet.SyncChunk{}, err
+		return brc40.SyncChunk{}, err
 	}
 	if len(users) == 0 {
-		return wallet.SyncChunk{}, fmt.Errorf("identity %s: %w", wallet.ShortKey(p.args.IdentityKey, 16), wallet.ErrNotFound)
+		return brc40.SyncChunk{}, fmt.Errorf("identity %s: %w", wallet.ShortKey(p.args.IdentityKey, 16), wallet.ErrNotFound)
 	}
 	userID := users[0][wallet.Users.Col("userId")].(int64)
-	return wallet.ProduceChunk(p.args, users[0], func(t *wallet.Table, offset, limit int64) ([]wallet.Row, error) {
+	return brc40.ProduceChunk(p.args, users[0], func(t *wallet.Table, offset, limit int64) ([]wallet.Row, error) {
 		return p.entityPage(t, userID, offset, limit)
 	})
 }
@@ -155,15 +156,15 @@ func sinceFilter(t *wallet.Table, userID int64, since string) (string, []any) {
 // It refuses, before writing anything, a request that fails Validate, names another
 // consumer than this store, or does not match the chunk (producer, consumer, user), a
 // row that Table.Normalize refuses, and args that do not answer the state
-// (wallet.SyncState.Answers, wallet.ErrCheckpointConflict): a chunk merged already, which
+// (brc40.SyncState.Answers, wallet.ErrCheckpointConflict): a chunk merged already, which
 // the toolbox would merge again and so skip as many rows later. Rows are normalized in
 // place. While an import's merge is unfinished it writes nothing
 // (*wallet.ImportInProgressError).
-func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
-	if err := wallet.CheckChunk(args, chunk); err != nil {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
+func (s *Store) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
+	if err := brc40.CheckChunk(args, chunk); err != nil {
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
-	var res wallet.ProcessSyncChunkResult
+	var res brc40.ProcessSyncChunkResult
 	err := s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		if err := checkStorage(ctx, tx, "consumer", args.ToStorageIdentityKey); err != nil {
 			return err
@@ -176,7 +177,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		if err != nil {
 			return err
 		}
-		st, err := wallet.OneSyncState(states, args.FromStorageIdentityKey)
+		st, err := brc40.OneSyncState(states, args.FromStorageIdentityKey)
 		if err != nil {
 			return err
 		}
@@ -194,14 +195,14 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		return nil
 	})
 	if err != nil {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
 	s.hook(HookCommitted)
 	return res, nil
 }
 
 // mergeChunk merges the chunk's rows and moves st as processSyncChunk does.
-func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncState, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *brc40.SyncState, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	m := newMerger(ctx, tx, userID, st.SyncMap, "")
 	defer m.close()
 	mergeUser := func(u wallet.Row) (bool, error) {
@@ -209,7 +210,7 @@ func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncSt
 		err := m.merge(wallet.Users, u)
 		return m.updates > before, err
 	}
-	res, err := wallet.ConsumeChunk(st, chunk, mergeUser, m.mergePage)
+	res, err := brc40.ConsumeChunk(st, chunk, mergeUser, m.mergePage)
 	res.Inserts, res.Updates = m.inserts, m.updates
 	return res, err
 }
@@ -219,11 +220,11 @@ func mergeChunk(ctx context.Context, tx *sql.Tx, userID int64, st *wallet.SyncSt
 // EntitySyncState.fromStorage does before each chunk: findOrInsertUser (a missing user is
 // created with its default basket, see EnsureUser), then findOrInsertSyncStateAuth, whose
 // new row has status "unknown", init false, a random 12-byte base64 refNum, a fresh sync map
-// (wallet.NewSyncMap), no when, and created_at = updated_at = now. The lookup key includes
+// (brc40.NewSyncMap), no when, and created_at = updated_at = now. The lookup key includes
 // the producer's name, as the toolbox's does; a second name for the same producer makes a
 // second row, which ProcessSyncChunk then refuses (wallet.ErrAmbiguousSyncState), as the
 // toolbox does.
-func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
+func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (brc40.SyncState, error) {
 	st, _, err := s.FindOrInsertSyncStateAuth(ctx, identityKey, producerSIK, producerName)
 	return st, err
 }
@@ -231,9 +232,9 @@ func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producer
 // FindOrInsertSyncStateAuth is FindOrInsertSyncState that also reports whether the state
 // was made by this call, as the toolbox's findOrInsertSyncStateAuth answers {syncState,
 // isNew}.
-func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error) {
+func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st brc40.SyncState, isNew bool, err error) {
 	if producerSIK == "" || producerName == "" {
-		return wallet.SyncState{}, false, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
+		return brc40.SyncState{}, false, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
 	}
 	err = s.walletWriteTx(ctx, func(tx *sql.Tx) error {
 		userID, _, err := ensureUser(ctx, tx, identityKey)
@@ -244,31 +245,31 @@ func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, prod
 		return err
 	})
 	if err != nil {
-		return wallet.SyncState{}, false, fmt.Errorf("find or insert sync state: %w", err)
+		return brc40.SyncState{}, false, fmt.Errorf("find or insert sync state: %w", err)
 	}
 	return st, isNew, nil
 }
 
 // findOrInsertSyncState is the toolbox's findOrInsertSyncStateAuth for a user that exists;
 // isNew reports that it made the row.
-func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error) {
+func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, producerSIK, producerName string) (st brc40.SyncState, isNew bool, err error) {
 	states, err := readSyncStates(ctx, tx, "userId = ? AND storageIdentityKey = ? AND storageName = ?", userID, producerSIK, producerName)
 	if err != nil {
-		return wallet.SyncState{}, false, err
+		return brc40.SyncState{}, false, err
 	}
 	switch len(states) {
 	case 0:
 	case 1:
 		return states[0], false, nil
 	default:
-		return wallet.SyncState{}, false, fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
+		return brc40.SyncState{}, false, fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
 	}
-	if st, err = wallet.NewSyncState(userID, producerSIK, producerName, wallet.Now()); err != nil {
-		return wallet.SyncState{}, false, err
+	if st, err = brc40.NewSyncState(userID, producerSIK, producerName, wallet.Now()); err != nil {
+		return brc40.SyncState{}, false, err
 	}
 	row, err := st.Row()
 	if err != nil {
-		return wallet.SyncState{}, false, err
+		return brc40.SyncState{}, false, err
 	}
 	w := newRowWriter(tx)
 	defer w.close()
@@ -278,14 +279,14 @@ func findOrInsertSyncState(ctx context.Context, tx *sql.Tx, userID int64, produc
 
 // readSyncStates reads up to two sync_states rows matching where: enough to tell one from
 // several.
-func readSyncStates(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]wallet.SyncState, error) {
+func readSyncStates(ctx context.Context, tx *sql.Tx, where string, args ...any) ([]brc40.SyncState, error) {
 	rows, err := queryRows(ctx, tx, wallet.SyncStates, "SELECT "+selectColumns(wallet.SyncStates)+" FROM sync_states AS t WHERE "+where+" ORDER BY syncStateId LIMIT 2", args...)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]wallet.SyncState, len(rows))
+	out := make([]brc40.SyncState, len(rows))
 	for i, r := range rows {
-		if out[i], err = wallet.SyncStateFromRow(r); err != nil {
+		if out[i], err = brc40.SyncStateFromRow(r); err != nil {
 			return nil, err
 		}
 	}
@@ -293,7 +294,7 @@ func readSyncStates(ctx context.Context, tx *sql.Tx, where string, args ...any) 
 }
 
 // saveSyncState writes what processSyncChunk changes: the sync map, when and updated_at.
-func saveSyncState(ctx context.Context, tx *sql.Tx, st wallet.SyncState) error {
+func saveSyncState(ctx context.Context, tx *sql.Tx, st brc40.SyncState) error {
 	syncMap, err := json.Marshal(st.SyncMap)
 	if err != nil {
 		return err

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -51,7 +52,7 @@ func writeJSON(tb testing.TB, v any) string {
 }
 
 // tsGetChunk is the toolbox's getSyncChunk on db, as the wire carries its answer.
-func tsGetChunk(tb testing.TB, db string, args wallet.RequestSyncChunkArgs) []byte {
+func tsGetChunk(tb testing.TB, db string, args brc40.RequestSyncChunkArgs) []byte {
 	tb.Helper()
 	var raw json.RawMessage
 	toolboxpeer.Run(tb, &raw, "getchunk", "--db", db, "--identity", args.IdentityKey, "--args-file", writeJSON(tb, args))
@@ -60,17 +61,17 @@ func tsGetChunk(tb testing.TB, db string, args wallet.RequestSyncChunkArgs) []by
 
 // tsSyncArgs is the toolbox consumer's next request (EntitySyncState.fromStorage, then
 // makeRequestSyncChunkArgs), read through walletsync's strict decoder.
-func tsSyncArgs(tb testing.TB, db tsStore, identity string, producer wallet.Settings, maxItems int64) wallet.RequestSyncChunkArgs {
+func tsSyncArgs(tb testing.TB, db tsStore, identity string, producer wallet.Settings, maxItems int64) brc40.RequestSyncChunkArgs {
 	tb.Helper()
-	var args wallet.RequestSyncChunkArgs
+	var args brc40.RequestSyncChunkArgs
 	toolboxpeer.Run(tb, &args, "syncargs", "--db", db.path, "--identity", identity, "--from-sik", producer.StorageIdentityKey,
 		"--from-name", producer.StorageName, "--max-items", strconv.FormatInt(maxItems, 10))
 	return args
 }
 
-func tsProcessChunk(tb testing.TB, db tsStore, producer wallet.Settings, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) wallet.ProcessSyncChunkResult {
+func tsProcessChunk(tb testing.TB, db tsStore, producer wallet.Settings, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) brc40.ProcessSyncChunkResult {
 	tb.Helper()
-	var res wallet.ProcessSyncChunkResult
+	var res brc40.ProcessSyncChunkResult
 	toolboxpeer.Run(tb, &res, "processchunk", "--db", db.path, "--identity", args.IdentityKey, "--from-sik", producer.StorageIdentityKey,
 		"--from-name", producer.StorageName, "--args-file", writeJSON(tb, args), "--chunk-file", writeJSON(tb, chunk))
 	return res
@@ -106,7 +107,7 @@ func pullFromToolbox(tb testing.TB, db tsStore, c *Store, identity string, maxRo
 			tb.Fatal(err)
 		}
 		args := st.MakeRequestSyncChunkArgs(identity, mustSIK(tb, c), maxRoughSize, maxItems)
-		var chunk wallet.SyncChunk
+		var chunk brc40.SyncChunk
 		if err := json.Unmarshal(tsGetChunk(tb, db.path, args), &chunk); err != nil {
 			tb.Fatalf("decode the toolbox's chunk %d: %v", n, err)
 		}
@@ -494,32 +495,32 @@ func TestBRC40Interop_ChunkEqualsToolboxChunk(t *testing.T) {
 	shared := isoTime("2026-05-01T10:00:07.373Z") // the updated_at of two transactions
 	for _, tc := range []struct {
 		name string
-		edit func(a *wallet.RequestSyncChunkArgs)
+		edit func(a *brc40.RequestSyncChunkArgs)
 		// linked are the rows walletsync adds to the toolbox's chunk: older than since,
 		// sent because a row that links them into the user's scope is not (sinceFilter).
 		linked []string
 	}{
-		{"everything", func(a *wallet.RequestSyncChunkArgs) {}, nil},
-		{"inclusive since on a shared stamp", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(shared) },
+		{"everything", func(a *brc40.RequestSyncChunkArgs) {}, nil},
+		{"inclusive since on a shared stamp", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(shared) },
 			[]string{"provenTxs " + fmt.Sprintf("%064x", 0x1111)}}, // the proof of a request updated later
-		{"since equal to the user's stamp", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(wallet.UserEpoch) }, nil},
-		{"few items and offsets", func(a *wallet.RequestSyncChunkArgs) {
+		{"since equal to the user's stamp", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(brc40.UserEpoch()) }, nil},
+		{"few items and offsets", func(a *brc40.RequestSyncChunkArgs) {
 			a.MaxItems, a.Offsets[1].Offset, a.Offsets[3].Offset = 5, 1, 2
 		}, nil},
-		{"items running out on a type's last row", func(a *wallet.RequestSyncChunkArgs) { a.MaxItems = 9 }, nil},
-		{"a rough size crossed inside transactions", func(a *wallet.RequestSyncChunkArgs) { a.MaxRoughSize = 3000 }, nil},
-		{"a rough size of 0", func(a *wallet.RequestSyncChunkArgs) { a.MaxRoughSize = 0 }, nil},
-		{"fewer offsets", func(a *wallet.RequestSyncChunkArgs) { a.Offsets = a.Offsets[:6] }, nil},
-		{"offsets past the end", func(a *wallet.RequestSyncChunkArgs) {
+		{"items running out on a type's last row", func(a *brc40.RequestSyncChunkArgs) { a.MaxItems = 9 }, nil},
+		{"a rough size crossed inside transactions", func(a *brc40.RequestSyncChunkArgs) { a.MaxRoughSize = 3000 }, nil},
+		{"a rough size of 0", func(a *brc40.RequestSyncChunkArgs) { a.MaxRoughSize = 0 }, nil},
+		{"fewer offsets", func(a *brc40.RequestSyncChunkArgs) { a.Offsets = a.Offsets[:6] }, nil},
+		{"offsets past the end", func(a *brc40.RequestSyncChunkArgs) {
 			for i := range a.Offsets {
 				a.Offsets[i].Offset = 50
 			}
 		}, nil},
-		{"since after everything", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(isoTime("2027-01-01T00:00:00Z")) }, nil},
+		{"since after everything", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(isoTime("2027-01-01T00:00:00Z")) }, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			st := wallet.SyncState{StorageIdentityKey: sik, SyncMap: wallet.NewSyncMap()}
+			st := brc40.SyncState{StorageIdentityKey: sik, SyncMap: brc40.NewSyncMap()}
 			a := st.MakeRequestSyncChunkArgs(id, FixtureIdentity(53), 0, 0)
 			tc.edit(&a)
 			chunk, err := s.GetSyncChunk(context.Background(), a)
@@ -532,7 +533,7 @@ func TestBRC40Interop_ChunkEqualsToolboxChunk(t *testing.T) {
 					continue
 				}
 				chunk.Rows[tb.Name] = slices.DeleteFunc(chunk.Rows[tb.Name], func(r wallet.Row) bool {
-					if wallet.UpdatedAt(tb, r).Before(*a.Since) {
+					if brc40.UpdatedAt(tb, r).Before(*a.Since) {
 						linked = append(linked, tb.Plural+" "+fmt.Sprint(r[tb.Col(tb.Natural[0])]))
 						return true
 					}
@@ -563,13 +564,13 @@ func TestBRC40Interop_ChunkEqualsToolboxChunk(t *testing.T) {
 func TestBRC40Interop_KnownProducerDifferences(t *testing.T) {
 	t.Parallel()
 	s, id := exactFixture(t, true)
-	st := wallet.SyncState{StorageIdentityKey: mustSIK(t, s), SyncMap: wallet.NewSyncMap()}
+	st := brc40.SyncState{StorageIdentityKey: mustSIK(t, s), SyncMap: brc40.NewSyncMap()}
 	a := st.MakeRequestSyncChunkArgs(id, FixtureIdentity(53), 0, 0)
 	chunk, err := s.GetSyncChunk(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ts wallet.SyncChunk
+	var ts brc40.SyncChunk
 	if err := json.Unmarshal(tsGetChunk(t, s.Path(), a), &ts); err != nil {
 		t.Fatal(err)
 	}
@@ -606,7 +607,7 @@ func TestBRC40Interop_KnownProducerDifferences(t *testing.T) {
 
 // readSyncState reads the one sync state of s for the user and producer p, without
 // creating anything (s may be read-only).
-func readSyncState(tb testing.TB, s *Store, identity string, p *Store) wallet.SyncState {
+func readSyncState(tb testing.TB, s *Store, identity string, p *Store) brc40.SyncState {
 	tb.Helper()
 	tx, err := s.readDB.BeginTx(context.Background(), nil)
 	if err != nil {

@@ -7,14 +7,15 @@ import (
 	"fmt"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
-// The rest of wallet.ChunkStore: what the toolbox's WalletStorageManager asks of a store
+// The rest of brc40.ChunkStore: what the toolbox's WalletStorageManager asks of a store
 // besides chunks, so that syncer.RunChunks drives a local wallet exactly as it drives a
 // toolbox StorageServer.
 
-var _ wallet.ChunkStore = (*Store)(nil)
+var _ brc40.ChunkStore = (*Store)(nil)
 
 // MakeAvailable returns the store's settings (Settings).
 func (s *Store) MakeAvailable(ctx context.Context) (wallet.Settings, error) {
@@ -23,21 +24,21 @@ func (s *Store) MakeAvailable(ctx context.Context) (wallet.Settings, error) {
 
 // FindOrInsertUser returns the user identityKey. A user that exists is only read, so a
 // read-only store answers for it; a missing one is created as EnsureUser creates it.
-func (s *Store) FindOrInsertUser(ctx context.Context, identityKey string) (wallet.SyncUser, error) {
+func (s *Store) FindOrInsertUser(ctx context.Context, identityKey string) (brc40.SyncUser, error) {
 	u, err := s.syncUser(ctx, identityKey)
 	if !errors.Is(err, wallet.ErrNotFound) {
 		return u, err
 	}
 	if _, _, err := s.EnsureUser(ctx, identityKey); err != nil {
-		return wallet.SyncUser{}, fmt.Errorf("find or insert user: %w", err)
+		return brc40.SyncUser{}, fmt.Errorf("find or insert user: %w", err)
 	}
 	u, err = s.syncUser(ctx, identityKey)
 	u.IsNew = true
 	return u, err
 }
 
-func (s *Store) syncUser(ctx context.Context, identityKey string) (wallet.SyncUser, error) {
-	u := wallet.SyncUser{IdentityKey: identityKey}
+func (s *Store) syncUser(ctx context.Context, identityKey string) (brc40.SyncUser, error) {
+	u := brc40.SyncUser{IdentityKey: identityKey}
 	var updated any
 	err := s.readDB.QueryRowContext(ctx, "SELECT userId, activeStorage, updated_at FROM users WHERE identityKey = ?", identityKey).
 		Scan(&u.UserID, &u.ActiveStorage, &updated)

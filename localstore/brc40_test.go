@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
@@ -101,7 +102,7 @@ type chunkShape struct {
 	labels  []string
 }
 
-func shapeOf(c wallet.SyncChunk) chunkShape {
+func shapeOf(c brc40.SyncChunk) chunkShape {
 	sh := chunkShape{user: c.User != nil, arrays: len(c.Rows)}
 	for _, r := range c.Rows[wallet.TableOutputBaskets] {
 		sh.baskets = append(sh.baskets, r[wallet.OutputBaskets.Col("name")].(string))
@@ -115,12 +116,12 @@ func shapeOf(c wallet.SyncChunk) chunkShape {
 func TestGetSyncChunk_Boundaries(t *testing.T) {
 	s, id, _ := labelStore(t)
 	sik := mustSIK(t, s)
-	base := func() wallet.RequestSyncChunkArgs {
-		st := wallet.SyncState{StorageIdentityKey: sik, SyncMap: wallet.NewSyncMap()}
+	base := func() brc40.RequestSyncChunkArgs {
+		st := brc40.SyncState{StorageIdentityKey: sik, SyncMap: brc40.NewSyncMap()}
 		return st.MakeRequestSyncChunkArgs(id, "02consumer", 0, 0)
 	}
 	size := func(t *wallet.Table, r wallet.Row) int64 {
-		n, err := wallet.RowJSONSize(t, r)
+		n, err := brc40.RowJSONSize(t, r)
 		if err != nil {
 			panic(err)
 		}
@@ -132,40 +133,40 @@ func TestGetSyncChunk_Boundaries(t *testing.T) {
 	}
 	basketSize := size(wallet.OutputBaskets, full.Rows[wallet.TableOutputBaskets][0])
 	l1Size := size(wallet.TxLabels, full.Rows[wallet.TableTxLabels][0])
-	userStamp := wallet.UpdatedAt(wallet.Users, full.User)
+	userStamp := brc40.UpdatedAt(wallet.Users, full.User)
 	ptr := func(t time.Time) *time.Time { return &t }
 
 	for _, tc := range []struct {
 		name string
-		edit func(a *wallet.RequestSyncChunkArgs)
+		edit func(a *brc40.RequestSyncChunkArgs)
 		want chunkShape
 	}{
-		{"everything without since", func(a *wallet.RequestSyncChunkArgs) {},
+		{"everything without since", func(a *brc40.RequestSyncChunkArgs) {},
 			chunkShape{true, 12, []string{"default"}, []string{"l1", "l2", "l3", "l3bis", "l4"}}},
-		{"since is inclusive for rows", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(isoTime("2026-05-01T10:00:03.000Z")) },
+		{"since is inclusive for rows", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(isoTime("2026-05-01T10:00:03.000Z")) },
 			chunkShape{false, 12, nil, []string{"l3", "l3bis", "l4"}}},
-		{"since equal to the user's updated_at leaves the user out", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(userStamp) },
+		{"since equal to the user's updated_at leaves the user out", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(userStamp) },
 			chunkShape{false, 12, []string{"default"}, []string{"l1", "l2", "l3", "l3bis", "l4"}}},
-		{"the user comes when strictly newer", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(userStamp.Add(-time.Millisecond)) },
+		{"the user comes when strictly newer", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(userStamp.Add(-time.Millisecond)) },
 			chunkShape{true, 12, []string{"default"}, []string{"l1", "l2", "l3", "l3bis", "l4"}}},
-		{"since after everything gives 12 empty arrays", func(a *wallet.RequestSyncChunkArgs) { a.Since = ptr(isoTime("2027-01-01T00:00:00Z")) },
+		{"since after everything gives 12 empty arrays", func(a *brc40.RequestSyncChunkArgs) { a.Since = ptr(isoTime("2027-01-01T00:00:00Z")) },
 			chunkShape{false, 12, nil, nil}},
-		{"offsets skip matches", func(a *wallet.RequestSyncChunkArgs) { a.Offsets[3].Offset = 2 },
+		{"offsets skip matches", func(a *brc40.RequestSyncChunkArgs) { a.Offsets[3].Offset = 2 },
 			chunkShape{true, 12, []string{"default"}, []string{"l3", "l3bis", "l4"}}},
-		{"offsets count after since", func(a *wallet.RequestSyncChunkArgs) {
+		{"offsets count after since", func(a *brc40.RequestSyncChunkArgs) {
 			a.Since, a.Offsets[3].Offset = ptr(isoTime("2026-05-01T10:00:03.000Z")), 1
 		}, chunkShape{false, 12, nil, []string{"l3bis", "l4"}}},
-		{"maxItems ends the chunk inside a type", func(a *wallet.RequestSyncChunkArgs) { a.MaxItems = 3 },
+		{"maxItems ends the chunk inside a type", func(a *brc40.RequestSyncChunkArgs) { a.MaxItems = 3 },
 			chunkShape{true, 4, []string{"default"}, []string{"l1", "l2"}}},
-		{"maxItems used up by a type's last row omits the rest", func(a *wallet.RequestSyncChunkArgs) { a.MaxItems = 6 },
+		{"maxItems used up by a type's last row omits the rest", func(a *brc40.RequestSyncChunkArgs) { a.MaxItems = 6 },
 			chunkShape{true, 4, []string{"default"}, []string{"l1", "l2", "l3", "l3bis", "l4"}}},
-		{"the row crossing maxRoughSize is included", func(a *wallet.RequestSyncChunkArgs) { a.MaxRoughSize = basketSize + l1Size - 1 },
+		{"the row crossing maxRoughSize is included", func(a *brc40.RequestSyncChunkArgs) { a.MaxRoughSize = basketSize + l1Size - 1 },
 			chunkShape{true, 4, []string{"default"}, []string{"l1"}}},
-		{"reaching maxRoughSize exactly is not crossing it", func(a *wallet.RequestSyncChunkArgs) { a.MaxRoughSize = basketSize + l1Size },
+		{"reaching maxRoughSize exactly is not crossing it", func(a *brc40.RequestSyncChunkArgs) { a.MaxRoughSize = basketSize + l1Size },
 			chunkShape{true, 4, []string{"default"}, []string{"l1", "l2"}}},
-		{"maxRoughSize 0 sends one row", func(a *wallet.RequestSyncChunkArgs) { a.MaxRoughSize = 0 },
+		{"maxRoughSize 0 sends one row", func(a *brc40.RequestSyncChunkArgs) { a.MaxRoughSize = 0 },
 			chunkShape{true, 2, []string{"default"}, nil}},
-		{"fewer offsets limit the entities", func(a *wallet.RequestSyncChunkArgs) { a.Offsets = a.Offsets[:3] },
+		{"fewer offsets limit the entities", func(a *brc40.RequestSyncChunkArgs) { a.Offsets = a.Offsets[:3] },
 			chunkShape{true, 3, []string{"default"}, nil}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -191,21 +192,21 @@ func TestGetSyncChunk_Boundaries(t *testing.T) {
 func TestGetSyncChunk_Refusals(t *testing.T) {
 	s, id, _ := labelStore(t)
 	sik := mustSIK(t, s)
-	base := func() wallet.RequestSyncChunkArgs {
-		st := wallet.SyncState{StorageIdentityKey: sik, SyncMap: wallet.NewSyncMap()}
+	base := func() brc40.RequestSyncChunkArgs {
+		st := brc40.SyncState{StorageIdentityKey: sik, SyncMap: brc40.NewSyncMap()}
 		return st.MakeRequestSyncChunkArgs(id, "02consumer", 0, 0)
 	}
 	for _, tc := range []struct {
 		name string
-		edit func(a *wallet.RequestSyncChunkArgs)
+		edit func(a *brc40.RequestSyncChunkArgs)
 		want error
 		path string
 	}{
-		{"offset named out of order", func(a *wallet.RequestSyncChunkArgs) { a.Offsets[4].Name = "output" }, wallet.ErrBadSyncMessage, "offsets[4].name"},
-		{"13 offsets", func(a *wallet.RequestSyncChunkArgs) { a.Offsets = append(a.Offsets, a.Offsets[0]) }, wallet.ErrBadSyncMessage, "offsets"},
-		{"no items", func(a *wallet.RequestSyncChunkArgs) { a.MaxItems = 0 }, wallet.ErrBadSyncMessage, "maxItems"},
-		{"unknown user", func(a *wallet.RequestSyncChunkArgs) { a.IdentityKey = FixtureIdentity(41) }, wallet.ErrNotFound, ""},
-		{"another producer", func(a *wallet.RequestSyncChunkArgs) { a.FromStorageIdentityKey = "02other" }, wallet.ErrInvalidArgument, ""},
+		{"offset named out of order", func(a *brc40.RequestSyncChunkArgs) { a.Offsets[4].Name = "output" }, wallet.ErrBadSyncMessage, "offsets[4].name"},
+		{"13 offsets", func(a *brc40.RequestSyncChunkArgs) { a.Offsets = append(a.Offsets, a.Offsets[0]) }, wallet.ErrBadSyncMessage, "offsets"},
+		{"no items", func(a *brc40.RequestSyncChunkArgs) { a.MaxItems = 0 }, wallet.ErrBadSyncMessage, "maxItems"},
+		{"unknown user", func(a *brc40.RequestSyncChunkArgs) { a.IdentityKey = FixtureIdentity(41) }, wallet.ErrNotFound, ""},
+		{"another producer", func(a *brc40.RequestSyncChunkArgs) { a.FromStorageIdentityKey = "02other" }, wallet.ErrInvalidArgument, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := base()
@@ -229,7 +230,7 @@ func TestGetSyncChunk_PagesInKeyOrder(t *testing.T) {
 	if len(wantOut) <= 10 {
 		t.Fatalf("the small fixture has %d outputs; the test needs more than one page of 10", len(wantOut))
 	}
-	st := wallet.SyncState{StorageIdentityKey: mustSIK(t, s), SyncMap: wallet.NewSyncMap()}
+	st := brc40.SyncState{StorageIdentityKey: mustSIK(t, s), SyncMap: brc40.NewSyncMap()}
 	// maxItems 12: pages of max(10, 12/25) = 10 outputs; the chunk needs two of them.
 	for _, offset := range []int64{0, 1, 11} {
 		a := st.MakeRequestSyncChunkArgs(id, "02consumer", 0, 12)
@@ -251,7 +252,7 @@ func TestGetSyncChunk_PagesInKeyOrder(t *testing.T) {
 
 // pullBRC40 runs the toolbox's raw sync loop (syncToWriter) from producer to consumer, with
 // every request and chunk through its JSON form, until a chunk completes a cycle.
-func pullBRC40(tb testing.TB, producer, consumer *Store, identity string, maxRoughSize, maxItems int64) []wallet.ProcessSyncChunkResult {
+func pullBRC40(tb testing.TB, producer, consumer *Store, identity string, maxRoughSize, maxItems int64) []brc40.ProcessSyncChunkResult {
 	tb.Helper()
 	return pullBRC40Between(tb, producer, consumer, identity, maxRoughSize, maxItems, nil)
 }
@@ -259,14 +260,14 @@ func pullBRC40(tb testing.TB, producer, consumer *Store, identity string, maxRou
 // pullBRC40Between is pullBRC40 that calls between (when not nil) after each chunk that does
 // not complete the cycle, with the number of chunks processed: writes made there race the
 // cycle.
-func pullBRC40Between(tb testing.TB, producer, consumer *Store, identity string, maxRoughSize, maxItems int64, between func(chunks int)) []wallet.ProcessSyncChunkResult {
+func pullBRC40Between(tb testing.TB, producer, consumer *Store, identity string, maxRoughSize, maxItems int64, between func(chunks int)) []brc40.ProcessSyncChunkResult {
 	tb.Helper()
 	ctx := context.Background()
 	ps, err := producer.Settings(ctx)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var out []wallet.ProcessSyncChunkResult
+	var out []brc40.ProcessSyncChunkResult
 	for range 10_000 {
 		st, err := consumer.FindOrInsertSyncState(ctx, identity, ps.StorageIdentityKey, ps.StorageName)
 		if err != nil {
@@ -315,7 +316,7 @@ func mustLogical(tb testing.TB, s *Store, identity string, ignore ...string) log
 	return w
 }
 
-func mustSyncState(tb testing.TB, s *Store, identity string, producer *Store) wallet.SyncState {
+func mustSyncState(tb testing.TB, s *Store, identity string, producer *Store) brc40.SyncState {
 	tb.Helper()
 	ps, err := producer.Settings(context.Background())
 	if err != nil {
@@ -344,7 +345,7 @@ func TestProcessSyncChunk_CycleStateLikeTheToolbox(t *testing.T) {
 	for _, tb := range wallet.Entities {
 		var mine time.Time
 		for _, r := range scanTable(t, p, tb, id) {
-			if u := wallet.UpdatedAt(tb, r); u.After(mine) {
+			if u := brc40.UpdatedAt(tb, r); u.After(mine) {
 				mine = u
 			}
 		}
@@ -369,7 +370,7 @@ func TestProcessSyncChunk_CycleStateLikeTheToolbox(t *testing.T) {
 	}
 	// Counts are the offsets of the next request within a cycle.
 	st.SyncMap.Entity(wallet.TxLabels).Count = 2
-	if a := st.MakeRequestSyncChunkArgs(id, mustSIK(t, c), 0, 0); a.Offsets[3] != (wallet.SyncOffset{Name: "txLabel", Offset: 2}) || a.Since == nil || !a.Since.Equal(newest) {
+	if a := st.MakeRequestSyncChunkArgs(id, mustSIK(t, c), 0, 0); a.Offsets[3] != (brc40.SyncOffset{Name: "txLabel", Offset: 2}) || a.Since == nil || !a.Since.Equal(newest) {
 		t.Fatalf("next request %+v", a)
 	}
 
@@ -435,10 +436,10 @@ func TestProcessSyncChunk_IDRemapConflict(t *testing.T) {
 	st := mustSyncState(t, c, id, p)
 	args := st.MakeRequestSyncChunkArgs(id, mustSIK(t, c), 0, 0)
 	// label is a row the producer calls txLabel 10.
-	label := func(name string) wallet.SyncChunk {
+	label := func(name string) brc40.SyncChunk {
 		r := newRow(wallet.TxLabels, fields{"created_at": isoTime("2026-05-01T10:00:00Z"), "updated_at": isoTime("2026-05-01T10:00:00Z"),
 			"txLabelId": 10, "userId": 99, "label": name, "isDeleted": false})
-		return wallet.SyncChunk{FromStorageIdentityKey: args.FromStorageIdentityKey, ToStorageIdentityKey: args.ToStorageIdentityKey,
+		return brc40.SyncChunk{FromStorageIdentityKey: args.FromStorageIdentityKey, ToStorageIdentityKey: args.ToStorageIdentityKey,
 			UserIdentityKey: id, Rows: map[wallet.TableName][]wallet.Row{wallet.TableTxLabels: {r}}}
 	}
 	if _, err := c.ProcessSyncChunk(t.Context(), args, label("a")); err != nil {
@@ -479,7 +480,7 @@ func TestProcessSyncChunk_Refusals(t *testing.T) {
 	if _, _, err := c.EnsureUser(t.Context(), id); err != nil {
 		t.Fatal(err)
 	}
-	stateless := wallet.SyncState{StorageIdentityKey: ps.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}
+	stateless := brc40.SyncState{StorageIdentityKey: ps.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}
 	args := stateless.MakeRequestSyncChunkArgs(id, mustSIK(t, c), 0, 0)
 	chunk, err := p.GetSyncChunk(t.Context(), args)
 	if err != nil {
@@ -491,28 +492,28 @@ func TestProcessSyncChunk_Refusals(t *testing.T) {
 	mustSyncState(t, c, id, p)
 	for _, tc := range []struct {
 		name string
-		edit func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk)
+		edit func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk)
 		want error
 	}{
-		{"chunk for another user", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) { c.UserIdentityKey = FixtureIdentity(9) }, wallet.ErrInvalidArgument},
-		{"user row of another user", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) {
+		{"chunk for another user", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) { c.UserIdentityKey = FixtureIdentity(9) }, wallet.ErrInvalidArgument},
+		{"user row of another user", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) {
 			c.User = slices.Clone(c.User)
 			c.User[wallet.Users.Col("identityKey")] = FixtureIdentity(9)
 		}, wallet.ErrInvalidArgument},
-		{"chunk from another producer", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) { c.FromStorageIdentityKey = "02other" }, wallet.ErrInvalidArgument},
-		{"request for another consumer", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) {
+		{"chunk from another producer", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) { c.FromStorageIdentityKey = "02other" }, wallet.ErrInvalidArgument},
+		{"request for another consumer", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) {
 			a.ToStorageIdentityKey, c.ToStorageIdentityKey = "02other", "02other"
 		}, wallet.ErrInvalidArgument},
-		{"unknown user", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) {
+		{"unknown user", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) {
 			a.IdentityKey, c.UserIdentityKey, c.User = FixtureIdentity(9), FixtureIdentity(9), nil
 		}, wallet.ErrNotFound},
-		{"a row that is not a row", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) {
+		{"a row that is not a row", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) {
 			c.Rows = map[wallet.TableName][]wallet.Row{wallet.TableTxLabels: {{int64(1)}}}
 		}, wallet.ErrInvalidArgument},
-		{"an array that is no entity", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) {
+		{"an array that is no entity", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) {
 			c.Rows = map[wallet.TableName][]wallet.Row{wallet.TableSyncStates: {}}
 		}, wallet.ErrInvalidArgument},
-		{"a bad offset", func(a *wallet.RequestSyncChunkArgs, c *wallet.SyncChunk) { a.Offsets[0].Name = "user" }, wallet.ErrBadSyncMessage},
+		{"a bad offset", func(a *brc40.RequestSyncChunkArgs, c *brc40.SyncChunk) { a.Offsets[0].Name = "user" }, wallet.ErrBadSyncMessage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a, ch := args, chunk
@@ -555,7 +556,7 @@ func TestFindOrInsertSyncState_LikeTheToolbox(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := json.Marshal(wallet.NewSyncMap())
+	fresh, err := json.Marshal(brc40.NewSyncMap())
 	if err != nil {
 		t.Fatal(err)
 	}

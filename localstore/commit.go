@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -134,7 +135,7 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		m.undo = undo
 		defer m.close()
 		t, _ := wallet.LookupTable(b.Page.Table)
-		refs, err := wallet.ReferencedIDs(t, b.Page.Rows)
+		refs, err := brc40.ReferencedIDs(t, b.Page.Rows)
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -105,7 +106,7 @@ func (m *merger) checkUnique(t *wallet.Table, r wallet.Row, self []any, changed 
 		if null {
 			continue // NULLs never collide in a unique index
 		}
-		key := string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + wallet.NaturalKey(t, cols, r)
+		key := string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + brc40.NaturalKey(t, cols, r)
 		if other, ok := m.conflicts.owners[key]; ok && other != owner {
 			m.conflicts.add(wallet.MergeConflict{Kind: wallet.ConflictUnique, Table: t.Name, Key: m.conflicts.cur, Columns: cols,
 				Reason: fmt.Sprintf("its %s repeats that of another row of the backup", strings.Join(cols, ", "))})

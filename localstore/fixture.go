@@ -13,6 +13,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -196,7 +197,7 @@ func (g *generator) stamps(f fields) fields {
 func (g *generator) prologue(ctx context.Context, tx *sql.Tx) error {
 	w := newRowWriter(tx)
 	defer w.close()
-	if err := tx.QueryRowContext(ctx, "SELECT basketId FROM output_baskets WHERE userId = ? AND name = 'default'", g.user).Scan(&g.basketID); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT basketId FROM output_baskets WHERE userId = ? AND name = ?", g.user, brc40.DefaultBasket).Scan(&g.basketID); err != nil {
 		return classify(err)
 	}
 	for i, name := range []string{"savings", "tokens", "retired"} {

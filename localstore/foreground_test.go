@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -188,11 +189,11 @@ func TestEnsureUser_LikeTheToolbox(t *testing.T) {
 	users := scanTable(t, s, wallet.Users, key)
 	baskets := scanTable(t, s, wallet.OutputBaskets, key)
 	u, b := wallet.Users, wallet.OutputBaskets
-	if len(users) != 1 || users[0][u.Col("activeStorage")] != settings.StorageIdentityKey || !users[0][u.Col("updated_at")].(time.Time).Equal(wallet.UserEpoch) {
+	if len(users) != 1 || users[0][u.Col("activeStorage")] != settings.StorageIdentityKey || !users[0][u.Col("updated_at")].(time.Time).Equal(brc40.UserEpoch()) {
 		t.Fatalf("user row = %v", users)
 	}
 	if len(baskets) != 1 || baskets[0][b.Col("name")] != "default" || baskets[0][b.Col("numberOfDesiredUTXOs")] != int64(144) ||
-		baskets[0][b.Col("minimumDesiredUTXOValue")] != int64(32) || !baskets[0][b.Col("updated_at")].(time.Time).Equal(wallet.UserEpoch) {
+		baskets[0][b.Col("minimumDesiredUTXOValue")] != int64(32) || !baskets[0][b.Col("updated_at")].(time.Time).Equal(brc40.UserEpoch()) {
 		t.Fatalf("default basket = %v", baskets)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -20,16 +21,16 @@ const idMapTable = ownPrefix + "idmaps"
 // statement small and its plan cached).
 const idBatchSize = 128
 
-// tableIDs is the wallet.IDMapper of walletsync's own sessions, kept in walletsync_idmaps.
+// tableIDs is the brc40.IDMapper of walletsync's own sessions, kept in walletsync_idmaps.
 // A page loads the ids it references up front and writes the new ones at the end, in
 // batches.
 type tableIDs struct {
-	*wallet.PageIDs
+	*brc40.PageIDs
 	source string
 }
 
 func newTableIDs(source string) *tableIDs {
-	return &tableIDs{PageIDs: wallet.NewPageIDs(), source: source}
+	return &tableIDs{PageIDs: brc40.NewPageIDs(), source: source}
 }
 
 // preparer returns a statement prepared once per transaction: a page's id map lookups and

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -456,7 +457,7 @@ func forgetSession(ctx context.Context, tx *sql.Tx, sourceStorage string) error 
 
 // completeProducerState brings the producer's sync state to where mergeBRC38's two chunks
 // leave it and returns it.
-func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, session string, from wallet.Settings) (wallet.SyncState, error) {
+func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, session string, from wallet.Settings) (brc40.SyncState, error) {
 	st, _, err := findOrInsertSyncState(ctx, tx, userID, from.StorageIdentityKey, from.StorageName)
 	if err != nil {
 		return st, err
@@ -497,9 +498,9 @@ func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, sessio
 			return st, err
 		}
 		e := st.SyncMap.Entity(t)
-		e.MaxUpdatedAt = wallet.Latest(e.MaxUpdatedAt, at)
+		e.MaxUpdatedAt = brc40.Latest(e.MaxUpdatedAt, at)
 	}
-	closing := wallet.SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
+	closing := brc40.SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
 	for _, t := range wallet.Entities {
 		closing.Rows[t.Name] = []wallet.Row{}
 	}
@@ -511,7 +512,7 @@ func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, sessio
 }
 
 // upsertStagedSyncStates is the toolbox's mergeImportedSyncStates over the staged rows.
-func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, producer wallet.SyncState) (wallet.MergeCounts, error) {
+func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, producer brc40.SyncState) (wallet.MergeCounts, error) {
 	var counts wallet.MergeCounts
 	t := wallet.SyncStates
 	staged, err := queryRows(ctx, tx, t, "SELECT "+selectColumns(t)+" FROM src.sync_states AS t ORDER BY t.syncStateId")
@@ -521,7 +522,7 @@ func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, produ
 	m := newMerger(ctx, tx, userID, nil, "")
 	defer m.close()
 	for _, r := range staged {
-		st, err := wallet.SyncStateFromRow(r)
+		st, err := brc40.SyncStateFromRow(r)
 		if err != nil {
 			return counts, err
 		}
@@ -541,7 +542,7 @@ func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, produ
 		err = tx.QueryRowContext(ctx, "SELECT syncStateId FROM sync_states WHERE refNum = ?", st.RefNum).Scan(&holder)
 		switch {
 		case err == nil && (len(existing) == 0 || holder != existing[0].SyncStateID):
-			if st.RefNum, err = wallet.NewRefNum(); err != nil {
+			if st.RefNum, err = brc40.NewRefNum(); err != nil {
 				return counts, err
 			}
 		case err != nil && !errors.Is(err, sql.ErrNoRows):

@@ -62,7 +62,7 @@ func TestInterop_ToolboxOpensWalletsyncStore(t *testing.T) {
 			// The toolbox finds nothing to migrate and reads walletsync's settings.
 			var opened peerOpen
 			toolboxpeer.Run(t, &opened, "open", "--db", path)
-			if opened.MigrationsBefore != len(ToolboxMigrations) || opened.MigrationsAfter != len(ToolboxMigrations) {
+			if opened.MigrationsBefore != len(ToolboxMigrations()) || opened.MigrationsAfter != len(ToolboxMigrations()) {
 				t.Fatalf("toolbox migrate() on a walletsync store: %d migrations before, %d after", opened.MigrationsBefore, opened.MigrationsAfter)
 			}
 			if opened.Settings.Chain != wallet.ChainTest || opened.Settings.DBType != "SQLite" {
@@ -125,7 +125,7 @@ func TestInterop_WalletsyncOpensToolboxStore(t *testing.T) {
 	s.Close()
 	var opened peerOpen
 	toolboxpeer.Run(t, &opened, "open", "--db", path)
-	if opened.MigrationsBefore != len(ToolboxMigrations) || opened.MigrationsAfter != opened.MigrationsBefore {
+	if opened.MigrationsBefore != len(ToolboxMigrations()) || opened.MigrationsAfter != opened.MigrationsBefore {
 		t.Fatalf("toolbox migrate() after walletsync opened its store: %+v", opened)
 	}
 	var again toolboxpeer.Dump

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -31,7 +32,7 @@ type merger struct {
 	tx      *sql.Tx
 	w       *rowWriter
 	userID  int64
-	ids     wallet.IDMapper
+	ids     brc40.IDMapper
 	active  wallet.ActivePolicy
 	stmts   map[string]*sql.Stmt
 	inserts int64
@@ -50,7 +51,7 @@ type merger struct {
 	undo *undoLog
 }
 
-func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids wallet.IDMapper, active wallet.ActivePolicy) *merger {
+func newMerger(ctx context.Context, tx *sql.Tx, userID int64, ids brc40.IDMapper, active wallet.ActivePolicy) *merger {
 	return &merger{ctx: ctx, tx: tx, w: newRowWriter(tx), userID: userID, ids: ids, active: active, stmts: map[string]*sql.Stmt{}}
 }
 
@@ -95,7 +96,7 @@ func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
 	return m.MergeFound(t, in, local, found)
 }
 
-// MergeFound merges an incoming row into the stored row that matches it (wallet.PageMerger).
+// MergeFound merges an incoming row into the stored row that matches it (brc40.PageMerger).
 func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error {
 	m.noteOlder(t, in, found)
 	if t.ID != "" {
@@ -109,7 +110,7 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 	case wallet.ProvenTxReqs:
 		return m.mergeProofRequest(in, found)
 	}
-	cols := wallet.MergeNewer(t, in, local, found)
+	cols := brc40.MergeNewer(t, in, local, found)
 	if cols == nil {
 		return nil
 	}
@@ -118,17 +119,17 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 }
 
 // mergePage applies the rows of one page of t with the same rules as merge, batched
-// (wallet.MergePage); a preview goes one row at a time, so that its overlay sees each row.
+// (brc40.MergePage); a preview goes one row at a time, so that its overlay sees each row.
 func (m *merger) mergePage(t *wallet.Table, rows []wallet.Row) error {
 	if m.dry != nil {
 		return m.MergeEach(t, rows)
 	}
-	return wallet.MergePage(m, t, rows, idBatchSize)
+	return brc40.MergePage(m, t, rows, idBatchSize)
 }
 
-var _ wallet.PageMerger = (*merger)(nil)
+var _ brc40.PageMerger = (*merger)(nil)
 
-// MergeEach merges rows one at a time (wallet.PageMerger).
+// MergeEach merges rows one at a time (brc40.PageMerger).
 func (m *merger) MergeEach(t *wallet.Table, rows []wallet.Row) error {
 	merge := m.merge
 	if m.conflicts != nil {
@@ -142,7 +143,7 @@ func (m *merger) MergeEach(t *wallet.Table, rows []wallet.Row) error {
 	return nil
 }
 
-// FindMany returns the stored rows whose cols equal those of one of locals (wallet.PageMerger).
+// FindMany returns the stored rows whose cols equal those of one of locals (brc40.PageMerger).
 //
 // The tuples drive a join, one index lookup each. The shorter "(cols) IN (VALUES ...)"
 // is not used on purpose: SQLite plans it as a scan of the whole table per statement, which
@@ -206,9 +207,7 @@ func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		var args []any
 		for _, i := range batch {
 			r := locals[i]
-			if t == wallet.OutputBaskets && r[t.Col("name")] == "" {
-				r[t.Col("name")] = "default"
-			}
+			brc40.PrepareNew(t, r)
 			for _, c := range cols {
 				args = append(args, wallet.SQLValue(r[t.Col(c)]))
 			}
@@ -278,15 +277,15 @@ func queryIDs(ctx context.Context, st *sql.Stmt, args []any) ([]int64, error) {
 	return ids, classify(rs.Err())
 }
 
-// Localize returns a copy of in as this store would hold it (wallet.Localize).
+// Localize returns a copy of in as this store would hold it (brc40.Localize).
 func (m *merger) Localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
-	return wallet.Localize(t, in, m.userID, m.ids.LocalID)
+	return brc40.Localize(t, in, m.userID, m.ids.LocalID)
 }
 
 // find returns this store's row matching local by natural key (see matchKeys).
 func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, bool, error) {
-	for _, cols := range wallet.MatchKeys(t) {
-		if !wallet.Matchable(t, cols, local) {
+	for _, cols := range brc40.MatchKeys(t) {
+		if !brc40.Matchable(t, cols, local) {
 			continue
 		}
 		if r, ok, err := m.findBy(t, cols, local); ok || err != nil {
@@ -330,9 +329,7 @@ func (m *merger) findBy(t *wallet.Table, cols []string, local wallet.Row) (walle
 }
 
 func (m *merger) insert(t *wallet.Table, in, local wallet.Row) error {
-	if t == wallet.OutputBaskets && local[t.Col("name")] == "" {
-		local[t.Col("name")] = "default"
-	}
+	brc40.PrepareNew(t, local)
 	var id int64
 	if m.dry != nil {
 		id = m.dry.put(t, local, true)
@@ -395,7 +392,7 @@ func (m *merger) update(t *wallet.Table, r wallet.Row, cols []string) error {
 
 // noteOlder counts an incoming row that is strictly older than the stored row it matched.
 func (m *merger) noteOlder(t *wallet.Table, in, found wallet.Row) {
-	if wallet.UpdatedAt(t, found).After(wallet.UpdatedAt(t, in)) {
+	if brc40.UpdatedAt(t, found).After(brc40.UpdatedAt(t, in)) {
 		m.older++
 	}
 }
@@ -409,11 +406,11 @@ func (m *merger) mergeUser(in, found wallet.Row) error {
 	if err := m.ids.RecordID(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
 		return err
 	}
-	if !wallet.MergeUserRow(in, found, m.active) {
+	if !brc40.MergeUserRow(in, found, m.active) {
 		return nil
 	}
 	m.updates++
-	return m.update(t, found, wallet.UserMergeColumns)
+	return m.update(t, found, brc40.UserMergeColumns())
 }
 
 // mergeProofRequest is the toolbox's EntityProvenTxReq.mergeExisting: it always runs,
@@ -422,10 +419,10 @@ func (m *merger) mergeUser(in, found wallet.Row) error {
 // notify ids are mapped and united (which marks the request not notified), updated_at
 // becomes the later one. Status, attempts, provenTxId and rawTx are never overwritten.
 func (m *merger) mergeProofRequest(in, found wallet.Row) error {
-	if err := wallet.MergeProofRequest(in, found, m.localTxID); err != nil {
+	if err := brc40.MergeProofRequest(in, found, m.localTxID); err != nil {
 		return err
 	}
-	return m.update(wallet.ProvenTxReqs, found, wallet.ProofRequestMergeColumns)
+	return m.update(wallet.ProvenTxReqs, found, brc40.ProofRequestMergeColumns())
 }
 
 // localTxID maps a source transaction id to this store's.
@@ -451,7 +448,7 @@ func (o *overlay) put(t *wallet.Table, r wallet.Row, fresh bool) int64 {
 		id = o.nextID
 		r[t.Col(t.ID)] = id
 	}
-	for _, cols := range wallet.MatchKeys(t) {
+	for _, cols := range brc40.MatchKeys(t) {
 		o.rows[overlayKey(t, cols, r)] = r
 	}
 	return id
@@ -463,5 +460,5 @@ func (o *overlay) get(t *wallet.Table, cols []string, local wallet.Row) (wallet.
 }
 
 func overlayKey(t *wallet.Table, cols []string, r wallet.Row) string {
-	return string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + wallet.NaturalKey(t, cols, r)
+	return string(t.Name) + "\x00" + strings.Join(cols, ",") + "\x00" + brc40.NaturalKey(t, cols, r)
 }

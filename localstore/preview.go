@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -58,14 +59,14 @@ func previewPlan(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identit
 		if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
 			return nil, classify(err)
 		}
-		user, basket := wallet.NewUserRows(identityKey, sik, wallet.Now())
+		user, basket := brc40.NewUserRows(identityKey, sik, wallet.Now())
 		userID = dry.put(wallet.Users, user, true)
 		basket[wallet.OutputBaskets.Col("userId")] = userID
 		dry.put(wallet.OutputBaskets, basket, true)
 	} else if err != nil {
 		return nil, err
 	}
-	m := newMerger(ctx, tx, userID, wallet.NewSyncMap(), wallet.KeepDestinationActive)
+	m := newMerger(ctx, tx, userID, brc40.NewSyncMap(), wallet.KeepDestinationActive)
 	m.dry, m.conflicts = dry, log
 	defer m.close()
 

@@ -17,25 +17,27 @@ import (
 //go:embed schema/toolbox.sql
 var toolboxDDL string
 
-// ToolboxMigrations are the names Knex records in knex_migrations when the toolbox has
-// migrated a store, in order. A store whose ledger holds all of them is one the toolbox
-// opens without migrating; one that holds a name not listed here was written by a newer
-// toolbox and is refused.
-var ToolboxMigrations = []string{
-	"2024-12-26-001 initial migration",
-	"2025-01-21-001 add activeStorage to users",
-	"2025-02-22-001 nonNULL activeStorage",
-	"2025-02-28-001 derivations to 200",
-	"2025-03-01-001 reset req history",
-	"2025-03-03-001 descriptions to 2000",
-	"2025-05-13-001 add monitor events event index",
-	"2025-09-06-001 add proven txs blockHash index",
-	"2025-10-13-001 add outputs spendable index",
-	"2025-10-18-001 add transactions txid index",
-	"2025-10-18-002 add proven_tx_reqs txid index",
-	"2026-02-27-001 add listOutputs path indexes",
-	"2026-02-27-002 add createAction path indexes",
-	"2026-04-30-001 add wasBroadcast and rebroadcastAttempts to proven_tx_reqs",
+// ToolboxMigrations returns the names Knex records in knex_migrations when the toolbox has
+// migrated a store, in order, in a new slice the caller may keep or alter. A store whose
+// ledger holds all of them is one the toolbox opens without migrating; one that holds a name
+// not listed here was written by a newer toolbox and is refused.
+func ToolboxMigrations() []string {
+	return []string{
+		"2024-12-26-001 initial migration",
+		"2025-01-21-001 add activeStorage to users",
+		"2025-02-22-001 nonNULL activeStorage",
+		"2025-02-28-001 derivations to 200",
+		"2025-03-01-001 reset req history",
+		"2025-03-03-001 descriptions to 2000",
+		"2025-05-13-001 add monitor events event index",
+		"2025-09-06-001 add proven txs blockHash index",
+		"2025-10-13-001 add outputs spendable index",
+		"2025-10-18-001 add transactions txid index",
+		"2025-10-18-002 add proven_tx_reqs txid index",
+		"2026-02-27-001 add listOutputs path indexes",
+		"2026-02-27-002 add createAction path indexes",
+		"2026-04-30-001 add wasBroadcast and rebroadcastAttempts to proven_tx_reqs",
+	}
 }
 
 // maxOutputScript is the value the toolbox's migrate() writes into settings.
@@ -50,7 +52,7 @@ func createToolboxSchema(ctx context.Context, tx *sql.Tx, settings wallet.Settin
 	// Knex records migration_time as epoch milliseconds and runs all pending migrations of
 	// one migrate() call in batch 1; it inserts the unlocked lock row itself.
 	now := time.Now().UnixMilli()
-	for i, name := range ToolboxMigrations {
+	for i, name := range ToolboxMigrations() {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO knex_migrations (name, batch, migration_time) VALUES (?, 1, ?)", name, now+int64(i)); err != nil {
 			return fmt.Errorf("record toolbox migration: %w", classify(err))
 		}
@@ -112,8 +114,9 @@ func inspect(ctx context.Context, db *sql.DB, path string) (schemaState, error) 
 	if err != nil {
 		return st, fmt.Errorf("read toolbox migrations: %w", err)
 	}
+	ledger := ToolboxMigrations()
 	known := map[string]bool{}
-	for _, n := range ToolboxMigrations {
+	for _, n := range ledger {
 		known[n] = true
 	}
 	for _, n := range names {
@@ -121,8 +124,8 @@ func inspect(ctx context.Context, db *sql.DB, path string) (schemaState, error) 
 			return refuse(wallet.ErrSchemaTooNew, "toolbox migration %q is newer than this walletsync knows", n)
 		}
 	}
-	if len(names) != len(ToolboxMigrations) {
-		return refuse(wallet.ErrUnknownSchema, "toolbox schema has %d of %d migrations; open it once with @bsv/wallet-toolbox 2.1.26 to bring it up to date", len(names), len(ToolboxMigrations))
+	if len(names) != len(ledger) {
+		return refuse(wallet.ErrUnknownSchema, "toolbox schema has %d of %d migrations; open it once with @bsv/wallet-toolbox 2.1.26 to bring it up to date", len(names), len(ledger))
 	}
 
 	if st.objects[ledgerTable] == "table" {

@@ -292,7 +292,7 @@ func TestCreate_ToolboxLedger(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(names, "\n") != strings.Join(ToolboxMigrations, "\n") {
+	if strings.Join(names, "\n") != strings.Join(ToolboxMigrations(), "\n") {
 		t.Fatalf("knex_migrations = %q", names)
 	}
 	st, err := s.Settings(context.Background())

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
 // EnsureUser returns the id of the user with identityKey, creating it the way the toolbox's
-// findOrInsertUser does when it is missing: activeStorage names this store, updated_at is
-// 1971-01-01, and a "default" basket (144 desired UTXOs of at least 32 satoshis) comes with
-// it. created reports whether the user was new.
+// findOrInsertUser does when it is missing (brc40.NewUserRows: activeStorage names this
+// store, its default basket comes with it). created reports whether the user was new.
 func (s *Store) EnsureUser(ctx context.Context, identityKey string) (userID int64, created bool, err error) {
 	err = s.writeTx(ctx, func(tx *sql.Tx) error {
 		userID, created, err = ensureUser(ctx, tx, identityKey)
@@ -40,7 +40,7 @@ func ensureUser(ctx context.Context, tx *sql.Tx, identityKey string) (int64, boo
 	if err := tx.QueryRowContext(ctx, "SELECT storageIdentityKey FROM settings LIMIT 1").Scan(&sik); err != nil {
 		return 0, false, classify(err)
 	}
-	user, basket := wallet.NewUserRows(identityKey, sik, wallet.Now())
+	user, basket := brc40.NewUserRows(identityKey, sik, wallet.Now())
 	w := newRowWriter(tx)
 	defer w.close()
 	id, err = w.insert(ctx, wallet.Users, user, false)

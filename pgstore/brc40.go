@@ -8,21 +8,22 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
 // GetSyncChunk is the toolbox's getSyncChunk with localstore's semantics
-// (wallet.ProduceChunk): the same scope rules, the same since rule (a row's own updated_at at
+// (brc40.ProduceChunk): the same scope rules, the same since rule (a row's own updated_at at
 // or after Since, or that of the row that brings it into the user's scope), the same
 // budgets, and rows in the same order, by id (by insertion for the three tables without
 // one, as SQLite's rowid orders them). The chunk is read in one REPEATABLE READ
 // transaction, so its pages see one snapshot. It refuses args that fail Validate and a
 // request naming another producer than this store; a missing user is wallet.ErrNotFound.
-func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (s *Store) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	if err := args.Validate(); err != nil {
-		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
+		return brc40.SyncChunk{}, fmt.Errorf("get sync chunk: %w", err)
 	}
-	var chunk wallet.SyncChunk
+	var chunk brc40.SyncChunk
 	err := pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		if err := checkStorage(ctx, tx, "producer", args.FromStorageIdentityKey); err != nil {
 			return err
@@ -35,7 +36,7 @@ func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkAr
 			return fmt.Errorf("identity %s: %w", wallet.ShortKey(args.IdentityKey, 16), wallet.ErrNotFound)
 		}
 		userID := users[0][wallet.Users.Col("userId")].(int64)
-		chunk, err = wallet.ProduceChunk(args, users[0], func(t *wallet.Table, offset, limit int64) ([]wallet.Row, error) {
+		chunk, err = brc40.ProduceChunk(args, users[0], func(t *wallet.Table, offset, limit int64) ([]wallet.Row, error) {
 			q := &query{}
 			from, where := scopeFilter(q, t, userID)
 			if args.Since != nil {
@@ -48,7 +49,7 @@ func (s *Store) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkAr
 		return err
 	})
 	if err != nil {
-		return wallet.SyncChunk{}, fmt.Errorf("get sync chunk: %w", classify(err))
+		return brc40.SyncChunk{}, fmt.Errorf("get sync chunk: %w", classify(err))
 	}
 	return chunk, nil
 }
@@ -126,14 +127,14 @@ func checkStorage(ctx context.Context, tx pgx.Tx, role, key string) error {
 
 // FindOrInsertSyncStateAuth is the toolbox's findOrInsertSyncStateAuth: the consumer state
 // for the user identityKey and the producer (producerSIK, producerName), creating the user
-// and the state (wallet.NewSyncState) when missing; isNew reports that the state is new.
+// and the state (brc40.NewSyncState) when missing; isNew reports that the state is new.
 // The lookup key includes the producer's name, as the toolbox's does; a second name for
 // the same producer makes a second row, which ProcessSyncChunk then refuses
 // (wallet.ErrAmbiguousSyncState). The identity's lock makes a concurrent call of another
 // process find this one's row rather than insert a second.
-func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error) {
+func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st brc40.SyncState, isNew bool, err error) {
 	if producerSIK == "" || producerName == "" {
-		return wallet.SyncState{}, false, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
+		return brc40.SyncState{}, false, fmt.Errorf("find or insert sync state: producer key and name are required: %w", wallet.ErrInvalidArgument)
 	}
 	err = s.tx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		userID, _, err := ensureUser(ctx, tx, identityKey)
@@ -152,7 +153,7 @@ func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, prod
 		default:
 			return fmt.Errorf("producer %s named %q: %w", wallet.ShortKey(producerSIK, 16), producerName, wallet.ErrAmbiguousSyncState)
 		}
-		if st, err = wallet.NewSyncState(userID, producerSIK, producerName, wallet.Now()); err != nil {
+		if st, err = brc40.NewSyncState(userID, producerSIK, producerName, wallet.Now()); err != nil {
 			return err
 		}
 		row, err := st.Row()
@@ -164,13 +165,13 @@ func (s *Store) FindOrInsertSyncStateAuth(ctx context.Context, identityKey, prod
 		return err
 	})
 	if err != nil {
-		return wallet.SyncState{}, false, fmt.Errorf("find or insert sync state: %w", err)
+		return brc40.SyncState{}, false, fmt.Errorf("find or insert sync state: %w", err)
 	}
 	return st, isNew, nil
 }
 
-// FindOrInsertSyncState is FindOrInsertSyncStateAuth without isNew (wallet.ChunkConsumer).
-func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
+// FindOrInsertSyncState is FindOrInsertSyncStateAuth without isNew (brc40.ChunkConsumer).
+func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (brc40.SyncState, error) {
 	st, _, err := s.FindOrInsertSyncStateAuth(ctx, identityKey, producerSIK, producerName)
 	return st, err
 }
@@ -178,7 +179,7 @@ func (s *Store) FindOrInsertSyncState(ctx context.Context, identityKey, producer
 // readSyncStates reads up to two sync states of userID for the producer (with its name
 // unless name is ""), enough to tell one from several; forUpdate locks them until the
 // transaction ends.
-func readSyncStates(ctx context.Context, tx pgx.Tx, userID int64, producerSIK, name string, forUpdate bool) ([]wallet.SyncState, error) {
+func readSyncStates(ctx context.Context, tx pgx.Tx, userID int64, producerSIK, name string, forUpdate bool) ([]brc40.SyncState, error) {
 	q := &query{}
 	conds := []string{`t."userId" = ` + q.add(userID), `t."storageIdentityKey" = ` + q.add(producerSIK)}
 	if name != "" {
@@ -192,9 +193,9 @@ func readSyncStates(ctx context.Context, tx pgx.Tx, userID int64, producerSIK, n
 	if err != nil {
 		return nil, err
 	}
-	out := make([]wallet.SyncState, len(rows))
+	out := make([]brc40.SyncState, len(rows))
 	for i, r := range rows {
-		if out[i], err = wallet.SyncStateFromRow(r); err != nil {
+		if out[i], err = brc40.SyncStateFromRow(r); err != nil {
 			return nil, err
 		}
 	}
@@ -202,23 +203,23 @@ func readSyncStates(ctx context.Context, tx pgx.Tx, userID int64, producerSIK, n
 }
 
 // ProcessSyncChunk is the toolbox's processSyncChunk with localstore's semantics: the chunk
-// (checked first, wallet.CheckChunk) merges into the user's rows with BRC-40's rules
-// (wallet.ConsumeChunk and the merge functions beside it, ids mapped through the sync map),
+// (checked first, brc40.CheckChunk) merges into the user's rows with BRC-40's rules
+// (brc40.ConsumeChunk and the merge functions beside it, ids mapped through the sync map),
 // and the producer's sync state moves, in one transaction. The user is never created here
 // (wallet.ErrNotFound); a missing state is wallet.ErrNotFound, two are
 // wallet.ErrAmbiguousSyncState.
 //
 // Compare-and-set: the state row is locked first (SELECT ... FOR UPDATE), and args must
-// have been made from it as it stands (wallet.SyncState.Answers). Two clients of one
+// have been made from it as it stands (brc40.SyncState.Answers). Two clients of one
 // identity, on one server process or two, that send chunks for the same state at once are
 // served one after the other: the first applies, the second is refused with
 // wallet.ErrCheckpointConflict and nothing of it is written; it reads the state again and
 // resumes from there.
-func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (s *Store) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	if err := checkChunk(args, chunk); err != nil {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
-	var res wallet.ProcessSyncChunkResult
+	var res brc40.ProcessSyncChunkResult
 	err := s.tx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if err := checkStorage(ctx, tx, "consumer", args.ToStorageIdentityKey); err != nil {
 			return err
@@ -231,7 +232,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		if err != nil {
 			return err
 		}
-		st, err := wallet.OneSyncState(states, args.FromStorageIdentityKey)
+		st, err := brc40.OneSyncState(states, args.FromStorageIdentityKey)
 		if err != nil {
 			return err
 		}
@@ -239,7 +240,7 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 			return err
 		}
 		m := &merger{ctx: ctx, tx: tx, userID: userID, ids: st.SyncMap}
-		if res, err = wallet.ConsumeChunk(&st, chunk, m.mergeUser, m.mergeRows); err != nil {
+		if res, err = brc40.ConsumeChunk(&st, chunk, m.mergeUser, m.mergeRows); err != nil {
 			return err
 		}
 		res.Inserts, res.Updates = m.inserts, m.updates
@@ -247,15 +248,15 @@ func (s *Store) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChu
 		return saveSyncState(ctx, tx, st)
 	})
 	if err != nil {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("process sync chunk: %w", err)
 	}
 	return res, nil
 }
 
-// checkChunk refuses a chunk that does not answer args (wallet.CheckChunk) or holds text
+// checkChunk refuses a chunk that does not answer args (brc40.CheckChunk) or holds text
 // this store cannot hold (a *wallet.UnstorableError).
-func checkChunk(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) error {
-	if err := wallet.CheckChunk(args, chunk); err != nil {
+func checkChunk(args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) error {
+	if err := brc40.CheckChunk(args, chunk); err != nil {
 		return err
 	}
 	if chunk.User != nil {
@@ -276,7 +277,7 @@ func checkChunk(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) error 
 }
 
 // saveSyncState writes what processSyncChunk changes: the sync map, when and updated_at.
-func saveSyncState(ctx context.Context, tx pgx.Tx, st wallet.SyncState) error {
+func saveSyncState(ctx context.Context, tx pgx.Tx, st brc40.SyncState) error {
 	syncMap, err := json.Marshal(st.SyncMap)
 	if err != nil {
 		return err

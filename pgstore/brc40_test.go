@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/testkit/logical"
@@ -19,10 +20,10 @@ import (
 // backends are the stores a walletsync server runs on; the tests below hold for each.
 var backends = []struct {
 	name string
-	open func(t testing.TB) wallet.ChunkStore
+	open func(t testing.TB) brc40.ChunkStore
 }{
-	{"sqlite", func(t testing.TB) wallet.ChunkStore { return openSQLite(t) }},
-	{"postgres", func(t testing.TB) wallet.ChunkStore { return openPG(t, cluster.NewDatabase(t)) }},
+	{"sqlite", func(t testing.TB) brc40.ChunkStore { return openSQLite(t) }},
+	{"postgres", func(t testing.TB) brc40.ChunkStore { return openPG(t, cluster.NewDatabase(t)) }},
 }
 
 // source opens a seeded wallet of the fixture's user.
@@ -36,7 +37,7 @@ func source(t testing.TB, f localstore.Fixture) *localstore.Store {
 	return s
 }
 
-func run(t testing.TB, from, to wallet.ChunkStore, active wallet.ActivePolicy, maxItems int64) syncer.Result {
+func run(t testing.TB, from, to brc40.ChunkStore, active wallet.ActivePolicy, maxItems int64) syncer.Result {
 	t.Helper()
 	res, err := syncer.RunChunks(t.Context(), from, to, localstore.FixtureIdentity(1), syncer.ChunkOptions{Active: active, MaxItems: maxItems, Settle: -1})
 	if err != nil {
@@ -58,13 +59,13 @@ func readWallet(t testing.TB, s *localstore.Store) logical.Wallet {
 // time, over two cycles (the second one's since is the first one's newest row), as JSON,
 // without the creation times of the user and its default basket (each store makes its own)
 // and the user's updated_at.
-func chunkJSON(t testing.TB, s wallet.ChunkStore) []string {
+func chunkJSON(t testing.TB, s brc40.ChunkStore) []string {
 	t.Helper()
 	settings, err := s.MakeAvailable(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}
+	st := brc40.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}
 	// The user row's updated_at is each push's own (syncer's settleActive), so it stays out
 	// of the since the second cycle uses.
 	noUser := func(wallet.Row) (bool, error) { return false, nil }
@@ -88,7 +89,7 @@ func chunkJSON(t testing.TB, s wallet.ChunkStore) []string {
 			t.Fatal(err)
 		}
 		out = append(out, string(b))
-		res, err := wallet.ConsumeChunk(&st, chunk, noUser, noRow)
+		res, err := brc40.ConsumeChunk(&st, chunk, noUser, noRow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,12 +171,12 @@ func TestChunks_ValuesRoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := st.MakeRequestSyncChunkArgs(id, settings.StorageIdentityKey, 0, 0)
-			chunk := wallet.SyncChunk{FromStorageIdentityKey: "03producer", ToStorageIdentityKey: settings.StorageIdentityKey, UserIdentityKey: id,
+			chunk := brc40.SyncChunk{FromStorageIdentityKey: "03producer", ToStorageIdentityKey: settings.StorageIdentityKey, UserIdentityKey: id,
 				Rows: map[wallet.TableName][]wallet.Row{wallet.TableProvenTxs: {clone(proof)}, wallet.TableTransactions: {clone(tx)}}}
 			if _, err := s.ProcessSyncChunk(t.Context(), args, chunk); err != nil {
 				t.Fatal(err)
 			}
-			got, err := s.GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
+			got, err := s.GetSyncChunk(t.Context(), brc40.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -222,7 +223,7 @@ func TestProcessSyncChunk_RacingConsumers(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := st.MakeRequestSyncChunkArgs(id, serverKey, 0, 40)
-	chunks := make([]wallet.SyncChunk, 2)
+	chunks := make([]brc40.SyncChunk, 2)
 	for i := range chunks {
 		if chunks[i], err = src.GetSyncChunk(t.Context(), args); err != nil {
 			t.Fatal(err)
@@ -230,7 +231,7 @@ func TestProcessSyncChunk_RacingConsumers(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
-	for i, s := range []wallet.ChunkStore{a, b} {
+	for i, s := range []brc40.ChunkStore{a, b} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

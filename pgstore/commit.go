@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -114,7 +115,7 @@ func checkBatch(b wallet.Batch) (*wallet.Table, map[wallet.TableName][]int64, er
 	if err := checkText(t, b.Page.Rows); err != nil {
 		return nil, nil, err
 	}
-	refs, err := wallet.ReferencedIDs(t, b.Page.Rows)
+	refs, err := brc40.ReferencedIDs(t, b.Page.Rows)
 	return t, refs, err
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
@@ -302,7 +303,7 @@ func TestCommit_ValuesRoundTrip(t *testing.T) {
 			t.Fatalf("commit %s: %+v, %v", p.table, ack, err)
 		}
 	}
-	got, err := s.GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: serverKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
+	got, err := s.GetSyncChunk(t.Context(), brc40.SyncState{StorageIdentityKey: serverKey, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -368,7 +369,7 @@ func TestUnstorableText_Refused(t *testing.T) {
 				t.Fatal(err)
 			}
 			args := st.MakeRequestSyncChunkArgs(b.Checkpoint.Session.IdentityKey, serverKey, 0, 0)
-			chunk := wallet.SyncChunk{FromStorageIdentityKey: "03producer", ToStorageIdentityKey: serverKey, UserIdentityKey: b.Checkpoint.Session.IdentityKey,
+			chunk := brc40.SyncChunk{FromStorageIdentityKey: "03producer", ToStorageIdentityKey: serverKey, UserIdentityKey: b.Checkpoint.Session.IdentityKey,
 				Rows: map[wallet.TableName][]wallet.Row{wallet.TableTxLabels: b.Page.Rows}}
 			_, err = s.ProcessSyncChunk(t.Context(), args, chunk)
 			check(err)
@@ -420,7 +421,7 @@ func TestCommit_SameOnBothBackends(t *testing.T) {
 			got = append(got, ack)
 		}
 		acks = append(acks, got)
-		chunk, err := dst.GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: serverKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
+		chunk, err := dst.GetSyncChunk(t.Context(), brc40.SyncState{StorageIdentityKey: serverKey, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(id, "x", 0, 0))
 		if err != nil {
 			t.Fatal(err)
 		}

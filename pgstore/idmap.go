@@ -6,22 +6,23 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
-// tableIDs is the wallet.IDMapper of walletsync's own sessions, kept in walletsync_idmaps
+// tableIDs is the brc40.IDMapper of walletsync's own sessions, kept in walletsync_idmaps
 // per source storage: a page loads the mappings of every id it refers to in one query
 // (load) and writes the ones it made in one statement (flush), as localstore's does.
 type tableIDs struct {
-	*wallet.PageIDs
+	*brc40.PageIDs
 	source string
 }
 
 func newTableIDs(source string) *tableIDs {
-	return &tableIDs{PageIDs: wallet.NewPageIDs(), source: source}
+	return &tableIDs{PageIDs: brc40.NewPageIDs(), source: source}
 }
 
-// load learns the mappings of the given source ids (wallet.ReferencedIDs).
+// load learns the mappings of the given source ids (brc40.ReferencedIDs).
 func (m *tableIDs) load(ctx context.Context, tx pgx.Tx, wanted map[wallet.TableName][]int64) error {
 	var tables []string
 	var ids []int64

@@ -9,19 +9,20 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
 // merger applies incoming rows to the store inside one transaction, with BRC-40's merge
 // rules as wallet states them (the same rules localstore's merger applies): a row is
-// matched by its natural key (wallet.MatchKeys) after its foreign keys are mapped to local
-// ids (wallet.Localize); an unmatched row is inserted with a new local id, a matched one
-// merges by wallet.MergeNewer, wallet.MergeUserRow (under the batch's ActivePolicy; the
-// zero policy is processSyncChunk's own rule) or wallet.MergeProofRequest; proofs never
+// matched by its natural key (brc40.MatchKeys) after its foreign keys are mapped to local
+// ids (brc40.Localize); an unmatched row is inserted with a new local id, a matched one
+// merges by brc40.MergeNewer, brc40.MergeUserRow (under the batch's ActivePolicy; the
+// zero policy is processSyncChunk's own rule) or brc40.MergeProofRequest; proofs never
 // change once stored; users are never created by a merge.
 //
 // Both the BRC-40 consumer (ProcessSyncChunk) and walletsync's page commits (Commit) merge
-// a table's rows as one page (wallet.MergePage): one query finds the stored rows matching
+// a table's rows as one page (brc40.MergePage): one query finds the stored rows matching
 // the whole page, one INSERT ... SELECT FROM unnest(...) inserts the unmatched ones, and
 // the updates of the matched ones go to the server in one batch. A row-by-row merge made
 // about three round trips per row, which put a push of the toolbox fixture at 2.5x
@@ -30,14 +31,14 @@ type merger struct {
 	ctx     context.Context
 	tx      pgx.Tx
 	userID  int64
-	ids     wallet.IDMapper
+	ids     brc40.IDMapper
 	active  wallet.ActivePolicy
 	pending pgx.Batch // updates not yet sent (see update)
 	inserts int64
 	updates int64
 }
 
-var _ wallet.PageMerger = (*merger)(nil)
+var _ brc40.PageMerger = (*merger)(nil)
 
 // findBatch is how many rows one natural key lookup covers: a whole page (its keys travel
 // as arrays, so the statement stays the same whatever their number).
@@ -45,7 +46,7 @@ const findBatch = wallet.MaxPageRows
 
 // mergeRows merges rows of t as one page (ConsumeChunk's mergeRows).
 func (m *merger) mergeRows(t *wallet.Table, rows []wallet.Row) error {
-	if err := wallet.MergePage(m, t, rows, findBatch); err != nil {
+	if err := brc40.MergePage(m, t, rows, findBatch); err != nil {
 		return err
 	}
 	return m.flush()
@@ -58,7 +59,7 @@ func (m *merger) mergeUser(in wallet.Row) (bool, error) {
 	return m.updates > before, err
 }
 
-// MergeEach merges rows one at a time, each finding the ones before it (wallet.PageMerger).
+// MergeEach merges rows one at a time, each finding the ones before it (brc40.PageMerger).
 func (m *merger) MergeEach(t *wallet.Table, rows []wallet.Row) error {
 	for _, in := range rows {
 		if err := m.merge(t, in); err != nil {
@@ -90,12 +91,12 @@ func (m *merger) merge(t *wallet.Table, in wallet.Row) error {
 	return m.MergeFound(t, in, local, found)
 }
 
-// Localize returns in as this store would hold it (wallet.PageMerger).
+// Localize returns in as this store would hold it (brc40.PageMerger).
 func (m *merger) Localize(t *wallet.Table, in wallet.Row) (wallet.Row, error) {
-	return wallet.Localize(t, in, m.userID, m.ids.LocalID)
+	return brc40.Localize(t, in, m.userID, m.ids.LocalID)
 }
 
-// MergeFound merges an incoming row into the stored row found for it (wallet.PageMerger).
+// MergeFound merges an incoming row into the stored row found for it (brc40.PageMerger).
 func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error {
 	if t.ID != "" {
 		if err := m.ids.RecordID(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
@@ -108,17 +109,17 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 		return nil // a proof, once stored, never changes
 	case wallet.ProvenTxReqs:
 		localTx := func(src int64) (int64, bool) { return m.ids.LocalID(wallet.Transactions, src) }
-		if err := wallet.MergeProofRequest(in, found, localTx); err != nil {
+		if err := brc40.MergeProofRequest(in, found, localTx); err != nil {
 			return err
 		}
-		m.update(t, found, wallet.ProofRequestMergeColumns) // not counted, as the toolbox counts it
+		m.update(t, found, brc40.ProofRequestMergeColumns()) // not counted, as the toolbox counts it
 		return nil
 	case wallet.Users:
-		if wallet.MergeUserRow(in, found, m.active) {
-			cols = wallet.UserMergeColumns
+		if brc40.MergeUserRow(in, found, m.active) {
+			cols = brc40.UserMergeColumns()
 		}
 	default:
-		cols = wallet.MergeNewer(t, in, local, found)
+		cols = brc40.MergeNewer(t, in, local, found)
 	}
 	if cols == nil {
 		return nil
@@ -128,10 +129,10 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 	return nil
 }
 
-// find returns the stored row matching local by natural key (wallet.MatchKeys), or nil.
+// find returns the stored row matching local by natural key (brc40.MatchKeys), or nil.
 func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, error) {
-	for _, cols := range wallet.MatchKeys(t) {
-		if !wallet.Matchable(t, cols, local) {
+	for _, cols := range brc40.MatchKeys(t) {
+		if !brc40.Matchable(t, cols, local) {
 			continue
 		}
 		rows, err := m.FindMany(t, cols, []wallet.Row{local})
@@ -148,7 +149,7 @@ func (m *merger) find(t *wallet.Table, local wallet.Row) (wallet.Row, error) {
 }
 
 // FindMany returns the stored rows whose cols equal those of one of locals
-// (wallet.PageMerger): the keys travel as one array per column, joined to the table.
+// (brc40.PageMerger): the keys travel as one array per column, joined to the table.
 func (m *merger) FindMany(t *wallet.Table, cols []string, locals []wallet.Row) ([]wallet.Row, error) {
 	q := &query{}
 	arrays := make([]string, len(cols))
@@ -169,7 +170,7 @@ func (m *merger) FindMany(t *wallet.Table, cols []string, locals []wallet.Row) (
 }
 
 // InsertMany inserts locals[i] for every i in idx with one statement and maps the source
-// ids of rows[i] to theirs (wallet.PageMerger). The ids are taken from the table's identity
+// ids of rows[i] to theirs (brc40.PageMerger). The ids are taken from the table's identity
 // sequence first (nextIDs), so that which row got which id is known without relying on the
 // order of RETURNING; they are taken in ascending order and given in the page's, as SQLite's
 // AUTOINCREMENT gives them.
@@ -187,6 +188,9 @@ func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 			return err
 		}
 	}
+	for _, i := range idx {
+		brc40.PrepareNew(t, locals[i])
+	}
 	q := &query{}
 	names := make([]string, len(t.Columns))
 	arrays := make([]string, len(t.Columns))
@@ -194,11 +198,8 @@ func (m *merger) InsertMany(t *wallet.Table, rows, locals []wallet.Row, idx []in
 		vals := make([]any, len(idx))
 		for k, i := range idx {
 			r := locals[i]
-			switch {
-			case col.Name == t.ID:
+			if col.Name == t.ID {
 				r[c] = ids[k]
-			case t == wallet.OutputBaskets && col.Name == "name" && r[c] == "":
-				r[c] = "default"
 			}
 			vals[k] = arg(r[c])
 		}

@@ -10,7 +10,7 @@
 // state row first and refuses args that no longer match it (compare-and-set, see
 // ProcessSyncChunk); users and sync states are created under a per-identity advisory lock.
 //
-// Store is a wallet.ChunkStore too, so that syncer.RunChunks moves wallets in and out of it
+// Store is a brc40.ChunkStore too, so that syncer.RunChunks moves wallets in and out of it
 // directly.
 //
 // Store is a wallet.Source too, for walletsync's paged wire: snapshot views that export
@@ -31,6 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -233,4 +234,4 @@ func classify(err error) error {
 	return &wallet.ClassError{Class: class, Err: err}
 }
 
-var _ wallet.ChunkStore = (*Store)(nil)
+var _ brc40.ChunkStore = (*Store)(nil)

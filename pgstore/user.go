@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
@@ -22,8 +23,8 @@ func lockIdentity(ctx context.Context, tx pgx.Tx, identityKey string) error {
 }
 
 // ensureUser returns the id of the user identityKey, creating it the way the toolbox's
-// findOrInsertUser does when it is missing (wallet.NewUserRows: activeStorage names this
-// store, a "default" basket comes with it); created reports that it did.
+// findOrInsertUser does when it is missing (brc40.NewUserRows: activeStorage names this
+// store, its default basket comes with it); created reports that it did.
 func ensureUser(ctx context.Context, tx pgx.Tx, identityKey string) (userID int64, created bool, err error) {
 	if identityKey == "" {
 		return 0, false, fmt.Errorf("empty identity key: %w", wallet.ErrInvalidArgument)
@@ -39,7 +40,7 @@ func ensureUser(ctx context.Context, tx pgx.Tx, identityKey string) (userID int6
 	if err := tx.QueryRow(ctx, `SELECT "storageIdentityKey" FROM settings`).Scan(&sik); err != nil {
 		return 0, false, fmt.Errorf("read settings: %w", classify(err))
 	}
-	user, basket := wallet.NewUserRows(identityKey, sik, wallet.Now())
+	user, basket := brc40.NewUserRows(identityKey, sik, wallet.Now())
 	if userID, err = insertRow(ctx, tx, wallet.Users, user); err != nil {
 		return 0, false, err
 	}
@@ -103,19 +104,19 @@ func (s *Store) SetActive(ctx context.Context, identityKey, storageIdentityKey s
 	return nil
 }
 
-// MakeAvailable returns the store's settings (wallet.ChunkStore).
+// MakeAvailable returns the store's settings (brc40.ChunkStore).
 func (s *Store) MakeAvailable(ctx context.Context) (wallet.Settings, error) {
 	return s.Settings(ctx)
 }
 
 // FindOrInsertUser returns the user identityKey as a sync needs it, creating it as
-// FindOrInsertUserRow does when missing (wallet.ChunkStore).
-func (s *Store) FindOrInsertUser(ctx context.Context, identityKey string) (wallet.SyncUser, error) {
+// FindOrInsertUserRow does when missing (brc40.ChunkStore).
+func (s *Store) FindOrInsertUser(ctx context.Context, identityKey string) (brc40.SyncUser, error) {
 	row, isNew, err := s.FindOrInsertUserRow(ctx, identityKey)
 	if err != nil {
-		return wallet.SyncUser{}, err
+		return brc40.SyncUser{}, err
 	}
 	t := wallet.Users
-	return wallet.SyncUser{UserID: row[t.Col("userId")].(int64), IdentityKey: identityKey, ActiveStorage: row[t.Col("activeStorage")].(string),
-		UpdatedAt: wallet.UpdatedAt(t, row), IsNew: isNew}, nil
+	return brc40.SyncUser{UserID: row[t.Col("userId")].(int64), IdentityKey: identityKey, ActiveStorage: row[t.Col("activeStorage")].(string),
+		UpdatedAt: brc40.UpdatedAt(t, row), IsNew: isNew}, nil
 }

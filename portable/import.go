@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/portable/brc38"
 	"walletsync/portable/brc39"
 	"walletsync/scheduler"
@@ -703,7 +704,7 @@ func (r *importRun) restoreNew(ctx context.Context) (wallet.MergePlan, error) {
 }
 
 // checkSyncMaps refuses, before anything is staged, a sync state whose sync map a merge could
-// not re-key (see wallet.SyncMap); a restore copies sync maps as they are.
+// not re-key (see brc40.SyncMap); a restore copies sync maps as they are.
 func checkSyncMaps() brc38.RowFunc {
 	i := 0
 	return func(t *wallet.Table, r wallet.Row) error {
@@ -711,7 +712,7 @@ func checkSyncMaps() brc38.RowFunc {
 			return nil
 		}
 		defer func() { i++ }()
-		if _, err := wallet.SyncStateFromRow(r); err != nil {
+		if _, err := brc40.SyncStateFromRow(r); err != nil {
 			return &brc38.DocumentError{Path: fmt.Sprintf("tables.syncStates[%d].syncMap", i), Offset: -1,
 				Reason: "not a sync map a merge can re-key: " + err.Error()}
 		}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/portable/brc38"
 	"walletsync/portable/brc39"
@@ -674,7 +675,7 @@ func rawDB(tb testing.TB, path string) *sql.DB {
 }
 
 // syncStates reads the sync states of the user identity in the wallet at path, by key.
-func syncStates(tb testing.TB, path, identity string) map[[2]string]wallet.SyncState {
+func syncStates(tb testing.TB, path, identity string) map[[2]string]brc40.SyncState {
 	tb.Helper()
 	db := rawDB(tb, path)
 	defer db.Close()
@@ -684,7 +685,7 @@ func syncStates(tb testing.TB, path, identity string) map[[2]string]wallet.SyncS
 		tb.Fatal(err)
 	}
 	defer rs.Close()
-	out := map[[2]string]wallet.SyncState{}
+	out := map[[2]string]brc40.SyncState{}
 	for rs.Next() {
 		r := make(wallet.Row, len(t.Columns))
 		dst := make([]any, len(r))
@@ -694,7 +695,7 @@ func syncStates(tb testing.TB, path, identity string) map[[2]string]wallet.SyncS
 		if err := rs.Scan(dst...); err != nil {
 			tb.Fatal(err)
 		}
-		st, err := wallet.SyncStateFromRow(r)
+		st, err := brc40.SyncStateFromRow(r)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -7,25 +7,26 @@ import (
 	"slices"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/scheduler"
 	"walletsync/wallet"
 )
 
 // BRC-40 sessions: the toolbox's own sync loop (WalletStorageManager.syncToWriter and
-// syncFromReader) between two wallet.ChunkStores, with the page session's progress states,
+// syncFromReader) between two brc40.ChunkStores, with the page session's progress states,
 // cancel and adaptive budget. It is how walletsync pushes a local wallet to a toolbox
 // StorageServer and pulls it back, since that server speaks nothing else.
 
 // Chunk session limits and defaults.
 const (
 	// DefaultChunkItems is the toolbox's maxItems, and the most rows a chunk carries.
-	DefaultChunkItems = wallet.DefaultChunkMaxItems
+	DefaultChunkItems = brc40.DefaultChunkMaxItems
 	// DefaultChunkRoughSize is the toolbox's maxRoughSize (rough JSON length of the rows):
 	// with the row that crosses it, a chunk stays well inside the StorageServer's 30 MB body
 	// limit unless one row is larger than 20 MB, and the consumer refuses a chunk that does
 	// not fit (wallet.ErrChunkTooLarge) before anything is sent, after which the session
 	// halves the chunk.
-	DefaultChunkRoughSize = wallet.DefaultChunkMaxRoughSize
+	DefaultChunkRoughSize = brc40.DefaultChunkMaxRoughSize
 	// DefaultChunkTarget is the time the adaptive budget aims for per chunk (request and
 	// merge). A toolbox server's merge is nearly all of it, since it commits each row on its
 	// own: about 2 to 5 ms a row on this machine, more when its disk is busy. 10 s keeps the
@@ -176,7 +177,7 @@ func (o ChunkOptions) withDefaults() (ChunkOptions, error) {
 // Cancelling ctx stops between chunks; a merge already sent is waited for (it runs under
 // a context without cancellation), so a cancel never leaves a merge of unknown outcome.
 // The result is then StateCancelled and the error wraps ctx.Err().
-func RunChunks(ctx context.Context, from, to wallet.ChunkStore, identityKey string, opts ChunkOptions) (Result, error) {
+func RunChunks(ctx context.Context, from, to brc40.ChunkStore, identityKey string, opts ChunkOptions) (Result, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return Result{State: StateFailed}, fmt.Errorf("brc40 sync: %w", err)
@@ -210,7 +211,7 @@ func RunChunks(ctx context.Context, from, to wallet.ChunkStore, identityKey stri
 // chunkSession is one run of RunChunks: its loop goroutine owns every field; a prefetch
 // goroutine only calls the producer (see prefetch).
 type chunkSession struct {
-	from, to     wallet.ChunkStore
+	from, to     brc40.ChunkStore
 	identity     string
 	opts         ChunkOptions
 	start        time.Time
@@ -240,8 +241,8 @@ func (s *chunkSession) run(ctx context.Context) error {
 	if s.fromSettings.StorageIdentityKey == s.toSettings.StorageIdentityKey {
 		return fmt.Errorf("producer and consumer are the same store %s: %w", wallet.ShortKey(s.fromSettings.StorageIdentityKey, 16), wallet.ErrInvalidArgument)
 	}
-	findUser := func(st wallet.ChunkStore) func(context.Context) (wallet.SyncUser, error) {
-		return func(ctx context.Context) (wallet.SyncUser, error) { return st.FindOrInsertUser(ctx, s.identity) }
+	findUser := func(st brc40.ChunkStore) func(context.Context) (brc40.SyncUser, error) {
+		return func(ctx context.Context) (brc40.SyncUser, error) { return st.FindOrInsertUser(ctx, s.identity) }
 	}
 	fromUser, err := retry(ctx, s, findUser(s.from))
 	if err != nil {
@@ -264,7 +265,7 @@ func (s *chunkSession) run(ctx context.Context) error {
 var userEpoch = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)
 
 // settleActive makes a push's consumer learn the producer's active store (see RunChunks).
-func (s *chunkSession) settleActive(ctx context.Context, fromUser, toUser wallet.SyncUser) error {
+func (s *chunkSession) settleActive(ctx context.Context, fromUser, toUser brc40.SyncUser) error {
 	if toUser.ActiveStorage == fromUser.ActiveStorage {
 		return nil
 	}
@@ -333,17 +334,17 @@ func (s *chunkSession) loop(ctx context.Context) error {
 // state it reads after the merge asks for the same rows; anything else (a refused or lost
 // merge, another writer of the state) discards it.
 type prefetch struct {
-	args   wallet.RequestSyncChunkArgs
+	args   brc40.RequestSyncChunkArgs
 	cancel context.CancelFunc
 	done   chan struct{} // closed when chunk, err and took are set
-	chunk  wallet.SyncChunk
+	chunk  brc40.SyncChunk
 	err    error
 	took   time.Duration
 }
 
 // startPrefetch asks the producer for args in the background, once: a failure is left to
 // the loop, which asks again with its retries.
-func (s *chunkSession) startPrefetch(ctx context.Context, args wallet.RequestSyncChunkArgs) *prefetch {
+func (s *chunkSession) startPrefetch(ctx context.Context, args brc40.RequestSyncChunkArgs) *prefetch {
 	ctx, cancel := context.WithCancel(ctx)
 	p := &prefetch{args: args, cancel: cancel, done: make(chan struct{})}
 	s.res.Requests++ // sent, whether its answer is used or not
@@ -358,19 +359,19 @@ func (s *chunkSession) startPrefetch(ctx context.Context, args wallet.RequestSyn
 
 // take waits for the prefetched chunk if it answers args, and reports whether it did;
 // either way the prefetch is finished afterwards.
-func (p *prefetch) take(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, bool) {
+func (p *prefetch) take(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, bool) {
 	if p == nil {
-		return wallet.SyncChunk{}, false
+		return brc40.SyncChunk{}, false
 	}
 	if !sameRows(p.args, args) {
 		p.discard()
-		return wallet.SyncChunk{}, false
+		return brc40.SyncChunk{}, false
 	}
 	select {
 	case <-p.done:
 	case <-ctx.Done():
 		p.discard()
-		return wallet.SyncChunk{}, false
+		return brc40.SyncChunk{}, false
 	}
 	p.cancel()
 	return p.chunk, p.err == nil
@@ -389,7 +390,7 @@ func (p *prefetch) discard() {
 // nextArgs is the request that follows args once its chunk is merged: the same since and
 // limits, each entity's offset moved on by the rows the chunk carried for it, as the
 // consumer's ProcessSyncChunk moves its counts (a complete chunk ends the cycle instead).
-func nextArgs(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) wallet.RequestSyncChunkArgs {
+func nextArgs(args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) brc40.RequestSyncChunkArgs {
 	next := args
 	next.Offsets = slices.Clone(args.Offsets)
 	for i := range next.Offsets {
@@ -401,7 +402,7 @@ func nextArgs(args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) wallet.R
 // sameRows reports whether two requests ask for the same rows from the same position;
 // their limits may differ (a prefetch answers within the limits it was sent with, which
 // the loop chose).
-func sameRows(a, b wallet.RequestSyncChunkArgs) bool {
+func sameRows(a, b brc40.RequestSyncChunkArgs) bool {
 	sameSince := (a.Since == nil) == (b.Since == nil) && (a.Since == nil || a.Since.Equal(*b.Since))
 	return sameSince && a.IdentityKey == b.IdentityKey && a.FromStorageIdentityKey == b.FromStorageIdentityKey &&
 		a.ToStorageIdentityKey == b.ToStorageIdentityKey && slices.Equal(a.Offsets, b.Offsets)
@@ -412,7 +413,7 @@ func sameRows(a, b wallet.RequestSyncChunkArgs) bool {
 // chunk's prefetch, used when it answers state. A merge whose outcome is unknown, or that
 // the consumer refused for its size, returns nil and false: the next state read says where
 // to go on.
-func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState, ahead *prefetch) (bool, *prefetch, error) {
+func (s *chunkSession) chunk(ctx context.Context, state brc40.SyncState, ahead *prefetch) (bool, *prefetch, error) {
 	var tm Timings
 	if err := s.emit(s.progress(StateReading)); err != nil {
 		ahead.discard()
@@ -426,7 +427,7 @@ func (s *chunkSession) chunk(ctx context.Context, state wallet.SyncState, ahead 
 		args.MaxItems, args.MaxRoughSize = ahead.args.MaxItems, ahead.args.MaxRoughSize
 	} else {
 		var err error
-		chunk, err = retry(ctx, s, func(ctx context.Context) (wallet.SyncChunk, error) { return s.from.GetSyncChunk(ctx, args) })
+		chunk, err = retry(ctx, s, func(ctx context.Context) (brc40.SyncChunk, error) { return s.from.GetSyncChunk(ctx, args) })
 		if err != nil {
 			return false, nil, fmt.Errorf("get chunk: %w", err)
 		}
@@ -513,10 +514,10 @@ func (s *chunkSession) limits() wallet.Limits {
 
 // merge hands one chunk to the consumer, under a write grant when the consumer is the
 // local wallet, and waits for it even when ctx is cancelled.
-func (s *chunkSession) merge(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, time.Duration, time.Duration, error) {
+func (s *chunkSession) merge(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, time.Duration, time.Duration, error) {
 	grant, wait, err := acquireWrite(ctx, s.opts.Grants)
 	if err != nil {
-		return wallet.ProcessSyncChunkResult{}, wait, 0, err
+		return brc40.ProcessSyncChunkResult{}, wait, 0, err
 	}
 	began := time.Now()
 	res, err := s.to.ProcessSyncChunk(context.WithoutCancel(ctx), args, chunk)
@@ -532,8 +533,8 @@ func (s *chunkSession) merge(ctx context.Context, args wallet.RequestSyncChunkAr
 }
 
 // readState reads the consumer's durable state for the producer.
-func (s *chunkSession) readState(ctx context.Context) (wallet.SyncState, error) {
-	st, err := retry(ctx, s, func(ctx context.Context) (wallet.SyncState, error) {
+func (s *chunkSession) readState(ctx context.Context) (brc40.SyncState, error) {
+	st, err := retry(ctx, s, func(ctx context.Context) (brc40.SyncState, error) {
 		return s.to.FindOrInsertSyncState(ctx, s.identity, s.fromSettings.StorageIdentityKey, s.fromSettings.StorageName)
 	})
 	if err != nil {
@@ -546,7 +547,7 @@ func (s *chunkSession) readState(ctx context.Context) (wallet.SyncState, error) 
 // at once when it was not saved within Settle; else as soon as it moves (the one chunk a
 // killed run can have left in flight has landed), or once Settle has passed since its save
 // with no move. It reads the state about once a second meanwhile.
-func (s *chunkSession) settle(ctx context.Context, st wallet.SyncState) (wallet.SyncState, error) {
+func (s *chunkSession) settle(ctx context.Context, st brc40.SyncState) (brc40.SyncState, error) {
 	if s.opts.Settle < 0 || !st.UpdatedAt.After(st.CreatedAt) {
 		return st, nil // never advanced: no chunk of an earlier run landed, none can be landing
 	}
@@ -610,11 +611,11 @@ func retry[T any](ctx context.Context, s *chunkSession, call func(context.Contex
 
 // chunkSize counts a chunk's rows (the user row aside) and their rough JSON size, the
 // measure maxRoughSize bounds.
-func chunkSize(c wallet.SyncChunk) (int, int64, error) {
+func chunkSize(c brc40.SyncChunk) (int, int64, error) {
 	rows, size := 0, int64(0)
 	for _, t := range wallet.Entities {
 		for _, r := range c.Rows[t.Name] {
-			n, err := wallet.RowJSONSize(t, r)
+			n, err := brc40.RowJSONSize(t, r)
 			if err != nil {
 				return 0, 0, fmt.Errorf("%s row %v: %w", t.Name, t.KeyOf(r), err)
 			}
@@ -626,7 +627,7 @@ func chunkSize(c wallet.SyncChunk) (int, int64, error) {
 }
 
 // firstTable names the first table with rows in the chunk, for progress.
-func firstTable(c wallet.SyncChunk) wallet.TableName {
+func firstTable(c brc40.SyncChunk) wallet.TableName {
 	for _, t := range wallet.Entities {
 		if len(c.Rows[t.Name]) > 0 {
 			return t.Name

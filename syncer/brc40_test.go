@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -26,14 +27,14 @@ type faultyConsumer struct {
 	merges, refused int
 }
 
-func (f *faultyConsumer) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (f *faultyConsumer) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	rows := 0
 	for _, r := range chunk.Rows {
 		rows += len(r)
 	}
 	if f.maxRows > 0 && rows > f.maxRows {
 		f.refused++
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("%d rows: %w", rows, wallet.ErrChunkTooLarge)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("%d rows: %w", rows, wallet.ErrChunkTooLarge)
 	}
 	res, err := f.Store.ProcessSyncChunk(ctx, args, chunk)
 	if err != nil {
@@ -41,7 +42,7 @@ func (f *faultyConsumer) ProcessSyncChunk(ctx context.Context, args wallet.Reque
 	}
 	f.merges++
 	if f.merges == f.loseAnswerAt {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("connection reset: %w", wallet.ErrUnavailable)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("connection reset: %w", wallet.ErrUnavailable)
 	}
 	return res, nil
 }
@@ -110,10 +111,10 @@ func TestRunChunks_CancelStopsBetweenChunksAndResumes(t *testing.T) {
 // watchedProducer is a producer that reports each getSyncChunk it is asked.
 type watchedProducer struct {
 	*localstore.Store
-	asked chan wallet.RequestSyncChunkArgs
+	asked chan brc40.RequestSyncChunkArgs
 }
 
-func (w *watchedProducer) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (w *watchedProducer) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	w.asked <- args
 	return w.Store.GetSyncChunk(ctx, args)
 }
@@ -125,14 +126,14 @@ type checkingConsumer struct {
 	t        *testing.T
 	identity string
 	from     wallet.Settings
-	asked    <-chan wallet.RequestSyncChunkArgs
+	asked    <-chan brc40.RequestSyncChunkArgs
 	seen     int // requests taken from asked
 }
 
-func (c *checkingConsumer) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (c *checkingConsumer) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	st, err := c.Store.FindOrInsertSyncState(ctx, c.identity, c.from.StorageIdentityKey, c.from.StorageName)
 	if err != nil {
-		return wallet.ProcessSyncChunkResult{}, err
+		return brc40.ProcessSyncChunkResult{}, err
 	}
 	want := st.MakeRequestSyncChunkArgs(c.identity, args.ToStorageIdentityKey, args.MaxRoughSize, args.MaxItems)
 	if !reflect.DeepEqual(args, want) {
@@ -164,7 +165,7 @@ func TestRunChunks_PrefetchesTheNextChunkDuringAMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	asked := make(chan wallet.RequestSyncChunkArgs, 1000)
+	asked := make(chan brc40.RequestSyncChunkArgs, 1000)
 	from := &watchedProducer{Store: src, asked: asked}
 	to := &checkingConsumer{Store: newStore(t, wallet.ChainTest), t: t, identity: id, from: settings, asked: asked}
 	res, err := syncer.RunChunks(t.Context(), from, to, id, syncer.ChunkOptions{Active: wallet.KeepSourceActive, MaxItems: 7, Settle: -1})

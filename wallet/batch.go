@@ -6,13 +6,9 @@ import (
 )
 
 // The destination's half of the sync contract that does not depend on where it stores: the
-// checks a batch passes before any work, the compare-and-set on the durable checkpoint, and
-// the ids a page refers to. localstore (SQLite) and pgstore (PostgreSQL) both commit
-// through these, so that both refuse and acknowledge alike.
-
-// MaxPageIDs bounds the distinct source ids one page may refer to (ReferencedIDs): a
-// destination loads their mappings up front, in one transaction.
-const MaxPageIDs = 4096
+// checks a batch passes before any work and the compare-and-set on the durable checkpoint.
+// localstore (SQLite) and pgstore (PostgreSQL) both commit through these, so that both
+// refuse and acknowledge alike; the merge of the page itself is brc40's (brc40.MergePage).
 
 // Check refuses a malformed batch before any work (ErrInvalidArgument): no session, a
 // sequence that does not follow Expect, a table position outside SyncOrder, a page of a
@@ -66,48 +62,4 @@ func (b Batch) Against(cur Checkpoint) (duplicate bool, err error) {
 func (cp Checkpoint) SamePosition(o Checkpoint) bool {
 	o.UpdatedAt = cp.UpdatedAt
 	return cp == o
-}
-
-// ReferencedIDs collects the source ids a page of t refers to, by the table they belong to:
-// its own ids, its foreign keys, and a proof request's notify ids. More than MaxPageIDs of
-// them is ErrInvalidArgument.
-func ReferencedIDs(t *Table, rows []Row) (map[TableName][]int64, error) {
-	seen := map[TableName]map[int64]bool{}
-	add := func(table TableName, v any) {
-		id, ok := v.(int64)
-		if !ok {
-			return
-		}
-		if seen[table] == nil {
-			seen[table] = map[int64]bool{}
-		}
-		seen[table][id] = true
-	}
-	for _, r := range rows {
-		if t.ID != "" {
-			add(t.Name, r[t.Col(t.ID)])
-		}
-		for _, ref := range t.Refs {
-			add(ref.Target, r[t.Col(ref.Column)])
-		}
-		if t == ProvenTxReqs {
-			notify, _ := r[t.Col("notify")].(string)
-			ids, _ := NotifyTransactionIDs(notify)
-			for _, id := range ids {
-				add(TableTransactions, id)
-			}
-		}
-	}
-	out := map[TableName][]int64{}
-	total := 0
-	for table, ids := range seen {
-		for id := range ids {
-			out[table] = append(out[table], id)
-		}
-		total += len(ids)
-	}
-	if total > MaxPageIDs {
-		return nil, fmt.Errorf("page references %d distinct ids, more than %d: %w", total, MaxPageIDs, ErrInvalidArgument)
-	}
-	return out, nil
 }

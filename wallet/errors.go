@@ -74,6 +74,15 @@ var (
 	// ErrNotActive: two stores of a wallet name different active stores (toolbox
 	// WERR_NOT_ACTIVE); a sync does not choose between them, the person does.
 	ErrNotActive = errors.New("stores disagree about the wallet's active store")
+	// ErrBadSyncMessage: a BRC-40 request, chunk, result or sync map is malformed. Errors
+	// that carry it are *SyncMessageError values, which also match ErrInvalidArgument.
+	ErrBadSyncMessage = errors.New("malformed BRC-40 message")
+	// ErrIDMapConflict: a producer id that a consumer already maps to one local id arrived
+	// for another local id; the two stores disagree about identity (*IDMapConflictError).
+	ErrIDMapConflict = errors.New("producer id already mapped to another local id")
+	// ErrAmbiguousSyncState: the consumer holds more than one sync_states row for the user
+	// and producer (the toolbox refuses the same: "Result must exist and be unique").
+	ErrAmbiguousSyncState = errors.New("more than one sync state for one producer")
 
 	// ErrSnapshotClosed: the snapshot view was closed or its context cancelled.
 	ErrSnapshotClosed = errors.New("snapshot closed")
@@ -272,3 +281,33 @@ func (e *UnstorableError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrInvalidArgument) true.
 func (e *UnstorableError) Unwrap() error { return ErrInvalidArgument }
+
+// SyncMessageError says where a BRC-40 message is malformed.
+type SyncMessageError struct {
+	// Path locates the problem: "$" for the whole message, "offsets[3].name",
+	// "transactions[2].rawTx", "provenTx.idMap.17".
+	Path   string
+	Reason string
+}
+
+func (e *SyncMessageError) Error() string {
+	return fmt.Sprintf("BRC-40 message at %s: %s", e.Path, e.Reason)
+}
+
+// Unwrap makes errors.Is true for ErrBadSyncMessage and ErrInvalidArgument.
+func (e *SyncMessageError) Unwrap() []error { return []error{ErrBadSyncMessage, ErrInvalidArgument} }
+
+// IDMapConflictError reports a producer id that would map to a second local id.
+type IDMapConflictError struct {
+	Entity   string // BRC-40 entity name, e.g. "transaction"
+	SourceID int64  // the producer's id
+	Mapped   int64  // the local id it is mapped to
+	New      int64  // the other local id it arrived for
+}
+
+func (e *IDMapConflictError) Error() string {
+	return fmt.Sprintf("%s id %d is mapped to local id %d, now to %d", e.Entity, e.SourceID, e.Mapped, e.New)
+}
+
+// Unwrap makes errors.Is(err, ErrIDMapConflict) true.
+func (e *IDMapConflictError) Unwrap() error { return ErrIDMapConflict }

@@ -7,7 +7,7 @@ import (
 )
 
 // The JavaScript JSON value primitives: strings, numbers and integers written byte for byte
-// as JSON.stringify writes them in @bsv/wallet-toolbox. The BRC-40 codec (brc40_json.go)
+// as JSON.stringify writes them in @bsv/wallet-toolbox. The BRC-40 codec (package brc40)
 // and portable's BRC-38 documents both write their values with these. Each appends to dst
 // and refuses a value JavaScript could not have written with a *JSValueError
 // (ErrNotJSValue), returning dst unchanged.

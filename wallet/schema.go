@@ -262,7 +262,7 @@ var (
 )
 
 // SyncOrder is the user row followed by the 12 BRC-40 entities in the order that
-// getSyncChunk and the offsets of RequestSyncChunkArgs fix. Every sync, journal and page
+// getSyncChunk and the offsets of brc40.RequestSyncChunkArgs fix. Every sync, journal and page
 // traversal walks tables in this order, so that referenced rows always arrive first.
 var SyncOrder = []*Table{
 	Users, ProvenTxs, OutputBaskets, OutputTags, TxLabels, Transactions, Outputs,

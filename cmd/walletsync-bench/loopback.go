@@ -19,6 +19,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
@@ -289,7 +290,7 @@ func (r loadRemote) sync(ctx context.Context, local *localstore.Store, identity 
 	if err != nil {
 		return pagedRun{}, err
 	}
-	from, to := wallet.ChunkStore(local), wallet.ChunkStore(r.chunks)
+	from, to := brc40.ChunkStore(local), brc40.ChunkStore(r.chunks)
 	if !push {
 		from, to = r.chunks, local
 	}

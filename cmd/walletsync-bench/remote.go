@@ -16,6 +16,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/brc40"
 	"walletsync/cli/command"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
@@ -150,7 +151,7 @@ func RunRemote(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	fmt.Fprintln(progress, "pulling it back into a new wallet with walletsync...")
-	var asked []wallet.RequestSyncChunkArgs
+	var asked []brc40.RequestSyncChunkArgs
 	if rep.WalletsyncPull, rep.PullBreakdown, asked, err = wsPull(ctx, filepath.Join(work, "walletsync-pulled.sqlite"), wsServer.URL, identity); err != nil {
 		return command.Cancelled(ctx, err)
 	}
@@ -226,7 +227,7 @@ func wsPush(ctx context.Context, db, url, identity string) (remoteSide, int64, e
 
 // wsPull pulls url into a new wallet at db with walletsync as the CLI runs it, and measures
 // it: the totals, where the time went, and the getSyncChunk requests it sent, in order.
-func wsPull(ctx context.Context, db, url, identity string) (remoteSide, pullBreakdown, []wallet.RequestSyncChunkArgs, error) {
+func wsPull(ctx context.Context, db, url, identity string) (remoteSide, pullBreakdown, []brc40.RequestSyncChunkArgs, error) {
 	var bd pullBreakdown
 	client, err := dialFixture(url)
 	if err != nil {
@@ -278,10 +279,10 @@ func benchChunkOptions(active wallet.ActivePolicy) (syncer.ChunkOptions, error) 
 type recordingProducer struct {
 	*toolbox.Client
 	mu    sync.Mutex
-	asked []wallet.RequestSyncChunkArgs
+	asked []brc40.RequestSyncChunkArgs
 }
 
-func (r *recordingProducer) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (r *recordingProducer) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	r.mu.Lock()
 	r.asked = append(r.asked, args)
 	r.mu.Unlock()
@@ -290,7 +291,7 @@ func (r *recordingProducer) GetSyncChunk(ctx context.Context, args wallet.Reques
 
 // serverProduce has bench-remote.mjs answer the requests asked on the server's own file with
 // the toolbox's getSyncChunk, and records its time in bd.
-func serverProduce(ctx context.Context, peerDir, work, serverDB, identity string, asked []wallet.RequestSyncChunkArgs, bd *pullBreakdown) error {
+func serverProduce(ctx context.Context, peerDir, work, serverDB, identity string, asked []brc40.RequestSyncChunkArgs, bd *pullBreakdown) error {
 	b, err := json.Marshal(asked)
 	if err != nil {
 		return err

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/cli/command"
 	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
@@ -585,7 +586,7 @@ func foregroundOp(ctx context.Context, s *scheduler.Session, st *localstore.Stor
 	case rnd.IntN(2) == 0:
 		_, err = st.ListActions(ctx, identity, wallet.ActionQuery{Limit: 25})
 	default:
-		_, err = st.ListOutputs(ctx, identity, wallet.OutputQuery{Basket: "default", Limit: 25})
+		_, err = st.ListOutputs(ctx, identity, wallet.OutputQuery{Basket: brc40.DefaultBasket, Limit: 25})
 	}
 	hold = time.Since(granted)
 	if rerr := s.Release(g); err == nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/remote/auth"
@@ -128,7 +129,7 @@ func openStore(t *testing.T, path string) *localstore.Store {
 // table: nothing lost, nothing applied twice, no corrupted byte applied. A duplicated
 // commit reaches the server twice: the BRC-104 nonce refuses the copy, and the request the
 // client sends again after that refusal is the duplicate that the checkpoint's
-// compare-and-set (paged wire) or the sync state's (wallet.SyncState.Answers, toolbox wire)
+// compare-and-set (paged wire) or the sync state's (brc40.SyncState.Answers, toolbox wire)
 // refuses to apply. A page read changes nothing on the server, so a client reads a page
 // again after any fault; the pages it applies are only the answers whose BRC-104 signature
 // verified.
@@ -279,7 +280,7 @@ type countingStore struct {
 	applied, reads *atomic.Int64
 }
 
-func (s countingStore) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (s countingStore) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	chunk, err := s.Store.GetSyncChunk(ctx, args)
 	if err == nil {
 		s.reads.Add(1)
@@ -287,7 +288,7 @@ func (s countingStore) GetSyncChunk(ctx context.Context, args wallet.RequestSync
 	return chunk, err
 }
 
-func (s countingStore) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (s countingStore) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	res, err := s.Store.ProcessSyncChunk(ctx, args, chunk)
 	if err == nil {
 		s.applied.Add(1)
@@ -530,7 +531,7 @@ type killAround struct {
 	k *crashtest.Killer
 }
 
-func (s killAround) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (s killAround) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	s.k.Reach(pointChunkReceived, nil)
 	res, err := s.Store.ProcessSyncChunk(ctx, args, chunk)
 	if err == nil {

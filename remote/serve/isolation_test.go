@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/testkit/logical"
 	"walletsync/wallet"
@@ -46,7 +47,7 @@ func isolatesIdentities(t *testing.T, opts Options) {
 		t.Fatal(err)
 	}
 	bID := bUser[wallet.Users.Col("userId")].(int64)
-	bChunk, err := srv.Backend().GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: sik, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(b.Identity, "elsewhere", 0, 0))
+	bChunk, err := srv.Backend().GetSyncChunk(t.Context(), brc40.SyncState{StorageIdentityKey: sik, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(b.Identity, "elsewhere", 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,17 +69,17 @@ func isolatesIdentities(t *testing.T, opts Options) {
 	aKey := randomKey(t)
 	a := pubHex(aKey)
 	producer := pubHex(randomKey(t))
-	offsets := make([]wallet.SyncOffset, len(wallet.Entities))
+	offsets := make([]brc40.SyncOffset, len(wallet.Entities))
 	for i, e := range wallet.Entities {
-		offsets[i] = wallet.SyncOffset{Name: e.Entity}
+		offsets[i] = brc40.SyncOffset{Name: e.Entity}
 	}
-	argsFor := func(identity, from, to string) wallet.RequestSyncChunkArgs {
-		return wallet.RequestSyncChunkArgs{FromStorageIdentityKey: from, ToStorageIdentityKey: to, IdentityKey: identity, MaxRoughSize: 100000, MaxItems: 100, Offsets: offsets}
+	argsFor := func(identity, from, to string) brc40.RequestSyncChunkArgs {
+		return brc40.RequestSyncChunkArgs{FromStorageIdentityKey: from, ToStorageIdentityKey: to, IdentityKey: identity, MaxRoughSize: 100000, MaxItems: 100, Offsets: offsets}
 	}
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	// A chunk that carries B's user row (made active elsewhere) and a label of B's user id.
-	evilChunk := func(userIdentity string) wallet.SyncChunk {
-		c := wallet.SyncChunk{FromStorageIdentityKey: producer, ToStorageIdentityKey: sik, UserIdentityKey: userIdentity, Rows: map[wallet.TableName][]wallet.Row{},
+	evilChunk := func(userIdentity string) brc40.SyncChunk {
+		c := brc40.SyncChunk{FromStorageIdentityKey: producer, ToStorageIdentityKey: sik, UserIdentityKey: userIdentity, Rows: map[wallet.TableName][]wallet.Row{},
 			User: row(wallet.Users, map[string]any{"created_at": now, "updated_at": now, "userId": bID, "identityKey": b.Identity, "activeStorage": "evil"})}
 		for _, e := range wallet.Entities {
 			c.Rows[e.Name] = []wallet.Row{}

@@ -21,6 +21,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
@@ -338,7 +339,7 @@ func TestServe_ShutdownDrainsCommit(t *testing.T) {
 	if status, body := c.mustCall("findOrInsertSyncStateAuth", map[string]any{"identityKey": src.Identity}, from.StorageIdentityKey, from.StorageName); status != 200 || errorName(t, body) != "" {
 		t.Fatalf("findOrInsertSyncStateAuth: %d %s", status, body)
 	}
-	args := wallet.SyncState{StorageIdentityKey: from.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(src.Identity, sik, 0, 0)
+	args := brc40.SyncState{StorageIdentityKey: from.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(src.Identity, sik, 0, 0)
 	chunk, err := source.GetSyncChunk(t.Context(), args)
 	source.Close()
 	if err != nil {
@@ -370,7 +371,7 @@ func TestServe_ShutdownDrainsCommit(t *testing.T) {
 	if a.err != nil || a.status != 200 || errorName(t, a.body) != "" {
 		t.Fatalf("the commit in flight: %d %s %v", a.status, a.body, a.err)
 	}
-	var res struct{ Result wallet.ProcessSyncChunkResult }
+	var res struct{ Result brc40.ProcessSyncChunkResult }
 	if err := json.Unmarshal(a.body, &res); err != nil || res.Result.Inserts == 0 {
 		t.Fatalf("result %s: %v", a.body, err)
 	}
@@ -391,7 +392,7 @@ type heldStore struct {
 	started, release chan struct{}
 }
 
-func (h *heldStore) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (h *heldStore) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	close(h.started)
 	<-h.release
 	return h.Store.ProcessSyncChunk(ctx, args, chunk)

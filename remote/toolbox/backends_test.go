@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
@@ -72,7 +73,7 @@ func TestServer_BackendsAnswerAlike(t *testing.T) {
 	if _, err := syncer.RunChunks(t.Context(), seeded, pg, other, syncer.ChunkOptions{Active: wallet.KeepSourceActive, Settle: -1}); err != nil {
 		t.Fatal(err)
 	}
-	chunk, err := pg.GetSyncChunk(t.Context(), wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(other, "elsewhere", 0, 0))
+	chunk, err := pg.GetSyncChunk(t.Context(), brc40.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(other, "elsewhere", 0, 0))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/remote/auth"
 	"walletsync/wallet"
 )
@@ -67,7 +68,7 @@ type Stats struct {
 	Decoding time.Duration `json:"decoding"`
 }
 
-// Client is a toolbox StorageServer as a wallet.ChunkStore: the backup methods the toolbox's
+// Client is a toolbox StorageServer as a brc40.ChunkStore: the backup methods the toolbox's
 // StorageClient calls (makeAvailable, findOrInsertUser, findOrInsertSyncStateAuth,
 // getSyncChunk, processSyncChunk, setActive), with the params exactly as it sends them, over
 // one BRC-104 session (auth.Client, which hand-shakes again when the server forgot the
@@ -79,7 +80,7 @@ type Stats struct {
 // be reached or whose answer was lost matches wallet.ErrUnavailable. Every method but
 // ProcessSyncChunk is retried on wallet.ErrUnavailable with capped exponential backoff,
 // since repeating it applies nothing twice; ProcessSyncChunk is sent once (see
-// wallet.ChunkConsumer). Answers are bounded by the auth client (MaxResponseBytes) and
+// brc40.ChunkConsumer). Answers are bounded by the auth client (MaxResponseBytes) and
 // requests by MaxBodyBytes. A Client is safe for concurrent use, but the BRC-40 loop keeps
 // one request in flight.
 type Client struct {
@@ -94,7 +95,7 @@ type Client struct {
 	settings *wallet.Settings // cached by MakeAvailable, as the StorageClient caches it
 }
 
-var _ wallet.ChunkStore = (*Client)(nil)
+var _ brc40.ChunkStore = (*Client)(nil)
 
 // NewClient returns a client that sends its calls through doer.
 func NewClient(doer Doer, opts ClientOptions) *Client {
@@ -141,76 +142,76 @@ func (c *Client) MakeAvailable(ctx context.Context) (wallet.Settings, error) {
 
 // FindOrInsertUser calls findOrInsertUser [identityKey]. The server refuses any identity but
 // the one the client authenticated as (wallet.ErrUnauthorized).
-func (c *Client) FindOrInsertUser(ctx context.Context, identityKey string) (wallet.SyncUser, error) {
+func (c *Client) FindOrInsertUser(ctx context.Context, identityKey string) (brc40.SyncUser, error) {
 	key, err := jsString(identityKey)
 	if err != nil {
-		return wallet.SyncUser{}, err
+		return brc40.SyncUser{}, err
 	}
 	var res struct {
 		User  json.RawMessage `json:"user"`
 		IsNew bool            `json:"isNew"`
 	}
 	if err := c.call(ctx, "findOrInsertUser", true, &res, key); err != nil {
-		return wallet.SyncUser{}, err
+		return brc40.SyncUser{}, err
 	}
 	r, err := rowFromJSON(wallet.Users, res.User)
 	if err != nil {
-		return wallet.SyncUser{}, fmt.Errorf("findOrInsertUser: %w", err)
+		return brc40.SyncUser{}, fmt.Errorf("findOrInsertUser: %w", err)
 	}
 	// Normalize gave each column its kind's type, or nil where the column may be NULL.
 	get := func(name string) any { return r[wallet.Users.Col(name)] }
-	u := wallet.SyncUser{IsNew: res.IsNew}
+	u := brc40.SyncUser{IsNew: res.IsNew}
 	u.UserID, _ = get("userId").(int64)
 	u.IdentityKey, _ = get("identityKey").(string)
 	u.ActiveStorage, _ = get("activeStorage").(string)
 	u.UpdatedAt, _ = get("updated_at").(time.Time)
 	if u.IdentityKey != identityKey {
-		return wallet.SyncUser{}, fmt.Errorf("findOrInsertUser answered for another identity: %w", wallet.ErrRemote)
+		return brc40.SyncUser{}, fmt.Errorf("findOrInsertUser answered for another identity: %w", wallet.ErrRemote)
 	}
 	return u, nil
 }
 
 // FindOrInsertSyncState calls findOrInsertSyncStateAuth [{identityKey}, producerSIK,
 // producerName] and returns the server's durable state for the producer.
-func (c *Client) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (wallet.SyncState, error) {
+func (c *Client) FindOrInsertSyncState(ctx context.Context, identityKey, producerSIK, producerName string) (brc40.SyncState, error) {
 	authArg, err := authParam(identityKey)
 	if err != nil {
-		return wallet.SyncState{}, err
+		return brc40.SyncState{}, err
 	}
 	sik, err := jsString(producerSIK)
 	if err != nil {
-		return wallet.SyncState{}, err
+		return brc40.SyncState{}, err
 	}
 	name, err := jsString(producerName)
 	if err != nil {
-		return wallet.SyncState{}, err
+		return brc40.SyncState{}, err
 	}
 	var res struct {
 		SyncState json.RawMessage `json:"syncState"`
 	}
 	if err := c.call(ctx, "findOrInsertSyncStateAuth", true, &res, authArg, sik, name); err != nil {
-		return wallet.SyncState{}, err
+		return brc40.SyncState{}, err
 	}
 	r, err := rowFromJSON(wallet.SyncStates, res.SyncState)
 	if err != nil {
-		return wallet.SyncState{}, fmt.Errorf("findOrInsertSyncStateAuth: %w", err)
+		return brc40.SyncState{}, fmt.Errorf("findOrInsertSyncStateAuth: %w", err)
 	}
-	st, err := wallet.SyncStateFromRow(r)
+	st, err := brc40.SyncStateFromRow(r)
 	if err != nil {
-		return wallet.SyncState{}, fmt.Errorf("findOrInsertSyncStateAuth: %v: %w", err, wallet.ErrRemote)
+		return brc40.SyncState{}, fmt.Errorf("findOrInsertSyncStateAuth: %v: %w", err, wallet.ErrRemote)
 	}
 	return st, nil
 }
 
 // GetSyncChunk calls getSyncChunk [args] and reads the chunk strictly.
-func (c *Client) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error) {
+func (c *Client) GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error) {
 	a, err := json.Marshal(args)
 	if err != nil {
-		return wallet.SyncChunk{}, fmt.Errorf("getSyncChunk: %w", err)
+		return brc40.SyncChunk{}, fmt.Errorf("getSyncChunk: %w", err)
 	}
-	var chunk wallet.SyncChunk
+	var chunk brc40.SyncChunk
 	if err := c.call(ctx, "getSyncChunk", true, &chunk, a); err != nil {
-		return wallet.SyncChunk{}, err
+		return brc40.SyncChunk{}, err
 	}
 	return chunk, nil
 }
@@ -222,26 +223,26 @@ func (c *Client) GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkA
 // have landed, which the next run reads from the state.
 // A chunk whose request would pass MaxBodyBytes is refused before anything is sent, with
 // an error matching wallet.ErrChunkTooLarge.
-func (c *Client) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {
+func (c *Client) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {
 	a, err := json.Marshal(args)
 	if err != nil {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("processSyncChunk: %w", err)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("processSyncChunk: %w", err)
 	}
 	ch, err := json.Marshal(chunk)
 	if err != nil {
-		return wallet.ProcessSyncChunkResult{}, fmt.Errorf("processSyncChunk: %w", err)
+		return brc40.ProcessSyncChunkResult{}, fmt.Errorf("processSyncChunk: %w", err)
 	}
-	var res wallet.ProcessSyncChunkResult
+	var res brc40.ProcessSyncChunkResult
 	if err := c.call(ctx, "processSyncChunk", false, &res, a, ch); err != nil {
 		if errors.Is(err, wallet.ErrCheckpointConflict) {
 			// A walletsync server merged nothing: its sync state no longer answers args (see
-			// wallet.SyncState.Answers). An earlier copy of this request landed (a duplicate
+			// brc40.SyncState.Answers). An earlier copy of this request landed (a duplicate
 			// the network delivered, whose replay refusal made the auth client send it
 			// again) or another run moved the state on: as after a lost answer, the state
 			// says where to go on, and the next request, made from it, answers it.
-			return wallet.ProcessSyncChunkResult{}, fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
+			return brc40.ProcessSyncChunkResult{}, fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
 		}
-		return wallet.ProcessSyncChunkResult{}, err
+		return brc40.ProcessSyncChunkResult{}, err
 	}
 	if err := res.Err(); err != nil {
 		return res, fmt.Errorf("processSyncChunk: %w: %w", wallet.ErrRemote, err)

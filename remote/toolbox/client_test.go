@@ -9,6 +9,7 @@ import (
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/testkit/toolboxpeer"
@@ -78,7 +79,7 @@ func TestClient_BackupMethods(t *testing.T) {
 	}
 
 	// The server as producer: its chunk for a consumer named by the args.
-	args := wallet.SyncState{SyncMap: wallet.NewSyncMap(), StorageIdentityKey: srv.IdentityKey}.MakeRequestSyncChunkArgs(me, producer, 0, 0)
+	args := brc40.SyncState{SyncMap: brc40.NewSyncMap(), StorageIdentityKey: srv.IdentityKey}.MakeRequestSyncChunkArgs(me, producer, 0, 0)
 	chunk, err := c.GetSyncChunk(ctx, args)
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +89,7 @@ func TestClient_BackupMethods(t *testing.T) {
 	}
 
 	// processSyncChunk of the server's own chunk back into the state made above.
-	in := wallet.SyncChunk{FromStorageIdentityKey: producer, ToStorageIdentityKey: srv.IdentityKey, UserIdentityKey: me, Rows: map[wallet.TableName][]wallet.Row{}}
+	in := brc40.SyncChunk{FromStorageIdentityKey: producer, ToStorageIdentityKey: srv.IdentityKey, UserIdentityKey: me, Rows: map[wallet.TableName][]wallet.Row{}}
 	for _, tb := range wallet.Entities {
 		in.Rows[tb.Name] = []wallet.Row{}
 	}
@@ -136,8 +137,8 @@ func FuzzClientAnswers(f *testing.F) {
 		c := NewClient(answerDoer(body), ClientOptions{Retries: -1})
 		ctx := context.Background()
 		key := localstore.FixtureIdentity(1)
-		args := wallet.SyncState{SyncMap: wallet.NewSyncMap(), StorageIdentityKey: key}.MakeRequestSyncChunkArgs(key, key, 0, 0)
-		chunk := wallet.SyncChunk{FromStorageIdentityKey: key, ToStorageIdentityKey: key, UserIdentityKey: key, Rows: map[wallet.TableName][]wallet.Row{}}
+		args := brc40.SyncState{SyncMap: brc40.NewSyncMap(), StorageIdentityKey: key}.MakeRequestSyncChunkArgs(key, key, 0, 0)
+		chunk := brc40.SyncChunk{FromStorageIdentityKey: key, ToStorageIdentityKey: key, UserIdentityKey: key, Rows: map[wallet.TableName][]wallet.Row{}}
 		_, err1 := c.MakeAvailable(ctx)
 		_, err2 := c.FindOrInsertUser(ctx, key)
 		_, err3 := c.FindOrInsertSyncState(ctx, key, key, "n")

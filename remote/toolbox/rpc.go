@@ -219,7 +219,7 @@ var werrSentinels = []struct {
 	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument},
-	// A chunk that does not answer the consumer's sync state (wallet.SyncState.Answers):
+	// A chunk that does not answer the consumer's sync state (brc40.SyncState.Answers):
 	// the toolbox has no class of its own for it; its processSyncChunk never refuses one.
 	{"WERR_INVALID_OPERATION", wallet.ErrCheckpointConflict},
 }

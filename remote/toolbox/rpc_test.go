@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"testing"
 
+	"walletsync/brc40"
 	"walletsync/remote/auth"
 	"walletsync/wallet"
 )
 
 func TestAppendRequest_IsJavaScriptFixedPoint(t *testing.T) {
-	args, err := json.Marshal(wallet.RequestSyncChunkArgs{
+	args, err := json.Marshal(brc40.RequestSyncChunkArgs{
 		FromStorageIdentityKey: "02aa", ToStorageIdentityKey: "03bb", IdentityKey: "02cc",
 		MaxRoughSize: 1000, MaxItems: 10,
 	})

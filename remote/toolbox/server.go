@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/wallet"
@@ -28,12 +29,12 @@ type Store interface {
 	FindOrInsertUserRow(ctx context.Context, identityKey string) (user wallet.Row, isNew bool, err error)
 	// FindOrInsertSyncStateAuth returns identityKey's sync state for the producer, creating
 	// the user and the state when missing; isNew reports that the state is new.
-	FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st wallet.SyncState, isNew bool, err error)
+	FindOrInsertSyncStateAuth(ctx context.Context, identityKey, producerSIK, producerName string) (st brc40.SyncState, isNew bool, err error)
 	// GetSyncChunk is BRC-40's producer for args.IdentityKey.
-	GetSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs) (wallet.SyncChunk, error)
+	GetSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs) (brc40.SyncChunk, error)
 	// ProcessSyncChunk is BRC-40's consumer for args.IdentityKey: the chunk's rows and the
 	// sync state commit together or not at all.
-	ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error)
+	ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error)
 	// SetActive names storageIdentityKey as identityKey's active store; a missing user is
 	// wallet.ErrNotFound.
 	SetActive(ctx context.Context, identityKey, storageIdentityKey string) error
@@ -284,7 +285,8 @@ func (s *Server) migrate(ctx context.Context, identity string, params []json.Raw
 	if err := s.authorize(ctx, identity, params); err != nil {
 		return nil, err
 	}
-	return jsonString(KnexVersion(localstore.ToolboxMigrations[len(localstore.ToolboxMigrations)-1])), nil
+	ledger := localstore.ToolboxMigrations()
+	return jsonString(KnexVersion(ledger[len(ledger)-1])), nil
 }
 
 func (s *Server) findOrInsertUser(ctx context.Context, identity string, params []json.RawMessage) (json.RawMessage, error) {
@@ -297,7 +299,7 @@ func (s *Server) findOrInsertUser(ctx context.Context, identity string, params [
 		return nil, err
 	}
 	b := append([]byte(nil), `{"user":`...)
-	if b, err = wallet.AppendRowJSON(b, wallet.Users, user); err != nil {
+	if b, err = brc40.AppendRowJSON(b, wallet.Users, user); err != nil {
 		return nil, err
 	}
 	return fmt.Appendf(b, `,"isNew":%t}`, isNew), nil
@@ -329,13 +331,13 @@ func (s *Server) findOrInsertSyncStateAuth(ctx context.Context, identity string,
 // syncStateJSON is a sync state as the StorageServer sends it: a stored one as its row, a
 // new one as the object the toolbox built and inserted (its own key order, init as the 0
 // its insert wrote back into the object).
-func syncStateJSON(st wallet.SyncState, isNew bool) ([]byte, error) {
+func syncStateJSON(st brc40.SyncState, isNew bool) ([]byte, error) {
 	if !isNew {
 		row, err := st.Row()
 		if err != nil {
 			return nil, err
 		}
-		return wallet.AppendRowJSON(nil, wallet.SyncStates, row)
+		return brc40.AppendRowJSON(nil, wallet.SyncStates, row)
 	}
 	syncMap, err := json.Marshal(st.SyncMap)
 	if err != nil {
@@ -359,8 +361,8 @@ func syncStateJSON(st wallet.SyncState, isNew bool) ([]byte, error) {
 // chunkArgs decodes params[0] as RequestSyncChunkArgs (strictly, see wallet) and refuses
 // args for another identity than the caller's. authorize has refused those already; the
 // store is handed the args' identity, so the check is made again where it is used.
-func chunkArgs(identity string, params []json.RawMessage) (wallet.RequestSyncChunkArgs, error) {
-	var args wallet.RequestSyncChunkArgs
+func chunkArgs(identity string, params []json.RawMessage) (brc40.RequestSyncChunkArgs, error) {
+	var args brc40.RequestSyncChunkArgs
 	if len(params) == 0 {
 		return args, invalidParameter("args", "a RequestSyncChunkArgs object")
 	}
@@ -396,7 +398,7 @@ func (s *Server) processSyncChunk(ctx context.Context, identity string, params [
 	if err != nil {
 		return nil, err
 	}
-	var chunk wallet.SyncChunk
+	var chunk brc40.SyncChunk
 	if len(params) < 2 {
 		return nil, invalidParameter("chunk", "a SyncChunk object")
 	}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/wallet"
@@ -69,7 +70,7 @@ func FuzzServer_Call(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	chunk, err := store.GetSyncChunk(context.Background(), wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}.MakeRequestSyncChunkArgs(other, "elsewhere", 0, 0))
+	chunk, err := store.GetSyncChunk(context.Background(), brc40.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}.MakeRequestSyncChunkArgs(other, "elsewhere", 0, 0))
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -3,13 +3,14 @@ package logical
 import (
 	"context"
 
+	"walletsync/brc40"
 	"walletsync/wallet"
 )
 
 // ChunkReader is a store read through BRC-40, as a toolbox client pulls from it: its
 // settings and its chunks. localstore.Store and pgstore.Store are both.
 type ChunkReader interface {
-	wallet.ChunkProducer
+	brc40.ChunkProducer
 	Settings(ctx context.Context) (wallet.Settings, error)
 }
 
@@ -22,7 +23,7 @@ func ReadChunks(ctx context.Context, store ChunkReader, identityKey string, opts
 	if err != nil {
 		return nil, err
 	}
-	st := wallet.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: wallet.NewSyncMap()}
+	st := brc40.SyncState{StorageIdentityKey: settings.StorageIdentityKey, SyncMap: brc40.NewSyncMap()}
 	raw := map[wallet.TableName][]wallet.Row{}
 	for done := false; !done; {
 		chunk, err := store.GetSyncChunk(ctx, st.MakeRequestSyncChunkArgs(identityKey, "reader", 0, 0))
@@ -36,7 +37,7 @@ func ReadChunks(ctx context.Context, store ChunkReader, identityKey string, opts
 			raw[name] = append(raw[name], rows...)
 		}
 		// The state moves as a consumer's would; nothing is merged anywhere.
-		res, err := wallet.ConsumeChunk(&st, chunk, func(wallet.Row) (bool, error) { return false, nil }, func(*wallet.Table, []wallet.Row) error { return nil })
+		res, err := brc40.ConsumeChunk(&st, chunk, func(wallet.Row) (bool, error) { return false, nil }, func(*wallet.Table, []wallet.Row) error { return nil })
 		if err != nil {
 			return nil, err
 		}

@@ -1,4 +1,4 @@
-package wallet
+package brc40
 
 import (
 	"encoding/json"
@@ -8,10 +8,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"walletsync/wallet"
 )
 
 func ts(s string) time.Time {
-	t, err := ParseTime(s)
+	t, err := wallet.ParseTime(s)
 	if err != nil {
 		panic(err)
 	}
@@ -19,9 +21,9 @@ func ts(s string) time.Time {
 }
 
 // sampleReq is a proof request row with every kind of value, including the 0/1 boolean.
-func sampleReq() Row {
-	t := ProvenTxReqs
-	r := make(Row, len(t.Columns))
+func sampleReq() wallet.Row {
+	t := wallet.ProvenTxReqs
+	r := make(wallet.Row, len(t.Columns))
 	set := func(c string, v any) { r[t.Col(c)] = v }
 	set("created_at", ts("2026-05-01T10:00:00.123Z"))
 	set("updated_at", ts("2026-05-01T10:00:00.373Z"))
@@ -39,26 +41,26 @@ func sampleReq() Row {
 }
 
 func sampleChunk() SyncChunk {
-	user := Row{ts("2026-01-01T00:00:00Z"), ts("1971-01-01T00:00:00Z"), int64(1), "03aa", "02bb"}
-	label := Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:01Z"), int64(3), int64(1), "café 😀", false}
+	user := wallet.Row{ts("2026-01-01T00:00:00Z"), ts("1971-01-01T00:00:00Z"), int64(1), "03aa", "02bb"}
+	label := wallet.Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:01Z"), int64(3), int64(1), "café 😀", false}
 	return SyncChunk{FromStorageIdentityKey: "02bb", ToStorageIdentityKey: "02cc", UserIdentityKey: "03aa", User: user,
-		Rows: map[TableName][]Row{TableProvenTxs: {}, TableOutputBaskets: {}, TableOutputTags: {}, TableTxLabels: {label},
-			TableProvenTxReqs: {sampleReq()}}}
+		Rows: map[wallet.TableName][]wallet.Row{wallet.TableProvenTxs: {}, wallet.TableOutputBaskets: {}, wallet.TableOutputTags: {}, wallet.TableTxLabels: {label},
+			wallet.TableProvenTxReqs: {sampleReq()}}}
 }
 
 func TestAppendRowJSON_JavaScriptForm(t *testing.T) {
-	label := func(name string) Row {
-		return Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:00.5Z"), int64(3), int64(1), name, true}
+	label := func(name string) wallet.Row {
+		return wallet.Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:00.5Z"), int64(3), int64(1), name, true}
 	}
 	for _, tc := range []struct {
 		name  string
-		table *Table
-		row   Row
+		table *wallet.Table
+		row   wallet.Row
 		want  string
 	}{
-		{"escapes only what JSON.stringify escapes", TxLabels, label("a\"b\\c\x01\x1f\x7f\u2028<>&é😀\b\f\n\r\t"),
+		{"escapes only what JSON.stringify escapes", wallet.TxLabels, label("a\"b\\c\x01\x1f\x7f\u2028<>&é😀\b\f\n\r\t"),
 			`{"created_at":"2026-05-01T10:00:00.000Z","updated_at":"2026-05-01T10:00:00.500Z","txLabelId":3,"userId":1,"label":"a\"b\\c\u0001\u001f` + "\x7f\u2028" + `<>&é😀\b\f\n\r\t","isDeleted":true}`},
-		{"nulls left out, blobs as number[], wasBroadcast as 0/1", ProvenTxReqs, sampleReq(),
+		{"nulls left out, blobs as number[], wasBroadcast as 0/1", wallet.ProvenTxReqs, sampleReq(),
 			`{"created_at":"2026-05-01T10:00:00.123Z","updated_at":"2026-05-01T10:00:00.373Z","provenTxReqId":7,"status":"unmined","attempts":1,"notified":true,"txid":"ab","history":"{\"notes\":[{\"what\":\"x\",\"ü\":\"é\"}]}","notify":"{\"transactionIds\":[2]}","rawTx":[0,1,255],"wasBroadcast":1,"rebroadcastAttempts":0}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,18 +85,18 @@ func TestAppendRowJSON_Refusals(t *testing.T) {
 	}{
 		{"null in NOT NULL", "txid", nil, false},
 		{"wrong type", "attempts", "1", false},
-		{"integer beyond 2^53", "attempts", int64(MaxJSInt + 1), true},
+		{"integer beyond 2^53", "attempts", int64(wallet.MaxJSInt + 1), true},
 		{"invalid UTF-8", "status", "a\xffb", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			bad := append(Row{}, r...)
-			bad[ProvenTxReqs.Col(tc.col)] = tc.v
-			_, err := AppendRowJSON(nil, ProvenTxReqs, bad)
-			if !errors.Is(err, ErrInvalidArgument) || !strings.Contains(err.Error(), tc.col) {
+			bad := append(wallet.Row{}, r...)
+			bad[wallet.ProvenTxReqs.Col(tc.col)] = tc.v
+			_, err := AppendRowJSON(nil, wallet.ProvenTxReqs, bad)
+			if !errors.Is(err, wallet.ErrInvalidArgument) || !strings.Contains(err.Error(), tc.col) {
 				t.Fatalf("got %v, want an invalid-argument error naming %s", err, tc.col)
 			}
-			var je *JSValueError
-			if errors.As(err, &je) != tc.notJSON || errors.Is(err, ErrNotJSValue) != tc.notJSON {
+			var je *wallet.JSValueError
+			if errors.As(err, &je) != tc.notJSON || errors.Is(err, wallet.ErrNotJSValue) != tc.notJSON {
 				t.Fatalf("got %v; a *JSValueError (ErrNotJSValue): %v, want %v", err, errors.As(err, &je), tc.notJSON)
 			}
 		})
@@ -102,7 +104,7 @@ func TestAppendRowJSON_Refusals(t *testing.T) {
 }
 
 func TestRowJSONSize_CountsUTF16Units(t *testing.T) {
-	base, err := RowJSONSize(TxLabels, Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:00Z"), int64(3), int64(1), "", false})
+	base, err := RowJSONSize(wallet.TxLabels, wallet.Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:00Z"), int64(3), int64(1), "", false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +112,7 @@ func TestRowJSONSize_CountsUTF16Units(t *testing.T) {
 		label string
 		extra int64 // UTF-16 units beyond the empty label
 	}{{"a", 1}, {"é", 1}, {"日本", 2}, {"😀", 2}, {"\n", 2}, {"\x01", 6}} {
-		got, err := RowJSONSize(TxLabels, Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:00Z"), int64(3), int64(1), tc.label, false})
+		got, err := RowJSONSize(wallet.TxLabels, wallet.Row{ts("2026-05-01T10:00:00Z"), ts("2026-05-01T10:00:00Z"), int64(3), int64(1), tc.label, false})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,14 +142,14 @@ func TestSyncChunk_RoundTrip(t *testing.T) {
 	if c.Complete() {
 		t.Fatal("a chunk with rows is complete")
 	}
-	empty := SyncChunk{Rows: map[TableName][]Row{}}
-	for _, tb := range Entities {
-		empty.Rows[tb.Name] = []Row{}
+	empty := SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
+	for _, tb := range wallet.Entities {
+		empty.Rows[tb.Name] = []wallet.Row{}
 	}
 	if !empty.Complete() {
 		t.Fatal("all 12 arrays present and empty is not complete")
 	}
-	delete(empty.Rows, TableCommissions)
+	delete(empty.Rows, wallet.TableCommissions)
 	if empty.Complete() {
 		t.Fatal("a chunk missing one array is complete")
 	}
@@ -158,7 +160,7 @@ func TestSyncChunk_UnmarshalRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := string(mustRowJSON(t, ProvenTxReqs, sampleReq()))
+	req := string(mustRowJSON(t, wallet.ProvenTxReqs, sampleReq()))
 	withReq := func(from, to string) string {
 		return strings.Replace(string(good), req, strings.Replace(req, from, to, 1), 1)
 	}
@@ -185,22 +187,22 @@ func TestSyncChunk_UnmarshalRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var c SyncChunk
 			err := c.UnmarshalJSON([]byte(tc.input))
-			var me *SyncMessageError
-			if !errors.As(err, &me) || me.Path != tc.path || !errors.Is(err, ErrBadSyncMessage) || !errors.Is(err, ErrInvalidArgument) {
+			var me *wallet.SyncMessageError
+			if !errors.As(err, &me) || me.Path != tc.path || !errors.Is(err, wallet.ErrBadSyncMessage) || !errors.Is(err, wallet.ErrInvalidArgument) {
 				t.Fatalf("got %v, want a *SyncMessageError at %s", err, tc.path)
 			}
 		})
 	}
 	t.Run("over the frame ceiling", func(t *testing.T) {
 		var c SyncChunk
-		big := make([]byte, MaxFrameBytes+1)
-		if err := c.UnmarshalJSON(big); !errors.Is(err, ErrBadSyncMessage) {
+		big := make([]byte, wallet.MaxFrameBytes+1)
+		if err := c.UnmarshalJSON(big); !errors.Is(err, wallet.ErrBadSyncMessage) {
 			t.Fatalf("got %v", err)
 		}
 	})
 }
 
-func mustRowJSON(tb testing.TB, t *Table, r Row) []byte {
+func mustRowJSON(tb testing.TB, t *wallet.Table, r wallet.Row) []byte {
 	tb.Helper()
 	b, err := AppendRowJSON(nil, t, r)
 	if err != nil {
@@ -220,8 +222,8 @@ func TestSyncChunk_UnmarshalTolerates(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &c); err != nil {
 			t.Fatal(err)
 		}
-		r := c.Rows[TableProvenTxReqs][0]
-		if r[ProvenTxReqs.Col("wasBroadcast")] != false || r[ProvenTxReqs.Col("rebroadcastAttempts")] != int64(0) {
+		r := c.Rows[wallet.TableProvenTxReqs][0]
+		if r[wallet.ProvenTxReqs.Col("wasBroadcast")] != false || r[wallet.ProvenTxReqs.Col("rebroadcastAttempts")] != int64(0) {
 			t.Fatalf("defaults: %v", r)
 		}
 	})
@@ -231,7 +233,7 @@ func TestSyncChunk_UnmarshalTolerates(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &c); err != nil {
 			t.Fatal(err)
 		}
-		want := SyncChunk{FromStorageIdentityKey: "a", ToStorageIdentityKey: "b", UserIdentityKey: "c", Rows: map[TableName][]Row{TableOutputs: {}}}
+		want := SyncChunk{FromStorageIdentityKey: "a", ToStorageIdentityKey: "b", UserIdentityKey: "c", Rows: map[wallet.TableName][]wallet.Row{wallet.TableOutputs: {}}}
 		if !reflect.DeepEqual(c, want) {
 			t.Fatalf("got %#v", c)
 		}
@@ -242,8 +244,8 @@ func TestSyncChunk_UnmarshalTolerates(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &c); err != nil {
 			t.Fatal(err)
 		}
-		if r := c.Rows[TableProvenTxReqs][0]; r[ProvenTxReqs.Col("batch")] != nil {
-			t.Fatalf("batch %v", r[ProvenTxReqs.Col("batch")])
+		if r := c.Rows[wallet.TableProvenTxReqs][0]; r[wallet.ProvenTxReqs.Col("batch")] != nil {
+			t.Fatalf("batch %v", r[wallet.ProvenTxReqs.Col("batch")])
 		}
 	})
 	t.Run("booleans as 0/1 anywhere", func(t *testing.T) {
@@ -252,7 +254,7 @@ func TestSyncChunk_UnmarshalTolerates(t *testing.T) {
 		if err := json.Unmarshal([]byte(in), &c); err != nil {
 			t.Fatal(err)
 		}
-		if c.Rows[TableTxLabels][0][TxLabels.Col("isDeleted")] != false {
+		if c.Rows[wallet.TableTxLabels][0][wallet.TxLabels.Col("isDeleted")] != false {
 			t.Fatal("0 did not decode as false")
 		}
 	})
@@ -261,7 +263,7 @@ func TestSyncChunk_UnmarshalTolerates(t *testing.T) {
 func TestRequestSyncChunkArgs_JSON(t *testing.T) {
 	since := ts("2026-05-01T10:00:00.5Z")
 	st := SyncState{StorageIdentityKey: "02bb", SyncMap: NewSyncMap(), When: &since}
-	st.SyncMap.Entity(Outputs).Count = 4
+	st.SyncMap.Entity(wallet.Outputs).Count = 4
 	a := st.MakeRequestSyncChunkArgs("03aa", "02cc", 0, 0)
 	b, err := json.Marshal(a)
 	if err != nil {
@@ -297,7 +299,7 @@ func TestRequestSyncChunkArgs_JSON(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var a RequestSyncChunkArgs
 			err := json.Unmarshal([]byte(tc.input), &a)
-			var me *SyncMessageError
+			var me *wallet.SyncMessageError
 			if !errors.As(err, &me) || me.Path != tc.path {
 				t.Fatalf("got %v, want a *SyncMessageError at %s", err, tc.path)
 			}
@@ -339,12 +341,12 @@ func TestProcessSyncChunkResult_JSON(t *testing.T) {
 		if !reflect.DeepEqual(back, tc.r) {
 			t.Errorf("round trip %+v", back)
 		}
-		if (tc.r.Error != nil) != errors.Is(back.Err(), ErrDestinationFailed) {
+		if (tc.r.Error != nil) != errors.Is(back.Err(), wallet.ErrDestinationFailed) {
 			t.Errorf("Err() = %v", back.Err())
 		}
 	}
 	var r ProcessSyncChunkResult
-	if err := json.Unmarshal([]byte(`{"done":true,"updates":0}`), &r); !errors.Is(err, ErrBadSyncMessage) {
+	if err := json.Unmarshal([]byte(`{"done":true,"updates":0}`), &r); !errors.Is(err, wallet.ErrBadSyncMessage) {
 		t.Fatalf("a result without inserts: %v", err)
 	}
 }
@@ -361,7 +363,7 @@ func TestSyncMap_ToolboxText(t *testing.T) {
 	}
 	m := NewSyncMap()
 	at := ts("2026-05-01T10:00:00.5Z")
-	e := m.Entity(Transactions)
+	e := m.Entity(wallet.Transactions)
 	e.IDMap[10], e.IDMap[2], e.MaxUpdatedAt, e.Count = 3, 4, &at, 7
 	b, err = json.Marshal(m)
 	if err != nil {
@@ -393,7 +395,7 @@ func TestSyncMap_ToolboxText(t *testing.T) {
 				t.Fatal("the test did not change the input")
 			}
 			var m SyncMap
-			if err := json.Unmarshal([]byte(in), &m); !errors.Is(err, ErrBadSyncMessage) {
+			if err := json.Unmarshal([]byte(in), &m); !errors.Is(err, wallet.ErrBadSyncMessage) {
 				t.Fatalf("got %v", err)
 			}
 		})
@@ -416,7 +418,7 @@ func TestSyncState_RowRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(back, st) {
 		t.Fatalf("round trip:\n got  %+v\n want %+v", back, st)
 	}
-	r[SyncStates.Col("syncMap")] = ""
+	r[wallet.SyncStates.Col("syncMap")] = ""
 	if back, err = SyncStateFromRow(r); err != nil || !reflect.DeepEqual(back.SyncMap, NewSyncMap()) {
 		t.Fatalf("an empty syncMap: %v %v", back.SyncMap, err)
 	}
@@ -439,7 +441,7 @@ func FuzzDecodeSyncChunk(f *testing.F) {
 		var c SyncChunk
 		err := c.UnmarshalJSON(data)
 		if err != nil {
-			var me *SyncMessageError
+			var me *wallet.SyncMessageError
 			if !errors.As(err, &me) {
 				t.Fatalf("refused with %T %v, not a *SyncMessageError", err, err)
 			}
@@ -449,7 +451,7 @@ func FuzzDecodeSyncChunk(f *testing.F) {
 		if err != nil {
 			// Accepted values that have no toolbox form (invalid UTF-8 text) are refused on
 			// the way out, never sent altered.
-			if !errors.Is(err, ErrInvalidArgument) {
+			if !errors.Is(err, wallet.ErrInvalidArgument) {
 				t.Fatalf("encode: %v", err)
 			}
 			return
@@ -470,7 +472,7 @@ func FuzzDecodeSyncChunk(f *testing.F) {
 
 func ExampleSyncChunk_MarshalJSON() {
 	c := SyncChunk{FromStorageIdentityKey: "02bb", ToStorageIdentityKey: "02cc", UserIdentityKey: "03aa",
-		Rows: map[TableName][]Row{TableProvenTxs: {}}}
+		Rows: map[wallet.TableName][]wallet.Row{wallet.TableProvenTxs: {}}}
 	b, _ := json.Marshal(c)
 	fmt.Println(string(b))
 	// Output: {"fromStorageIdentityKey":"02bb","toStorageIdentityKey":"02cc","userIdentityKey":"03aa","provenTxs":[]}
@@ -482,7 +484,7 @@ func ExampleSyncChunk_MarshalJSON() {
 func FuzzSyncMap(f *testing.F) {
 	m := NewSyncMap()
 	at := ts("2026-05-01T10:00:00.5Z")
-	e := m.Entity(Transactions)
+	e := m.Entity(wallet.Transactions)
 	e.IDMap[10], e.IDMap[2], e.MaxUpdatedAt, e.Count = 3, 4, &at, 7
 	full, err := json.Marshal(m)
 	if err != nil {
@@ -495,7 +497,7 @@ func FuzzSyncMap(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var m SyncMap
 		if err := m.UnmarshalJSON(data); err != nil {
-			if !errors.Is(err, ErrBadSyncMessage) {
+			if !errors.Is(err, wallet.ErrBadSyncMessage) {
 				t.Fatalf("refused with %v, not ErrBadSyncMessage", err)
 			}
 			return
@@ -517,7 +519,7 @@ func TestSyncState_Answers(t *testing.T) {
 	since := ts("2026-05-01T10:00:00.5Z")
 	later := ts("2026-05-01T10:00:01Z")
 	st := SyncState{StorageIdentityKey: "02bb", SyncMap: NewSyncMap(), When: &since}
-	st.SyncMap.Entity(Outputs).Count = 4
+	st.SyncMap.Entity(wallet.Outputs).Count = 4
 	next := func() RequestSyncChunkArgs { return st.MakeRequestSyncChunkArgs("03aa", "02cc", 0, 0) }
 	tests := []struct {
 		name string
@@ -537,7 +539,7 @@ func TestSyncState_Answers(t *testing.T) {
 			a := next()
 			tc.edit(&a)
 			err := st.Answers(a)
-			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, ErrCheckpointConflict)) {
+			if tc.ok != (err == nil) || (err != nil && !errors.Is(err, wallet.ErrCheckpointConflict)) {
 				t.Fatalf("Answers: %v, want ok %v (else a checkpoint conflict)", err, tc.ok)
 			}
 		})

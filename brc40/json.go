@@ -1,4 +1,4 @@
-package wallet
+package brc40
 
 import (
 	"bytes"
@@ -7,6 +7,8 @@ import (
 	"io"
 	"strconv"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // The JSON of BRC-40 messages: rows written byte for byte as the toolbox's JSON.stringify
@@ -23,9 +25,9 @@ import (
 // column, a NULL in a NOT NULL column, an integer beyond MaxJSInt, a string that is not
 // valid UTF-8. The error wraps ErrInvalidArgument and names the column; for the last two it
 // also wraps the *JSValueError (ErrNotJSValue) of AppendJSInt or AppendJSString.
-func AppendRowJSON(dst []byte, t *Table, r Row) ([]byte, error) {
+func AppendRowJSON(dst []byte, t *wallet.Table, r wallet.Row) ([]byte, error) {
 	if len(r) != len(t.Columns) {
-		return dst, fmt.Errorf("encode %s row: %d values for %d columns: %w", t.Name, len(r), len(t.Columns), ErrInvalidArgument)
+		return dst, fmt.Errorf("encode %s row: %d values for %d columns: %w", t.Name, len(r), len(t.Columns), wallet.ErrInvalidArgument)
 	}
 	dst = append(dst, '{')
 	first := true
@@ -33,7 +35,7 @@ func AppendRowJSON(dst []byte, t *Table, r Row) ([]byte, error) {
 		v := r[i]
 		if v == nil {
 			if !c.Nullable {
-				return dst, fmt.Errorf("encode %s.%s: null in a NOT NULL column: %w", t.Name, c.Name, ErrInvalidArgument)
+				return dst, fmt.Errorf("encode %s.%s: null in a NOT NULL column: %w", t.Name, c.Name, wallet.ErrInvalidArgument)
 			}
 			continue
 		}
@@ -52,17 +54,17 @@ func AppendRowJSON(dst []byte, t *Table, r Row) ([]byte, error) {
 	return append(dst, '}'), nil
 }
 
-func appendValue(dst []byte, t *Table, c Column, v any) ([]byte, error) {
+func appendValue(dst []byte, t *wallet.Table, c wallet.Column, v any) ([]byte, error) {
 	switch c.Kind {
-	case KindInt:
+	case wallet.KindInt:
 		if x, ok := v.(int64); ok {
-			out, err := AppendJSInt(dst, x)
+			out, err := wallet.AppendJSInt(dst, x)
 			if err != nil {
 				return dst, fmt.Errorf("%d: %w", x, invalidJSValue(err))
 			}
 			return out, nil
 		}
-	case KindBool:
+	case wallet.KindBool:
 		if x, ok := v.(bool); ok {
 			if boolTravelsAsNumber(t, c) {
 				if x {
@@ -72,18 +74,18 @@ func appendValue(dst []byte, t *Table, c Column, v any) ([]byte, error) {
 			}
 			return strconv.AppendBool(dst, x), nil
 		}
-	case KindTime:
+	case wallet.KindTime:
 		if x, ok := v.(time.Time); ok {
 			return appendJSTime(dst, x), nil
 		}
-	case KindText, KindJSON:
+	case wallet.KindText, wallet.KindJSON:
 		if x, ok := v.(string); ok {
 			// Text that is not valid UTF-8 has no JavaScript form (better-sqlite3 would hand
 			// the toolbox U+FFFD in its place): it is refused rather than silently altered.
-			out, err := AppendJSString(dst, x)
+			out, err := wallet.AppendJSString(dst, x)
 			return out, invalidJSValue(err)
 		}
-	case KindBlob:
+	case wallet.KindBlob:
 		if x, ok := v.([]byte); ok {
 			dst = append(dst, '[')
 			for i, b := range x {
@@ -95,7 +97,7 @@ func appendValue(dst []byte, t *Table, c Column, v any) ([]byte, error) {
 			return append(dst, ']'), nil
 		}
 	}
-	return dst, fmt.Errorf("value of type %T for a %s column: %w", v, c.Kind, ErrInvalidArgument)
+	return dst, fmt.Errorf("value of type %T for a %s column: %w", v, c.Kind, wallet.ErrInvalidArgument)
 }
 
 // invalidJSValue classifies a refusal of the JavaScript JSON primitives as the codec's: the
@@ -105,19 +107,19 @@ func invalidJSValue(err error) error {
 	if err == nil {
 		return nil
 	}
-	return fmt.Errorf("%w: %w", err, ErrInvalidArgument)
+	return fmt.Errorf("%w: %w", err, wallet.ErrInvalidArgument)
 }
 
 // boolTravelsAsNumber: the toolbox's getProvenTxReqsForUser coerces only `notified` to a
 // boolean, so proven_tx_reqs.wasBroadcast leaves a producer as the stored 0/1.
-func boolTravelsAsNumber(t *Table, c Column) bool {
-	return t == ProvenTxReqs && c.Name == "wasBroadcast"
+func boolTravelsAsNumber(t *wallet.Table, c wallet.Column) bool {
+	return t == wallet.ProvenTxReqs && c.Name == "wasBroadcast"
 }
 
 // RowJSONSize returns JSON.stringify(row).length for r as the toolbox's getSyncChunk sees
 // the row: the length, in UTF-16 code units, of AppendRowJSON's text. It is the unit of
 // RequestSyncChunkArgs.MaxRoughSize.
-func RowJSONSize(t *Table, r Row) (int64, error) {
+func RowJSONSize(t *wallet.Table, r wallet.Row) (int64, error) {
 	b, err := AppendRowJSON(nil, t, r)
 	if err != nil {
 		return 0, err
@@ -145,7 +147,7 @@ func utf16Len(b []byte) int64 {
 // appendJSTime writes t as Date.prototype.toJSON does.
 func appendJSTime(dst []byte, t time.Time) []byte {
 	dst = append(dst, '"')
-	dst = t.UTC().AppendFormat(dst, TimeLayout)
+	dst = t.UTC().AppendFormat(dst, wallet.TimeLayout)
 	return append(dst, '"')
 }
 
@@ -156,8 +158,8 @@ type syncReader struct {
 }
 
 func newSyncReader(data []byte) (*syncReader, error) {
-	if len(data) > MaxFrameBytes {
-		return nil, badMessage("$", "%d bytes, more than the %d-byte frame ceiling", len(data), MaxFrameBytes)
+	if len(data) > wallet.MaxFrameBytes {
+		return nil, badMessage("$", "%d bytes, more than the %d-byte frame ceiling", len(data), wallet.MaxFrameBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
@@ -275,7 +277,7 @@ func jsInteger(path string, tok json.Token) (int64, error) {
 		return 0, badMessage(path, "want an integer, found %s", describe(tok))
 	}
 	i, err := strconv.ParseInt(string(n), 10, 64)
-	if err != nil || i > MaxJSInt || i < -MaxJSInt {
+	if err != nil || i > wallet.MaxJSInt || i < -wallet.MaxJSInt {
 		return 0, badMessage(path, "%s is not an integer within ±2^53", n)
 	}
 	return i, nil
@@ -291,7 +293,7 @@ func (r *syncReader) optTime(path string) (*time.Time, error) {
 	if !ok {
 		return nil, badMessage(path, "want an ISO time string, found %s", describe(tok))
 	}
-	t, err := ParseTime(s)
+	t, err := wallet.ParseTime(s)
 	if err != nil {
 		return nil, badMessage(path, "not an ISO time: %q", s)
 	}
@@ -299,7 +301,7 @@ func (r *syncReader) optTime(path string) (*time.Time, error) {
 }
 
 // row reads one row of t (see SyncChunk.UnmarshalJSON). With nullable, null gives a nil Row.
-func (r *syncReader) row(path string, t *Table, nullable bool) (Row, error) {
+func (r *syncReader) row(path string, t *wallet.Table, nullable bool) (wallet.Row, error) {
 	if nullable {
 		// Peek without consuming: a row is an object, so anything else is read as a token.
 		var raw json.RawMessage
@@ -316,7 +318,7 @@ func (r *syncReader) row(path string, t *Table, nullable bool) (Row, error) {
 		}
 		return row, err
 	}
-	row := make(Row, len(t.Columns))
+	row := make(wallet.Row, len(t.Columns))
 	seen := make([]bool, len(t.Columns))
 	err := r.object(path, func(key, path string) error {
 		if !t.HasCol(key) {
@@ -345,8 +347,8 @@ func (r *syncReader) row(path string, t *Table, nullable bool) (Row, error) {
 
 // toolbox1xDefault is the column default of the two proven_tx_reqs columns a toolbox 1.x
 // store lacks, so that its chunks are accepted as a 2.x toolbox accepts them.
-func toolbox1xDefault(t *Table, c Column) (any, bool) {
-	if t != ProvenTxReqs {
+func toolbox1xDefault(t *wallet.Table, c wallet.Column) (any, bool) {
+	if t != wallet.ProvenTxReqs {
 		return nil, false
 	}
 	switch c.Name {
@@ -359,8 +361,8 @@ func toolbox1xDefault(t *Table, c Column) (any, bool) {
 }
 
 // value reads one column value into the Go type of its kind.
-func (r *syncReader) value(path string, t *Table, c Column) (any, error) {
-	if c.Kind == KindBlob {
+func (r *syncReader) value(path string, t *wallet.Table, c wallet.Column) (any, error) {
+	if c.Kind == wallet.KindBlob {
 		var raw json.RawMessage
 		if err := r.dec.Decode(&raw); err != nil {
 			return nil, badMessage(path, "invalid JSON: %v", err)
@@ -382,9 +384,9 @@ func (r *syncReader) value(path string, t *Table, c Column) (any, error) {
 		return nullValue(path, c)
 	}
 	switch c.Kind {
-	case KindInt:
+	case wallet.KindInt:
 		return jsInteger(path, tok)
-	case KindBool:
+	case wallet.KindBool:
 		switch x := tok.(type) {
 		case bool:
 			return x, nil
@@ -396,22 +398,22 @@ func (r *syncReader) value(path string, t *Table, c Column) (any, error) {
 			}
 		}
 		return nil, badMessage(path, "want true, false, 0 or 1, found %s", describe(tok))
-	case KindTime:
+	case wallet.KindTime:
 		s, ok := tok.(string)
 		if !ok {
 			return nil, badMessage(path, "want an ISO time string, found %s", describe(tok))
 		}
-		ts, err := ParseTime(s)
+		ts, err := wallet.ParseTime(s)
 		if err != nil {
 			return nil, badMessage(path, "not an ISO time: %q", s)
 		}
 		return ts, nil
-	case KindText, KindJSON:
+	case wallet.KindText, wallet.KindJSON:
 		s, ok := tok.(string)
 		if !ok {
 			return nil, badMessage(path, "want a string, found %s", describe(tok))
 		}
-		if c.Kind == KindJSON && !json.Valid([]byte(s)) {
+		if c.Kind == wallet.KindJSON && !json.Valid([]byte(s)) {
 			return nil, badMessage(path, "the text of a JSON column is not JSON")
 		}
 		return s, nil
@@ -419,7 +421,7 @@ func (r *syncReader) value(path string, t *Table, c Column) (any, error) {
 	return nil, badMessage(path, "column kind %s", c.Kind)
 }
 
-func nullValue(path string, c Column) (any, error) {
+func nullValue(path string, c wallet.Column) (any, error) {
 	if !c.Nullable {
 		return nil, badMessage(path, "null in a NOT NULL column")
 	}
@@ -507,7 +509,7 @@ func appendStringFields(b []byte, kv ...string) ([]byte, error) {
 		b = append(b, kv[i]...)
 		b = append(b, '"', ':')
 		var err error
-		if b, err = AppendJSString(b, kv[i+1]); err != nil {
+		if b, err = wallet.AppendJSString(b, kv[i+1]); err != nil {
 			return nil, fmt.Errorf("encode %s: %w", kv[i], invalidJSValue(err))
 		}
 	}

@@ -1,11 +1,12 @@
-package wallet
+package brc40
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // BRC-40, as @bsv/wallet-toolbox 2.1.26 speaks it: the request a consumer sends
@@ -20,7 +21,8 @@ import (
 // out, the JSON-in-text columns (history, notify) as strings. Their UnmarshalJSON methods are
 // strict, because they read bytes from another process: an unknown key, a key given twice, a
 // value of the wrong JSON type, a null where the toolbox stores none or a message larger than
-// MaxFrameBytes is refused with a *SyncMessageError naming where in the message it is.
+// wallet.MaxFrameBytes is refused with a *wallet.SyncMessageError naming where in the message
+// it is.
 
 // Budgets the toolbox's makeRequestSyncChunkArgs uses when the caller passes none.
 const (
@@ -28,52 +30,10 @@ const (
 	DefaultChunkMaxItems     = 1000
 )
 
-// BRC-40 errors.
-var (
-	// ErrBadSyncMessage: a BRC-40 request, chunk, result or sync map is malformed. Errors
-	// that carry it are *SyncMessageError values, which also match ErrInvalidArgument.
-	ErrBadSyncMessage = errors.New("malformed BRC-40 message")
-	// ErrIDMapConflict: a producer id that a consumer already maps to one local id arrived
-	// for another local id; the two stores disagree about identity (*IDMapConflictError).
-	ErrIDMapConflict = errors.New("producer id already mapped to another local id")
-	// ErrAmbiguousSyncState: the consumer holds more than one sync_states row for the user
-	// and producer (the toolbox refuses the same: "Result must exist and be unique").
-	ErrAmbiguousSyncState = errors.New("more than one sync state for one producer")
-)
-
-// SyncMessageError says where a BRC-40 message is malformed.
-type SyncMessageError struct {
-	// Path locates the problem: "$" for the whole message, "offsets[3].name",
-	// "transactions[2].rawTx", "provenTx.idMap.17".
-	Path   string
-	Reason string
-}
-
-func (e *SyncMessageError) Error() string {
-	return fmt.Sprintf("BRC-40 message at %s: %s", e.Path, e.Reason)
-}
-
-// Unwrap makes errors.Is true for ErrBadSyncMessage and ErrInvalidArgument.
-func (e *SyncMessageError) Unwrap() []error { return []error{ErrBadSyncMessage, ErrInvalidArgument} }
-
+// badMessage is every decoder's refusal, so that a caller finds the path with errors.As.
 func badMessage(path, format string, args ...any) error {
-	return &SyncMessageError{Path: path, Reason: fmt.Sprintf(format, args...)}
+	return &wallet.SyncMessageError{Path: path, Reason: fmt.Sprintf(format, args...)}
 }
-
-// IDMapConflictError reports a producer id that would map to a second local id.
-type IDMapConflictError struct {
-	Entity   string // BRC-40 entity name, e.g. "transaction"
-	SourceID int64  // the producer's id
-	Mapped   int64  // the local id it is mapped to
-	New      int64  // the other local id it arrived for
-}
-
-func (e *IDMapConflictError) Error() string {
-	return fmt.Sprintf("%s id %d is mapped to local id %d, now to %d", e.Entity, e.SourceID, e.Mapped, e.New)
-}
-
-// Unwrap makes errors.Is(err, ErrIDMapConflict) true.
-func (e *IDMapConflictError) Unwrap() error { return ErrIDMapConflict }
 
 // SyncOffset is one entry of RequestSyncChunkArgs.Offsets: how many rows of the entity the
 // consumer has already taken since Since.
@@ -113,13 +73,13 @@ func (a RequestSyncChunkArgs) Validate() error {
 		return badMessage("toStorageIdentityKey", "missing")
 	case a.MaxItems < 1:
 		return badMessage("maxItems", "%d is less than 1", a.MaxItems)
-	case a.MaxRoughSize < 0 || a.MaxRoughSize > MaxFrameBytes:
-		return badMessage("maxRoughSize", "%d outside 0..%d", a.MaxRoughSize, MaxFrameBytes)
-	case len(a.Offsets) > len(Entities):
-		return badMessage("offsets", "%d entries, at most %d", len(a.Offsets), len(Entities))
+	case a.MaxRoughSize < 0 || a.MaxRoughSize > wallet.MaxFrameBytes:
+		return badMessage("maxRoughSize", "%d outside 0..%d", a.MaxRoughSize, wallet.MaxFrameBytes)
+	case len(a.Offsets) > len(wallet.Entities):
+		return badMessage("offsets", "%d entries, at most %d", len(a.Offsets), len(wallet.Entities))
 	}
 	for i, o := range a.Offsets {
-		if want := Entities[i].Entity; o.Name != want {
+		if want := wallet.Entities[i].Entity; o.Name != want {
 			return badMessage(fmt.Sprintf("offsets[%d].name", i), "in dependency order: %q expected, found %q", want, o.Name)
 		}
 		if o.Offset < 0 {
@@ -240,17 +200,17 @@ type SyncChunk struct {
 	UserIdentityKey        string
 	// User is the users row, nil when the producer left it out (it is sent when the request
 	// has no since or the row changed after it).
-	User Row
+	User wallet.Row
 	// Rows holds the entity arrays by table. A table that is present was attempted, even
 	// if its slice is empty; a table that is absent was not attempted, because a limit
 	// was hit first.
-	Rows map[TableName][]Row
+	Rows map[wallet.TableName][]wallet.Row
 }
 
 // Complete reports whether the chunk ends a cycle: all 12 arrays present and empty. The
 // user row does not count.
 func (c SyncChunk) Complete() bool {
-	for _, t := range Entities {
+	for _, t := range wallet.Entities {
 		if rows, ok := c.Rows[t.Name]; !ok || len(rows) > 0 {
 			return false
 		}
@@ -271,11 +231,11 @@ func (c SyncChunk) MarshalJSON() ([]byte, error) {
 	}
 	if c.User != nil {
 		b = append(b, `,"user":`...)
-		if b, err = AppendRowJSON(b, Users, c.User); err != nil {
+		if b, err = AppendRowJSON(b, wallet.Users, c.User); err != nil {
 			return nil, err
 		}
 	}
-	for _, t := range Entities {
+	for _, t := range wallet.Entities {
 		rows, ok := c.Rows[t.Name]
 		if !ok {
 			continue
@@ -307,7 +267,7 @@ func (c *SyncChunk) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	out := SyncChunk{Rows: map[TableName][]Row{}}
+	out := SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
 	seen := map[string]bool{}
 	err = r.object("$", func(key, path string) error {
 		seen[key] = true
@@ -320,13 +280,13 @@ func (c *SyncChunk) UnmarshalJSON(data []byte) error {
 		case "userIdentityKey":
 			out.UserIdentityKey, err = r.str(path)
 		case "user":
-			out.User, err = r.row(path, Users, true)
+			out.User, err = r.row(path, wallet.Users, true)
 		default:
 			t := entityByPlural(key)
 			if t == nil {
 				return badMessage(path, "unknown key (not one of the 12 BRC-40 arrays)")
 			}
-			rows := []Row{}
+			rows := []wallet.Row{}
 			var present bool
 			present, err = r.array(path, true, func(path string) error {
 				row, err := r.row(path, t, false)
@@ -362,8 +322,8 @@ func requireKeys(seen map[string]bool, keys ...string) error {
 	return nil
 }
 
-func entityByPlural(plural string) *Table {
-	for _, t := range Entities {
+func entityByPlural(plural string) *wallet.Table {
+	for _, t := range wallet.Entities {
 		if t.Plural == plural {
 			return t
 		}
@@ -397,7 +357,7 @@ func (r ProcessSyncChunkResult) Err() error {
 	if r.Error == nil {
 		return nil
 	}
-	return fmt.Errorf("%s: %s: %w", r.Error.Name, r.Error.Message, ErrDestinationFailed)
+	return fmt.Errorf("%s: %s: %w", r.Error.Name, r.Error.Message, wallet.ErrDestinationFailed)
 }
 
 // MarshalJSON writes {done, maxUpdated_at, updates, inserts, error} in the toolbox's order,

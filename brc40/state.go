@@ -1,4 +1,4 @@
-package wallet
+package brc40
 
 import (
 	"encoding/json"
@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // The BRC-40 consumer's state, one sync_states row per user and producer: the sync map with
@@ -29,22 +31,25 @@ type EntitySyncMap struct {
 // name. Every SyncMap that NewSyncMap or UnmarshalJSON returns holds all 12 entries.
 type SyncMap map[string]*EntitySyncMap
 
-// syncMapOrder is the key order of the toolbox's createSyncMap, which the stored text keeps.
-var syncMapOrder = []string{"provenTx", "outputBasket", "transaction", "provenTxReq", "txLabel", "txLabelMap",
-	"output", "outputTag", "outputTagMap", "certificate", "certificateField", "commission"}
+// syncMapOrder returns the key order of the toolbox's createSyncMap, which the stored text
+// keeps.
+func syncMapOrder() []string {
+	return []string{"provenTx", "outputBasket", "transaction", "provenTxReq", "txLabel", "txLabelMap",
+		"output", "outputTag", "outputTagMap", "certificate", "certificateField", "commission"}
+}
 
 // NewSyncMap returns the toolbox's createSyncMap(): every entity with an empty id map, no
 // maxUpdated_at and a count of 0.
 func NewSyncMap() SyncMap {
 	m := SyncMap{}
-	for _, name := range syncMapOrder {
+	for _, name := range syncMapOrder() {
 		m[name] = &EntitySyncMap{EntityName: name, IDMap: map[int64]int64{}}
 	}
 	return m
 }
 
 // Entity returns t's entry.
-func (m SyncMap) Entity(t *Table) *EntitySyncMap { return m[t.Entity] }
+func (m SyncMap) Entity(t *wallet.Table) *EntitySyncMap { return m[t.Entity] }
 
 // MarshalJSON writes the text the toolbox stores: entities in createSyncMap order, each as
 // {"entityName","idMap","count","maxUpdated_at"} (the toolbox parses the stored text, in
@@ -53,10 +58,10 @@ func (m SyncMap) Entity(t *Table) *EntitySyncMap { return m[t.Entity] }
 // of 2^32-1 and more by insertion, which is not recorded; they follow, ascending.)
 func (m SyncMap) MarshalJSON() ([]byte, error) {
 	b := []byte{'{'}
-	for i, name := range syncMapOrder {
+	for i, name := range syncMapOrder() {
 		e := m[name]
 		if e == nil {
-			return nil, fmt.Errorf("encode sync map: no %q entry: %w", name, ErrInvalidArgument)
+			return nil, fmt.Errorf("encode sync map: no %q entry: %w", name, wallet.ErrInvalidArgument)
 		}
 		if i > 0 {
 			b = append(b, ',')
@@ -94,9 +99,9 @@ func (m *SyncMap) UnmarshalJSON(data []byte) error {
 	if err != nil {
 		return err
 	}
-	out := SyncMap{}
+	out, order := SyncMap{}, syncMapOrder()
 	err = r.object("$", func(name, path string) error {
-		if !slices.Contains(syncMapOrder, name) {
+		if !slices.Contains(order, name) {
 			return badMessage(path, "unknown entity")
 		}
 		e := &EntitySyncMap{IDMap: map[int64]int64{}}
@@ -149,7 +154,7 @@ func (m *SyncMap) UnmarshalJSON(data []byte) error {
 		*m = NewSyncMap()
 		return nil
 	}
-	for _, name := range syncMapOrder {
+	for _, name := range order {
 		if out[name] == nil {
 			return badMessage(name, "missing entity")
 		}
@@ -181,8 +186,8 @@ type SyncState struct {
 
 // SyncStateFromRow decodes a sync_states row (in SyncStates column order, values as a
 // driver returns them or as Table.Normalize leaves them; r is not modified).
-func SyncStateFromRow(r Row) (SyncState, error) {
-	t := SyncStates
+func SyncStateFromRow(r wallet.Row) (SyncState, error) {
+	t := wallet.SyncStates
 	r = slices.Clone(r)
 	if err := t.Normalize(r); err != nil {
 		return SyncState{}, fmt.Errorf("decode sync state: %w", err)
@@ -213,13 +218,13 @@ func SyncStateFromRow(r Row) (SyncState, error) {
 }
 
 // Row encodes the state as a sync_states row (in SyncStates column order).
-func (st SyncState) Row() (Row, error) {
+func (st SyncState) Row() (wallet.Row, error) {
 	syncMap, err := json.Marshal(st.SyncMap)
 	if err != nil {
 		return nil, fmt.Errorf("encode sync state %d: %w", st.SyncStateID, err)
 	}
-	t := SyncStates
-	r := make(Row, len(t.Columns))
+	t := wallet.SyncStates
+	r := make(wallet.Row, len(t.Columns))
 	set := func(name string, v any) { r[t.Col(name)] = v }
 	set("created_at", st.CreatedAt)
 	set("updated_at", st.UpdatedAt)
@@ -256,17 +261,17 @@ func (st SyncState) Row() (Row, error) {
 func (st SyncState) Answers(args RequestSyncChunkArgs) error {
 	// Compared in milliseconds, the precision since travels in (JavaScript's toISOString).
 	if (st.When == nil) != (args.Since == nil) || (st.When != nil && st.When.UnixMilli() != args.Since.UnixMilli()) {
-		return fmt.Errorf("chunk asked since %v, the sync state is at %v: %w", args.Since, st.When, ErrCheckpointConflict)
+		return fmt.Errorf("chunk asked since %v, the sync state is at %v: %w", args.Since, st.When, wallet.ErrCheckpointConflict)
 	}
 	for i, o := range args.Offsets {
 		var count int64
-		if i < len(Entities) {
-			if e := st.SyncMap.Entity(Entities[i]); e != nil {
+		if i < len(wallet.Entities) {
+			if e := st.SyncMap.Entity(wallet.Entities[i]); e != nil {
 				count = e.Count
 			}
 		}
 		if o.Offset != count {
-			return fmt.Errorf("chunk asked %s at offset %d, the sync state is at %d: %w", o.Name, o.Offset, count, ErrCheckpointConflict)
+			return fmt.Errorf("chunk asked %s at offset %d, the sync state is at %d: %w", o.Name, o.Offset, count, wallet.ErrCheckpointConflict)
 		}
 	}
 	return nil
@@ -286,9 +291,9 @@ func (st SyncState) MakeRequestSyncChunkArgs(forIdentityKey, forStorageIdentityK
 	a := RequestSyncChunkArgs{
 		FromStorageIdentityKey: st.StorageIdentityKey, ToStorageIdentityKey: forStorageIdentityKey,
 		IdentityKey: forIdentityKey, Since: st.When, MaxRoughSize: maxRoughSize, MaxItems: maxItems,
-		Offsets: make([]SyncOffset, len(Entities)),
+		Offsets: make([]SyncOffset, len(wallet.Entities)),
 	}
-	for i, t := range Entities {
+	for i, t := range wallet.Entities {
 		a.Offsets[i] = SyncOffset{Name: t.Entity}
 		if e := st.SyncMap.Entity(t); e != nil {
 			a.Offsets[i].Offset = e.Count

@@ -1,4 +1,4 @@
-package wallet
+package brc40
 
 import (
 	"bytes"
@@ -9,32 +9,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // The dialect-free half of BRC-40's producer and consumer as @bsv/wallet-toolbox 2.1.26
 // runs them: which rows a chunk takes and in what budget, how a chunk moves the consumer's
 // sync state, and how a matched row merges. Every store (localstore on SQLite, pgstore on
 // PostgreSQL) supplies only its queries and writes, so that both answer a peer alike.
-
-// UserEpoch is the updated_at the toolbox gives a new user row and its default basket, so
-// that any real update from another store counts as newer.
-var UserEpoch = time.Date(1971, 1, 1, 0, 0, 0, 0, time.UTC)
-
-// NewUserRows returns the two rows findOrInsertUser makes for a new user of the store named
-// storage: the user, with storage as its active store, and its "default" basket (144 desired
-// UTXOs of at least 32 satoshis), both updated at UserEpoch and created at now. Neither has
-// an id yet, and the basket's userId is the caller's to set.
-func NewUserRows(identityKey, storage string, now time.Time) (user, basket Row) {
-	user = make(Row, len(Users.Columns))
-	user[Users.Col("created_at")], user[Users.Col("updated_at")] = now, UserEpoch
-	user[Users.Col("identityKey")], user[Users.Col("activeStorage")] = identityKey, storage
-	t := OutputBaskets
-	basket = make(Row, len(t.Columns))
-	basket[t.Col("created_at")], basket[t.Col("updated_at")] = now, UserEpoch
-	basket[t.Col("name")], basket[t.Col("isDeleted")] = "default", false
-	basket[t.Col("numberOfDesiredUTXOs")], basket[t.Col("minimumDesiredUTXOValue")] = int64(144), int64(32)
-	return user, basket
-}
 
 // NewRefNum returns a fresh sync_states.refNum as the toolbox makes one: 12 random bytes in
 // base64.
@@ -59,7 +41,7 @@ func NewSyncState(userID int64, producerSIK, producerName string, now time.Time)
 }
 
 // UpdatedAt returns a normalized row's updated_at.
-func UpdatedAt(t *Table, r Row) time.Time {
+func UpdatedAt(t *wallet.Table, r wallet.Row) time.Time {
 	return r[t.Col("updated_at")].(time.Time)
 }
 
@@ -73,15 +55,15 @@ func Latest(a *time.Time, b time.Time) *time.Time {
 
 // ChunkPager reads up to limit rows of t for one user, after skipping offset rows, in the
 // order the store's producer keeps for t (the same order on every call, see ProduceChunk).
-type ChunkPager func(t *Table, offset, limit int64) ([]Row, error)
+type ChunkPager func(t *wallet.Table, offset, limit int64) ([]wallet.Row, error)
 
 // ChunkDivider is getSyncChunk's maxDivider: the share of maxItems one page of an entity
 // may hold, smaller for the large proof and transaction rows.
-func ChunkDivider(t *Table) int64 {
+func ChunkDivider(t *wallet.Table) int64 {
 	switch t {
-	case ProvenTxs, ProvenTxReqs:
+	case wallet.ProvenTxs, wallet.ProvenTxReqs:
 		return 100
-	case Transactions, Outputs, Certificates, CertificateFields, Commissions:
+	case wallet.Transactions, wallet.Outputs, wallet.Certificates, wallet.CertificateFields, wallet.Commissions:
 		return 25
 	}
 	return 1
@@ -101,15 +83,15 @@ func ChunkDivider(t *Table) int64 {
 // Rows are read min(itemsLeft, max(10, maxItems/ChunkDivider)) at a time, as the toolbox
 // pages: the page size bounds each query, it never changes which rows go out. The pager
 // must see one snapshot across the calls of one chunk, or offsets would skip or repeat rows.
-func ProduceChunk(args RequestSyncChunkArgs, user Row, page ChunkPager) (SyncChunk, error) {
+func ProduceChunk(args RequestSyncChunkArgs, user wallet.Row, page ChunkPager) (SyncChunk, error) {
 	chunk := SyncChunk{FromStorageIdentityKey: args.FromStorageIdentityKey, ToStorageIdentityKey: args.ToStorageIdentityKey,
-		UserIdentityKey: args.IdentityKey, Rows: map[TableName][]Row{}}
-	if args.Since == nil || UpdatedAt(Users, user).After(*args.Since) {
+		UserIdentityKey: args.IdentityKey, Rows: map[wallet.TableName][]wallet.Row{}}
+	if args.Since == nil || UpdatedAt(wallet.Users, user).After(*args.Since) {
 		chunk.User = user
 	}
 	b := &chunkBudget{maxItems: args.MaxItems, itemsLeft: args.MaxItems, sizeLeft: args.MaxRoughSize}
 	for i, o := range args.Offsets {
-		t := Entities[i]
+		t := wallet.Entities[i]
 		rows, err := b.entityRows(t, o.Offset, page)
 		if err != nil {
 			return SyncChunk{}, fmt.Errorf("%s: %w", t.Plural, err)
@@ -130,9 +112,9 @@ type chunkBudget struct {
 	done      bool // a limit was hit: nothing more goes into the chunk
 }
 
-func (b *chunkBudget) entityRows(t *Table, offset int64, page ChunkPager) ([]Row, error) {
+func (b *chunkBudget) entityRows(t *wallet.Table, offset int64, page ChunkPager) ([]wallet.Row, error) {
 	pageMax := max(10, b.maxItems/ChunkDivider(t))
-	out := []Row{} // present, even when nothing matches
+	out := []wallet.Row{} // present, even when nothing matches
 	for {
 		limit := min(b.itemsLeft, pageMax)
 		rows, err := page(t, offset, limit)
@@ -168,24 +150,24 @@ func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 	}
 	switch {
 	case chunk.FromStorageIdentityKey != args.FromStorageIdentityKey:
-		return fmt.Errorf("chunk from producer %s answers a request to %s: %w", ShortKey(chunk.FromStorageIdentityKey, 16), ShortKey(args.FromStorageIdentityKey, 16), ErrInvalidArgument)
+		return fmt.Errorf("chunk from producer %s answers a request to %s: %w", wallet.ShortKey(chunk.FromStorageIdentityKey, 16), wallet.ShortKey(args.FromStorageIdentityKey, 16), wallet.ErrInvalidArgument)
 	case chunk.ToStorageIdentityKey != args.ToStorageIdentityKey:
-		return fmt.Errorf("chunk for consumer %s answers a request from %s: %w", ShortKey(chunk.ToStorageIdentityKey, 16), ShortKey(args.ToStorageIdentityKey, 16), ErrInvalidArgument)
+		return fmt.Errorf("chunk for consumer %s answers a request from %s: %w", wallet.ShortKey(chunk.ToStorageIdentityKey, 16), wallet.ShortKey(args.ToStorageIdentityKey, 16), wallet.ErrInvalidArgument)
 	case chunk.UserIdentityKey != args.IdentityKey:
-		return fmt.Errorf("chunk for user %s answers a request for %s: %w", ShortKey(chunk.UserIdentityKey, 16), ShortKey(args.IdentityKey, 16), ErrInvalidArgument)
+		return fmt.Errorf("chunk for user %s answers a request for %s: %w", wallet.ShortKey(chunk.UserIdentityKey, 16), wallet.ShortKey(args.IdentityKey, 16), wallet.ErrInvalidArgument)
 	}
 	if chunk.User != nil {
-		if err := Users.Normalize(chunk.User); err != nil {
+		if err := wallet.Users.Normalize(chunk.User); err != nil {
 			return fmt.Errorf("chunk user: %w", err)
 		}
-		if key := chunk.User[Users.Col("identityKey")]; key != args.IdentityKey {
-			return fmt.Errorf("chunk carries the user row of %v: %w", key, ErrInvalidArgument)
+		if key := chunk.User[wallet.Users.Col("identityKey")]; key != args.IdentityKey {
+			return fmt.Errorf("chunk carries the user row of %v: %w", key, wallet.ErrInvalidArgument)
 		}
 	}
 	for name, rows := range chunk.Rows {
-		t, err := LookupTable(name)
-		if err != nil || t.Entity == "user" || t == SyncStates {
-			return fmt.Errorf("chunk array %q is not a BRC-40 entity: %w", name, ErrInvalidArgument)
+		t, err := wallet.LookupTable(name)
+		if err != nil || t.Entity == "user" || t == wallet.SyncStates {
+			return fmt.Errorf("chunk array %q is not a BRC-40 entity: %w", name, wallet.ErrInvalidArgument)
 		}
 		for i, r := range rows {
 			if err := t.Normalize(r); err != nil {
@@ -205,7 +187,7 @@ func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 // When becomes the result's MaxUpdatedAt and every count resets to 0. The result's
 // MaxUpdatedAt is the latest of every entity's maxUpdated_at and, when the user row changed,
 // its updated_at. Inserts and Updates are the caller's to fill in.
-func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed bool, err error), mergeRows func(*Table, []Row) error) (ProcessSyncChunkResult, error) {
+func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(wallet.Row) (changed bool, err error), mergeRows func(*wallet.Table, []wallet.Row) error) (ProcessSyncChunkResult, error) {
 	var maxUpdated *time.Time
 	if chunk.User != nil {
 		changed, err := mergeUser(chunk.User)
@@ -213,10 +195,10 @@ func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed b
 			return ProcessSyncChunkResult{}, fmt.Errorf("merge user: %w", err)
 		}
 		if changed {
-			maxUpdated = Latest(maxUpdated, UpdatedAt(Users, chunk.User))
+			maxUpdated = Latest(maxUpdated, UpdatedAt(wallet.Users, chunk.User))
 		}
 	}
-	for _, t := range Entities {
+	for _, t := range wallet.Entities {
 		rows := chunk.Rows[t.Name]
 		e := st.SyncMap.Entity(t)
 		for _, r := range rows {
@@ -236,7 +218,7 @@ func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed b
 	if done {
 		// The next cycle starts at the newest row seen, its offsets at zero.
 		st.When = maxUpdated
-		for _, t := range Entities {
+		for _, t := range wallet.Entities {
 			st.SyncMap.Entity(t).Count = 0
 		}
 	}
@@ -246,8 +228,8 @@ func ConsumeChunk(st *SyncState, chunk SyncChunk, mergeUser func(Row) (changed b
 // MatchKeys returns the column sets that find the stored row matching an incoming one, in
 // the order they are tried: a transaction by (txid, user), then by (reference, user); any
 // other row by its natural key.
-func MatchKeys(t *Table) [][]string {
-	if t == Transactions {
+func MatchKeys(t *wallet.Table) [][]string {
+	if t == wallet.Transactions {
 		return [][]string{{"txid", "userId"}, {"reference", "userId"}}
 	}
 	return [][]string{t.Natural}
@@ -255,8 +237,8 @@ func MatchKeys(t *Table) [][]string {
 
 // Matchable reports whether local can be looked up by cols: the toolbox looks a transaction
 // up by txid only when it has one (a non-empty one: its test is JavaScript truthiness).
-func Matchable(t *Table, cols []string, local Row) bool {
-	if t != Transactions || cols[0] != "txid" {
+func Matchable(t *wallet.Table, cols []string, local wallet.Row) bool {
+	if t != wallet.Transactions || cols[0] != "txid" {
 		return true
 	}
 	txid := local[t.Col("txid")]
@@ -268,7 +250,7 @@ func Matchable(t *Table, cols []string, local Row) bool {
 // localID. A missing mapping makes a nullable key NULL (as the toolbox leaves it undefined)
 // and fails for a NOT NULL one (ErrDanglingReference). A proof request's notify ids are
 // mapped too (MapNotify).
-func Localize(t *Table, in Row, userID int64, localID func(t *Table, src int64) (int64, bool)) (Row, error) {
+func Localize(t *wallet.Table, in wallet.Row, userID int64, localID func(t *wallet.Table, src int64) (int64, bool)) (wallet.Row, error) {
 	local := slices.Clone(in)
 	if t.HasCol("userId") {
 		local[t.Col("userId")] = userID
@@ -278,7 +260,7 @@ func Localize(t *Table, in Row, userID int64, localID func(t *Table, src int64) 
 		if in[i] == nil {
 			continue
 		}
-		target, _ := LookupTable(ref.Target)
+		target, _ := wallet.LookupTable(ref.Target)
 		id, ok := localID(target, in[i].(int64))
 		switch {
 		case ok:
@@ -286,11 +268,11 @@ func Localize(t *Table, in Row, userID int64, localID func(t *Table, src int64) 
 		case t.Columns[i].Nullable:
 			local[i] = nil
 		default:
-			return nil, fmt.Errorf("%s.%s = %d: %w", t.Name, ref.Column, in[i], ErrDanglingReference)
+			return nil, fmt.Errorf("%s.%s = %d: %w", t.Name, ref.Column, in[i], wallet.ErrDanglingReference)
 		}
 	}
-	if t == ProvenTxReqs {
-		localTx := func(src int64) (int64, bool) { return localID(Transactions, src) }
+	if t == wallet.ProvenTxReqs {
+		localTx := func(src int64) (int64, bool) { return localID(wallet.Transactions, src) }
 		notify, notified, err := MapNotify(in[t.Col("notify")].(string), "", in[t.Col("notified")].(bool), localTx)
 		if err != nil {
 			return nil, err
@@ -301,7 +283,7 @@ func Localize(t *Table, in Row, userID int64, localID func(t *Table, src int64) 
 }
 
 // Newer reports whether in is strictly newer than stored (BRC-40's "newer wins").
-func Newer(t *Table, in, stored Row) bool {
+func Newer(t *wallet.Table, in, stored wallet.Row) bool {
 	return UpdatedAt(t, in).After(UpdatedAt(t, stored))
 }
 
@@ -316,7 +298,7 @@ func laterTime(a, b any) time.Time {
 // users, proven_txs and proven_tx_reqs (which have their own rules): when in is strictly
 // newer than found, found takes local's Merge columns (local is in with local ids) and in's
 // updated_at, and MergeNewer returns the columns to write; else nil.
-func MergeNewer(t *Table, in, local, found Row) []string {
+func MergeNewer(t *wallet.Table, in, local, found wallet.Row) []string {
 	if !Newer(t, in, found) {
 		return nil
 	}
@@ -327,24 +309,25 @@ func MergeNewer(t *Table, in, local, found Row) []string {
 	return append(slices.Clone(t.Merge), "updated_at")
 }
 
-// UserMergeColumns are the users columns MergeUserRow may change.
-var UserMergeColumns = []string{"activeStorage", "updated_at"}
+// UserMergeColumns returns the users columns MergeUserRow may change, in a new slice the
+// caller may keep or alter.
+func UserMergeColumns() []string { return []string{"activeStorage", "updated_at"} }
 
 // MergeUserRow applies an incoming user row to the stored one (found, changed in place) and
 // reports whether it changed it. The toolbox copies activeStorage only from a newer row
 // (the zero policy); a push keeps the source's active store at the destination and a pull
 // keeps the destination's, so that no sync ever switches which store is active.
-func MergeUserRow(in, found Row, active ActivePolicy) bool {
-	t := Users
+func MergeUserRow(in, found wallet.Row, active wallet.ActivePolicy) bool {
+	t := wallet.Users
 	ai, ui := t.Col("activeStorage"), t.Col("updated_at")
 	isNewer := Newer(t, in, found)
 	switch active {
-	case KeepSourceActive:
+	case wallet.KeepSourceActive:
 		if isNewer || in[ai] != found[ai] {
 			found[ai], found[ui] = in[ai], laterTime(found[ui], in[ui])
 			return true
 		}
-	case KeepDestinationActive:
+	case wallet.KeepDestinationActive:
 		if isNewer {
 			found[ui] = in[ui]
 			return true
@@ -358,23 +341,26 @@ func MergeUserRow(in, found Row, active ActivePolicy) bool {
 	return false
 }
 
-// ProofRequestMergeColumns are the proven_tx_reqs columns MergeProofRequest may change.
-var ProofRequestMergeColumns = []string{"batch", "history", "notify", "notified", "updated_at"}
+// ProofRequestMergeColumns returns the proven_tx_reqs columns MergeProofRequest may change,
+// in a new slice the caller may keep or alter.
+func ProofRequestMergeColumns() []string {
+	return []string{"batch", "history", "notify", "notified", "updated_at"}
+}
 
 // MergeProofRequest is the toolbox's EntityProvenTxReq.mergeExisting, applied to found in
 // place: it always runs, whatever the timestamps, and does not count as an update. The
 // batch is taken when the stored one is empty (two different batches are ErrCorrupt),
 // history notes are united (MergeHistory), notify ids are mapped through localTxID and
 // united (MapNotify), updated_at becomes the later one. Status, attempts, provenTxId and
-// rawTx are never overwritten. The caller writes ProofRequestMergeColumns.
-func MergeProofRequest(in, found Row, localTxID func(src int64) (int64, bool)) error {
-	t := ProvenTxReqs
+// rawTx are never overwritten. The caller writes ProofRequestMergeColumns().
+func MergeProofRequest(in, found wallet.Row, localTxID func(src int64) (int64, bool)) error {
+	t := wallet.ProvenTxReqs
 	bi := t.Col("batch")
 	switch {
 	case found[bi] == nil && in[bi] != nil:
 		found[bi] = in[bi]
 	case found[bi] != nil && in[bi] != nil && found[bi] != in[bi]:
-		return fmt.Errorf("proof request %s: batch %q differs from %q: %w", in[t.Col("txid")], found[bi], in[bi], ErrCorrupt)
+		return fmt.Errorf("proof request %s: batch %q differs from %q: %w", in[t.Col("txid")], found[bi], in[bi], wallet.ErrCorrupt)
 	}
 	history, err := MergeHistory(found[t.Col("history")].(string), in[t.Col("history")].(string))
 	if err != nil {
@@ -476,7 +462,7 @@ func MergeHistory(local, incoming string) (string, error) {
 			continue
 		}
 		if _, ok := note["when"]; !ok {
-			note["when"] = FormatTime(Now())
+			note["when"] = wallet.FormatTime(wallet.Now())
 		}
 		if !slices.ContainsFunc(notes, func(e any) bool { return noteCovers(e, note) }) {
 			notes = append(notes, note)
@@ -525,7 +511,7 @@ func decodeObject(text string) (map[string]any, error) {
 	dec.UseNumber() // ids and counters keep their exact digits
 	out := map[string]any{}
 	if err := dec.Decode(&out); err != nil {
-		return nil, fmt.Errorf("decode %q: %v: %w", text, err, ErrCorrupt)
+		return nil, fmt.Errorf("decode %q: %v: %w", text, err, wallet.ErrCorrupt)
 	}
 	return out, nil
 }
@@ -537,7 +523,7 @@ func asList(v any) []any {
 
 // LocalID returns the consumer's id for a producer id of t, from the sync map's id maps.
 // Users have no entry there (the user is matched by identity key).
-func (m SyncMap) LocalID(t *Table, src int64) (int64, bool) {
+func (m SyncMap) LocalID(t *wallet.Table, src int64) (int64, bool) {
 	e := m.Entity(t)
 	if e == nil {
 		return 0, false
@@ -549,13 +535,13 @@ func (m SyncMap) LocalID(t *Table, src int64) (int64, bool) {
 // RecordID maps a producer id of t to a local one; mapping an id again to another value is
 // an *IDMapConflictError (the stores disagree about identity, and nothing may be merged on
 // top of that). Users are not kept.
-func (m SyncMap) RecordID(t *Table, src, local int64) error {
+func (m SyncMap) RecordID(t *wallet.Table, src, local int64) error {
 	e := m.Entity(t)
 	if e == nil {
 		return nil
 	}
 	if old, ok := e.IDMap[src]; ok && old != local {
-		return &IDMapConflictError{Entity: t.Entity, SourceID: src, Mapped: old, New: local}
+		return &wallet.IDMapConflictError{Entity: t.Entity, SourceID: src, Mapped: old, New: local}
 	}
 	e.IDMap[src] = local
 	return nil
@@ -568,9 +554,9 @@ func (m SyncMap) RecordID(t *Table, src, local int64) error {
 func OneSyncState(states []SyncState, producer string) (SyncState, error) {
 	switch len(states) {
 	case 0:
-		return SyncState{}, fmt.Errorf("no sync state for producer %s (FindOrInsertSyncState makes it): %w", ShortKey(producer, 16), ErrNotFound)
+		return SyncState{}, fmt.Errorf("no sync state for producer %s (FindOrInsertSyncState makes it): %w", wallet.ShortKey(producer, 16), wallet.ErrNotFound)
 	case 1:
 		return states[0], nil
 	}
-	return SyncState{}, fmt.Errorf("producer %s: %w", ShortKey(producer, 16), ErrAmbiguousSyncState)
+	return SyncState{}, fmt.Errorf("producer %s: %w", wallet.ShortKey(producer, 16), wallet.ErrAmbiguousSyncState)
 }

@@ -1,8 +1,10 @@
-package wallet
+package brc40
 
 import (
 	"context"
 	"time"
+
+	"walletsync/wallet"
 )
 
 // The two ends of a BRC-40 sync, as the toolbox's WalletStorageManager sees its stores: a
@@ -51,7 +53,7 @@ type ChunkStore interface {
 	ChunkProducer
 	ChunkConsumer
 	// MakeAvailable returns the store's settings (its storage identity, name and chain).
-	MakeAvailable(ctx context.Context) (Settings, error)
+	MakeAvailable(ctx context.Context) (wallet.Settings, error)
 	// FindOrInsertUser returns the user identityKey, creating it (with the store itself as
 	// its active storage and its default basket) when missing.
 	FindOrInsertUser(ctx context.Context, identityKey string) (SyncUser, error)
