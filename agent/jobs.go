@@ -77,21 +77,7 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 	var res SyncResult
 	var done syncer.Counters
 	for _, id := range ids {
-		counted := false
-		// Bulk: nothing in the foreground waits on the backup file, so a first copy takes
-		// large pages (the wallet itself is only read, through snapshot views).
-		r, err := syncer.Run(ctx, w.store, dst, id, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.SyncMaxRows, Bulk: true,
-			Progress: func(p syncer.Progress) error {
-				if !counted && p.Kind != "" {
-					// Once per session, as soon as it knows what it does: the total that
-					// the percentage and the time left need.
-					counted = true
-					h.SetTotal(done.Rows + syncTotal(ctx, w.store, id, p))
-				}
-				p.Counters = addCounters(done, p.Counters)
-				h.SyncProgress(p)
-				return nil
-			}})
+		r, err := a.pushPages(ctx, h, w, dst, id, done)
 		res.Sessions = append(res.Sessions, r)
 		h.SetResult(res)
 		done = addCounters(done, r.Counters)
@@ -102,6 +88,27 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 			wallet.ShortKey(id, 12), r.Kind, r.Pages, r.Rows, r.Inserts, r.Updates, r.Checkpoint.Seq)
 	}
 	return nil
+}
+
+// pushPages runs the page session that pushes identity from the wallet w to dst (a backup
+// file, or a storage server on walletsync's wire), reporting its progress to h on top of
+// done, the counters of the task's sessions before it. Bulk: nothing in the foreground
+// waits on the destination, so a first copy takes large pages (the wallet itself is only
+// read, through snapshot views, and holds no grant).
+func (a *Agent) pushPages(ctx context.Context, h *TaskHandle, w *walletHandle, dst wallet.Destination, identity string, done syncer.Counters) (syncer.Result, error) {
+	counted := false
+	return syncer.Run(ctx, w.store, dst, identity, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.SyncMaxRows, Bulk: true,
+		Progress: func(p syncer.Progress) error {
+			if !counted && p.Kind != "" {
+				// Once per session, as soon as it knows what it does: the total that the
+				// percentage and the time left need.
+				counted = true
+				h.SetTotal(done.Rows + syncTotal(ctx, w.store, identity, p))
+			}
+			p.Counters = addCounters(done, p.Counters)
+			h.SyncProgress(p)
+			return nil
+		}})
 }
 
 // syncTotal estimates the rows a sync session of identity moves, from its first progress

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"walletsync/remote"
 	"walletsync/remote/auth"
-	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -35,13 +35,17 @@ func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
 	return auth.NewProtoWallet(key), nil
 }
 
-// storageServerJob pushes the wallet's identity to the storage server d with BRC-40 chunks
-// (syncer.RunChunks), as the toolbox's WalletStorageManager backs up to a StorageClient.
-// The server gives out only the signer's data, so only the signer's identity is pushed.
-// Every access to the wallet takes a background grant of its queue (grantedChunkStore): a
-// read grant per chunk read, a write grant for what writes to it (a new backup's first
-// push merges the backup's default rows into the wallet and makes the wallet's user row the
-// newer one, as the toolbox's setActive does), so foreground work goes between chunks.
+// storageServerJob pushes the wallet's identity to the storage server d on the wire
+// remote.Dial chooses: walletsync's paged wire where the server offers it (a page session,
+// pushPages, as a backup file gets: the wallet read through snapshot views, the checkpoint
+// kept on the server, an unchanged wallet in one request), else the toolbox's BRC-40
+// chunks (syncer.RunChunks), as the toolbox's WalletStorageManager backs up to a
+// StorageClient. The server gives out only the signer's data, so only the signer's
+// identity is pushed. On the toolbox wire every access to the wallet takes a background
+// grant of its queue (grantedChunkStore): a read grant per chunk read, a write grant for
+// what writes to it (a new backup's first push merges the backup's default rows into the
+// wallet and makes the wallet's user row the newer one, as the toolbox's setActive does),
+// so foreground work goes between chunks.
 func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
@@ -65,30 +69,42 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
 			"sign with the wallet's identity key")
 	}
-	client, err := toolbox.Dial(d.Path, signer, toolbox.ClientOptions{})
+	server, err := remote.Dial(ctx, d.Path, signer, remote.Auto, remote.Options{})
 	if err != nil {
 		return err
 	}
-	budget, err := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
-	if err != nil {
-		return err
+	if server.Fallback != nil {
+		h.Logf("storage server %s offers walletsync's wire, but its probe failed: %v", d.Name, server.Fallback)
 	}
-	h.Logf("push to storage server %s started (%s)", d.Name, reason)
-	res, err := syncer.RunChunks(ctx, store, client, identity, syncer.ChunkOptions{
-		Active: wallet.KeepSourceActive, Budget: budget,
-		Progress: func(p syncer.Progress) error {
-			h.SyncProgress(p)
-			return nil
-		}})
-	result := ServerPushResult{SyncResult: SyncResult{Sessions: []syncer.Result{res}}}
+	h.Logf("push to storage server %s started over the %s wire (%s)", d.Name, server.Wire, reason)
+	var res syncer.Result
+	unit := "pages"
+	if server.Wire == remote.Walletsync {
+		res, err = a.pushPages(ctx, h, w, server.Paged, identity, syncer.Counters{})
+	} else {
+		unit = "chunks"
+		budget, berr := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
+		if berr != nil {
+			return berr
+		}
+		res, err = syncer.RunChunks(ctx, store, server.Chunks, identity, syncer.ChunkOptions{
+			Active: wallet.KeepSourceActive, Budget: budget,
+			Progress: func(p syncer.Progress) error {
+				h.SyncProgress(p)
+				return nil
+			}})
+	}
+	result := ServerPushResult{SyncResult: SyncResult{Sessions: []syncer.Result{res}}, Wire: server.Wire}
 	if err == nil {
-		result.ConfirmedAt = a.now().UTC() // RunChunks returns nil once the final chunk is acknowledged
+		// Both sessions return nil only once the server acknowledged the last commit (the
+		// page session's, or the final processSyncChunk).
+		result.ConfirmedAt = a.now().UTC()
 	}
 	h.SetResult(result)
 	if err != nil {
 		return err
 	}
-	h.Logf("%s: %s push, %d chunks, %d rows (%d inserted, %d updated), confirmed by the server",
-		wallet.ShortKey(identity, 12), res.Kind, res.Pages, res.Rows, res.Inserts, res.Updates)
+	h.Logf("%s: %s push over the %s wire, %d %s, %d rows (%d inserted, %d updated), confirmed by the server",
+		wallet.ShortKey(identity, 12), res.Kind, server.Wire, res.Pages, unit, res.Rows, res.Inserts, res.Updates)
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"walletsync/remote"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/wallet"
@@ -318,9 +319,12 @@ func (a *Agent) checkServerFor(ctx context.Context, cfg Config, d Destination, s
 // ServerPushResult is the result of a push to a storage server.
 type ServerPushResult struct {
 	SyncResult
-	// ConfirmedAt is when the server acknowledged the push's final processSyncChunk (the
-	// chunk that completed the sync): from then on it holds the wallet as it was. Zero
-	// when the push did not complete.
+	// Wire is the wire the push spoke, as remote.Dial chose it: "walletsync" (the paged
+	// wire, where the server offers it) or "toolbox" (BRC-40 chunks).
+	Wire remote.Wire `json:"wire,omitempty"`
+	// ConfirmedAt is when the server acknowledged the push's last commit (the page
+	// session's, or the final processSyncChunk: the chunk that completed the sync): from
+	// then on it holds the wallet as it was. Zero when the push did not complete.
 	ConfirmedAt time.Time `json:"confirmedAt,omitzero"`
 }
 

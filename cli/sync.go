@@ -13,6 +13,7 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
+	"walletsync/remote"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
@@ -33,7 +34,8 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
-	if *wireName != "auto" && *wireName != "toolbox" && *wireName != "walletsync" {
+	wireChoice, err := remote.ParseWire(*wireName)
+	if err != nil {
 		return fmt.Errorf("%w: --wire must be auto, toolbox or walletsync", command.ErrUsage)
 	}
 	if err := command.Required("from", *from); err != nil {
@@ -43,7 +45,7 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if isURL(*from) || isURL(*to) {
-		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: *wireName}
+		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice}
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
 			case "max-items":

@@ -6,13 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"strings"
 	"time"
 
 	"walletsync/cli/command"
 	"walletsync/localstore"
+	"walletsync/remote"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
@@ -34,14 +34,14 @@ type remoteSync struct {
 	keyFile, walletURL string
 	maxItems, maxBytes int64 // 0: the chunk defaults
 	asJSON             bool
-	wire               string // auto, toolbox or walletsync
+	wire               remote.Wire
 }
 
 // remoteStats is what the result adds about the wire.
 type remoteStats struct {
 	syncer.Result
 	// Wire is the wire the sync spoke: "toolbox" (JSON-RPC) or "walletsync" (paged).
-	Wire   string        `json:"wire"`
+	Wire   remote.Wire   `json:"wire"`
 	Server toolbox.Stats `json:"server"`
 }
 
@@ -60,40 +60,6 @@ func (r remoteSync) signer() (auth.Signer, error) {
 		return auth.NewHTTPWallet(r.walletURL, auth.HTTPWalletOptions{})
 	}
 	return nil, fmt.Errorf("%w: a storage server needs a signer: --key-file F (the wallet's identity key) or --wallet-url URL (its BRC-100 wallet)", command.ErrUsage)
-}
-
-// remoteFor returns the storage server at rawURL as the sync talks to it, signing as
-// signer: walletsync's paged wire (a *wire.Provider) when the server is a walletsync server
-// and the person allowed it, else the toolbox's JSON-RPC (a *toolbox.Client). It is the one
-// place that chooses the wire. With "auto" it asks the server first, without authenticating
-// (wire.Detect): a toolbox StorageServer, or a server without the paged wire, gets the
-// toolbox's wire.
-func remoteFor(ctx context.Context, rawURL, wireName string, signer auth.Signer) (*toolbox.Client, *wire.Provider, error) {
-	u, err := url.Parse(rawURL)
-	if err != nil || u.Host == "" {
-		return nil, nil, fmt.Errorf("%w: %q is not a storage server URL", command.ErrUsage, rawURL)
-	}
-	switch {
-	case wireName == "toolbox":
-	case wire.Detect(ctx, rawURL):
-		ac, err := auth.NewClient(rawURL, signer, auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
-		}
-		caps, err := wire.Probe(ctx, rawURL, ac)
-		if err != nil {
-			return nil, nil, fmt.Errorf("ask %s for walletsync's wire: %w", rawURL, err)
-		}
-		p, err := wire.NewProvider(ac, wire.ProviderOptions{BusyWait: time.Minute, Capabilities: &caps})
-		return nil, p, err
-	case wireName == "walletsync":
-		return nil, nil, fmt.Errorf("%s does not serve walletsync's wire (its GET %s is not walletsync's): %w", rawURL, wire.Prefix, wire.ErrNotWalletsync)
-	}
-	c, err := toolbox.Dial(rawURL, signer, toolbox.ClientOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
-	}
-	return c, nil, nil
 }
 
 func (r remoteSync) run(ctx context.Context, out io.Writer) error {
@@ -125,13 +91,20 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	if opts.Active == wallet.KeepDestinationActive {
 		serverURL = r.from
 	}
-	client, provider, err := remoteFor(ctx, serverURL, r.wire, signer)
+	server, err := remote.Dial(ctx, serverURL, signer, r.wire, remote.Options{})
+	if errors.Is(err, wallet.ErrInvalidArgument) {
+		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+	}
 	if err != nil {
 		return err
 	}
-	if provider != nil {
-		return r.paged(ctx, out, provider, signerKey, opts.Active)
+	if server.Fallback != nil {
+		fmt.Fprintf(os.Stderr, "%s offers walletsync's wire but its probe failed (%v): using the toolbox wire\n", serverURL, server.Fallback)
 	}
+	if server.Wire == remote.Walletsync {
+		return r.paged(ctx, out, server.Paged, signerKey, opts.Active)
+	}
+	client := server.Chunks
 	var res syncer.Result
 	if opts.Active == wallet.KeepSourceActive {
 		res, err = r.push(ctx, out, client, signerKey, opts)
@@ -141,7 +114,7 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	if errors.Is(err, wallet.ErrUnauthorized) {
 		err = fmt.Errorf("%w\nthe server accepts only the wallet's own identity: sign with the wallet's identity key (--key-file) or its BRC-100 wallet (--wallet-url)", err)
 	}
-	return r.report(out, remoteStats{Result: res, Wire: "toolbox", Server: client.Stats()}, err)
+	return r.report(out, remoteStats{Result: res, Wire: remote.Toolbox, Server: client.Stats()}, err)
 }
 
 // push sends the wallet --from to the server.
@@ -248,7 +221,7 @@ func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, 
 		defer dst.Close()
 		res, err = syncer.Run(ctx, p, dst, identity, opts)
 	}
-	return r.report(out, remoteStats{Result: res, Wire: "walletsync"}, err)
+	return r.report(out, remoteStats{Result: res, Wire: remote.Walletsync}, err)
 }
 
 // report prints the result: the JSON object, or a summary line.
@@ -264,7 +237,7 @@ func (r remoteSync) report(out io.Writer, res remoteStats, err error) error {
 		if res.Kind != "" {
 			kind = string(res.Kind) + " sync"
 		}
-		if res.Wire == "walletsync" {
+		if res.Wire == remote.Walletsync {
 			fmt.Fprintf(out, "\n%s: %s over walletsync's paged wire, %d pages, %d rows (%d inserted, %d updated), %s in %s\n",
 				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
 		} else {

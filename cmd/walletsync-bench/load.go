@@ -21,6 +21,7 @@ import (
 	"walletsync/internal/stats"
 	"walletsync/localstore"
 	"walletsync/pgstore"
+	"walletsync/remote"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
@@ -115,7 +116,7 @@ type loadPhase struct {
 // loadReport is the result of `walletsync bench load` on one backend.
 type loadReport struct {
 	// Backend is "postgres" for a PostgreSQL run (Servers processes over one database, on
-	// Wire, the wire wire.Detect chose); all three are empty for the SQLite run of one
+	// Wire, the wire remote.Dial chose); all three are empty for the SQLite run of one
 	// server in the bench's process over the paged wire.
 	Backend string      `json:"backend,omitempty"`
 	Servers int         `json:"servers,omitempty"`
@@ -152,7 +153,7 @@ func (r loadReport) ok() bool { return r.Errors == 0 && len(r.Mismatches) == 0 }
 // it afterwards, so the role needs CREATEDB). A PostgreSQL run starts two `walletsync
 // serve` processes of this binary over one database, spreads the clients across both, and
 // moves some of them between the two mid-sync (moveMode); they speak the wire the servers
-// offer (wire.Detect), as `walletsync sync` would.
+// offer (remote.Dial with auto), as `walletsync sync` would.
 func RunLoad(ctx context.Context, args []string, out io.Writer) error {
 	fs := labFlags("load", "[--clients 50] [--big 5] [--pull] [--db sqlite|postgres|postgres://URL[,...]] [--dir D] [--json]", out)
 	small := fs.Int("clients", 50, "clients pushing the small fixture, each its own identity and wallet")
@@ -263,9 +264,9 @@ type loadClient struct {
 // loadTarget is what a load run syncs with: the servers' URLs, the wire they offer, and a
 // reader of a client's rows on them.
 type loadTarget struct {
-	urls  []string
-	paged bool
-	read  func(ctx context.Context, identity string) (logical.Wallet, error)
+	urls []string
+	wire remote.Wire // Toolbox or Walletsync
+	read func(ctx context.Context, identity string) (logical.Wallet, error)
 }
 
 // runLoad runs the load of cfg and verifies every client's data afterwards. An error is
@@ -296,12 +297,9 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadReport, error) {
 	}
 	defer stop()
 	if cfg.Postgres != "" {
-		rep.Backend, rep.Servers, rep.Wire = "postgres", len(target.urls), "toolbox"
-		if target.paged {
-			rep.Wire = "walletsync"
-		}
+		rep.Backend, rep.Servers, rep.Wire = "postgres", len(target.urls), string(target.wire)
 	}
-	if !target.paged {
+	if target.wire == remote.Toolbox {
 		// A push on the toolbox wire first merges the server's copy into the wallet and
 		// keeps its sync state there (BRC-40 both ways, as `walletsync sync --to URL` does),
 		// so each client pushes a copy of its wallet: the made ones are reused by later runs.
@@ -324,7 +322,7 @@ func runLoad(ctx context.Context, cfg loadConfig) (loadReport, error) {
 
 	phases := []struct {
 		name string
-		run  func(*loadClient, context.Context, loadRemote) (pagedRun, error)
+		run  func(*loadClient, context.Context, remote.Provider) (pagedRun, error)
 	}{{"push", (*loadClient).push}, {"pull", (*loadClient).pull}}
 	if !cfg.Pull {
 		phases = phases[:1]
@@ -384,7 +382,7 @@ func startLoadTarget(ctx context.Context, cfg loadConfig) (loadTarget, func(), e
 		read := func(ctx context.Context, identity string) (logical.Wallet, error) {
 			return logical.Read(ctx, srv.Store(), identity, logical.AfterSync())
 		}
-		return loadTarget{urls: []string{url}, paged: true, read: read}, stop, nil
+		return loadTarget{urls: []string{url}, wire: remote.Walletsync, read: read}, stop, nil
 	}
 	keyFile := filepath.Join(cfg.Work, "server.key")
 	if _, err := auth.CreateKeyFile(keyFile); err != nil {
@@ -413,7 +411,21 @@ func startLoadTarget(ctx context.Context, cfg loadConfig) (loadTarget, func(), e
 		stop()
 		return loadTarget{}, nil, err
 	}
-	t.paged = wire.Detect(ctx, t.urls[0])
+	// One Dial chooses for every client, as `walletsync sync` would choose (remote.Auto):
+	// the clients must all speak one wire for the report to say which.
+	key, err := secp256k1.GeneratePrivateKey()
+	if err != nil {
+		store.Close()
+		stop()
+		return loadTarget{}, nil, err
+	}
+	chosen, err := remote.Dial(ctx, t.urls[0], auth.NewProtoWallet(key), remote.Auto, remote.Options{})
+	if err != nil {
+		store.Close()
+		stop()
+		return loadTarget{}, nil, err
+	}
+	t.wire = chosen.Wire
 	t.read = func(ctx context.Context, identity string) (logical.Wallet, error) {
 		return logical.ReadChunks(ctx, store, identity, logical.AfterSync())
 	}
@@ -422,7 +434,7 @@ func startLoadTarget(ctx context.Context, cfg loadConfig) (loadTarget, func(), e
 
 // loadRound runs run for every client at once, each with a new client of the servers'
 // wire, and returns what the round did.
-func loadRound(ctx context.Context, clients []*loadClient, target loadTarget, run func(*loadClient, context.Context, loadRemote) (pagedRun, error)) (loadPhase, error) {
+func loadRound(ctx context.Context, clients []*loadClient, target loadTarget, run func(*loadClient, context.Context, remote.Provider) (pagedRun, error)) (loadPhase, error) {
 	p := loadPhase{Classes: []loadClass{{Fixture: string(localstore.FixtureSmall)}, {Fixture: string(localstore.FixtureToolbox)}}}
 	hosts := make([]string, len(target.urls))
 	for i, u := range target.urls {
@@ -434,13 +446,13 @@ func loadRound(ctx context.Context, clients []*loadClient, target loadTarget, ru
 		c.log, c.seconds, c.rows, c.err = newRequestLog(), 0, 0, nil
 		c.log.route = newRouter(hosts, c.home, c.move)
 		wg.Go(func() {
-			remote, err := dialRemote(target.urls[c.home], c.seed, target.paged, c.log)
+			server, err := dialUser(ctx, target.urls[c.home], c.seed, target.wire, c.log)
 			if err != nil {
 				c.err = err
 				return
 			}
 			<-start
-			res, err := run(c, ctx, remote)
+			res, err := run(c, ctx, server)
 			c.seconds, c.rows, c.err = res.Seconds, res.Rows, err
 		})
 	}
@@ -501,23 +513,23 @@ func (r *loadReport) sample(err error) {
 }
 
 // push syncs the client's wallet to the servers.
-func (c *loadClient) push(ctx context.Context, r loadRemote) (pagedRun, error) {
+func (c *loadClient) push(ctx context.Context, r remote.Provider) (pagedRun, error) {
 	src, err := localstore.Open(ctx, c.path, localstore.Options{ReadOnly: !c.writable})
 	if err != nil {
 		return pagedRun{}, err
 	}
 	defer src.Close()
-	return r.sync(ctx, src, c.identity, wallet.KeepSourceActive)
+	return syncRemote(ctx, r, src, c.identity, wallet.KeepSourceActive)
 }
 
 // pull syncs the client's rows on the servers into a new wallet.
-func (c *loadClient) pull(ctx context.Context, r loadRemote) (pagedRun, error) {
+func (c *loadClient) pull(ctx context.Context, r remote.Provider) (pagedRun, error) {
 	dst, err := localstore.Create(ctx, c.pulled, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
 	if err != nil {
 		return pagedRun{}, err
 	}
 	defer dst.Close()
-	return r.sync(ctx, dst, c.identity, wallet.KeepDestinationActive)
+	return syncRemote(ctx, r, dst, c.identity, wallet.KeepDestinationActive)
 }
 
 // compare returns how the client's rows on the server, and in the wallet it pulled when
@@ -568,8 +580,8 @@ func printLoad(w io.Writer, rep loadReport) {
 		fmt.Fprintln(w, "bench load: clients sync with one walletsync serve on 127.0.0.1 at once, over the paged wire, each its own identity and wallet")
 	} else {
 		wireNote := "the paged wire"
-		if rep.Wire == "toolbox" {
-			wireNote = "the toolbox wire (the servers offer no paged wire on PostgreSQL: wire.Detect)"
+		if rep.Wire == string(remote.Toolbox) {
+			wireNote = "the toolbox wire (the servers offer no paged wire on PostgreSQL, so remote.Dial chose it)"
 		}
 		fmt.Fprintf(w, "bench load on PostgreSQL: clients sync with %d walletsync serve processes over one database at once, over %s, each its own identity and wallet, spread across the servers; some move between them mid-sync\n", rep.Servers, wireNote)
 	}

@@ -21,9 +21,9 @@ import (
 
 	"walletsync/brc40"
 	"walletsync/localstore"
+	"walletsync/remote"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
-	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/scheduler"
 	"walletsync/syncer"
@@ -155,16 +155,12 @@ func (b *timedBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// pagedClient is walletsync's client of the paged wire as `walletsync sync --to URL` makes
-// it (wire.Provider over an auth.Client signing as the fixture user of seed), its HTTP
-// requests recorded in log.
-func pagedClient(url string, seed uint64, log *requestLog) (*wire.Provider, error) {
-	ac, err := auth.NewClient(url, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))),
-		auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes, HTTPClient: log.client()})
-	if err != nil {
-		return nil, err
-	}
-	return wire.NewProvider(ac, wire.ProviderOptions{BusyWait: time.Minute})
+// dialUser is walletsync's client of the servers at url as `walletsync sync --to URL`
+// makes it (remote.Dial on the wire choice), signing as the fixture user of seed, its HTTP
+// requests recorded (and routed) by log.
+func dialUser(ctx context.Context, url string, seed uint64, choice remote.Wire, log *requestLog) (remote.Provider, error) {
+	signer := auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed)))
+	return remote.Dial(ctx, url, signer, choice, remote.Options{HTTPClient: log.client()})
 }
 
 // isPage reports a request that moves a page: a commit or a page read of the paged wire,
@@ -250,38 +246,15 @@ func (r *router) servers() int {
 	return len(r.reached)
 }
 
-// loadRemote is one load client's connection to the servers, on the wire `walletsync
-// sync --to URL` would choose (wire.Detect): walletsync's paged wire (a *wire.Provider) or
-// the toolbox's JSON-RPC (a *toolbox.Client).
-type loadRemote struct {
-	paged  *wire.Provider
-	chunks *toolbox.Client
-}
-
-// dialRemote makes the remote of the fixture user of seed at url, its requests recorded
-// (and routed) by log, on the paged wire or the toolbox's.
-func dialRemote(url string, seed uint64, paged bool, log *requestLog) (loadRemote, error) {
-	if paged {
-		p, err := pagedClient(url, seed, log)
-		return loadRemote{paged: p}, err
-	}
-	ac, err := auth.NewClient(url, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))),
-		auth.ClientOptions{MaxResponseBytes: wallet.MaxFrameBytes, HTTPClient: log.client()})
-	if err != nil {
-		return loadRemote{}, err
-	}
-	return loadRemote{chunks: toolbox.NewClient(ac, toolbox.ClientOptions{})}, nil
-}
-
-// sync syncs local with the remote as `walletsync sync` does: a push (active
+// syncRemote syncs local with the server r as `walletsync sync` does: a push (active
 // wallet.KeepSourceActive) or a pull into local (wallet.KeepDestinationActive); the paged
 // wire with pages of the default size, the toolbox wire with its adaptive chunks.
-func (r loadRemote) sync(ctx context.Context, local *localstore.Store, identity string, active wallet.ActivePolicy) (pagedRun, error) {
+func syncRemote(ctx context.Context, r remote.Provider, local *localstore.Store, identity string, active wallet.ActivePolicy) (pagedRun, error) {
 	push := active == wallet.KeepSourceActive
-	if r.paged != nil {
-		src, dst := wallet.Source(local), wallet.Destination(r.paged)
+	if r.Wire == remote.Walletsync {
+		src, dst := wallet.Source(local), wallet.Destination(r.Paged)
 		if !push {
-			src, dst = r.paged, local
+			src, dst = r.Paged, local
 		}
 		run, _, err := timedSync(ctx, src, dst, identity, syncer.Options{Active: active})
 		return run, err
@@ -290,9 +263,9 @@ func (r loadRemote) sync(ctx context.Context, local *localstore.Store, identity 
 	if err != nil {
 		return pagedRun{}, err
 	}
-	from, to := brc40.ChunkStore(local), brc40.ChunkStore(r.chunks)
+	from, to := brc40.ChunkStore(local), brc40.ChunkStore(r.Chunks)
 	if !push {
-		from, to = r.chunks, local
+		from, to = r.Chunks, local
 	}
 	began := time.Now()
 	res, err := syncer.RunChunks(ctx, from, to, identity, syncer.ChunkOptions{Active: active, Budget: budget})

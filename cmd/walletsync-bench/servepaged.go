@@ -15,6 +15,7 @@ import (
 	"walletsync/cli/command"
 	"walletsync/internal/stats"
 	"walletsync/localstore"
+	"walletsync/remote"
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
@@ -183,11 +184,11 @@ func wirePush(ctx context.Context, b serveBackend, src *localstore.Store, identi
 	}
 	defer stop()
 	log := newRequestLog()
-	p, err := pagedClient(url, 1, log)
+	server, err := dialUser(ctx, url, 1, remote.Walletsync, log)
 	if err != nil {
 		return pagedRun{}, err
 	}
-	run, _, err := timedSync(ctx, src, p, identity, benchPushOptions())
+	run, _, err := timedSync(ctx, src, server.Paged, identity, benchPushOptions())
 	if err != nil {
 		return run, fmt.Errorf("push over the paged wire: %w", err)
 	}
@@ -206,7 +207,7 @@ func wirePush(ctx context.Context, b serveBackend, src *localstore.Store, identi
 	}
 	before := len(log.requests())
 	began := time.Now()
-	_, res, err := timedSync(ctx, src, p, identity, benchPushOptions())
+	_, res, err := timedSync(ctx, src, server.Paged, identity, benchPushOptions())
 	if err != nil {
 		return run, fmt.Errorf("unchanged re-sync: %w", err)
 	}
@@ -216,10 +217,10 @@ func wirePush(ctx context.Context, b serveBackend, src *localstore.Store, identi
 		return run, fmt.Errorf("unchanged re-sync moved %d rows: %w", res.Rows, errBenchMismatch)
 	}
 	cold := newRequestLog()
-	if p, err = pagedClient(url, 1, cold); err != nil {
+	if server, err = dialUser(ctx, url, 1, remote.Walletsync, cold); err != nil {
 		return run, err
 	}
-	if _, _, err := timedSync(ctx, src, p, identity, benchPushOptions()); err != nil {
+	if _, _, err := timedSync(ctx, src, server.Paged, identity, benchPushOptions()); err != nil {
 		return run, fmt.Errorf("unchanged re-sync by a new client: %w", err)
 	}
 	rep.UnchangedColdRequests = len(cold.requests())

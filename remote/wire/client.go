@@ -82,7 +82,9 @@ var (
 
 // NewProvider returns a Provider that talks to the server behind client. Its auth client
 // must allow responses of MaxBodyBytes (auth.ClientOptions.MaxResponseBytes), or the
-// largest pages fail.
+// largest pages fail. Given the server's capabilities (ProviderOptions.Capabilities), it
+// chooses the version and encoding at once and fails with ErrIncompatible when the server
+// shares none with this client.
 func NewProvider(client *auth.Client, opts ProviderOptions) (*Provider, error) {
 	switch opts.Encoding {
 	case "":
@@ -106,7 +108,15 @@ func NewProvider(client *auth.Client, opts ProviderOptions) (*Provider, error) {
 	if opts.MaxBackoff <= 0 {
 		opts.MaxBackoff = 4 * time.Second
 	}
-	return &Provider{client: client, codec: newCodec(), opts: opts}, nil
+	p := &Provider{client: client, codec: newCodec(), opts: opts}
+	if opts.Capabilities != nil {
+		// Known capabilities negotiate without a request: a server that shares nothing
+		// with this client is refused here, where a caller can still choose another wire.
+		if _, err := p.negotiate(context.Background()); err != nil {
+			return nil, fmt.Errorf("new walletsync provider: %w", err)
+		}
+	}
+	return p, nil
 }
 
 // Negotiated returns the server's capabilities and the encoding the Provider chose; the

@@ -103,7 +103,8 @@ func TestProbe_OtherServers(t *testing.T) {
 
 // TestProvider_Negotiates: a Provider uses what the server advertises: the other encoding
 // when its preferred one is not offered (an older or smaller server), and nothing at all
-// when no version or encoding is shared.
+// when no version or encoding is shared; given the capabilities, NewProvider decides the
+// same before any request.
 func TestProvider_Negotiates(t *testing.T) {
 	owner := fixtureUser(95)
 	store := newStore(t, wallet.ChainTest)
@@ -137,6 +138,16 @@ func TestProvider_Negotiates(t *testing.T) {
 			_, _, err := p.Describe(t.Context())
 			if _, enc := p.Negotiated(); !errors.Is(err, tc.wantErr) || enc != tc.want {
 				t.Fatalf("negotiated %q, %v; want %q, %v", enc, err, tc.want, tc.wantErr)
+			}
+			// Given the capabilities, the Provider negotiates before its first request.
+			given, err := NewProvider(c, ProviderOptions{Encoding: EncodingZstd, Capabilities: &tc.caps})
+			if !errors.Is(err, tc.wantErr) {
+				t.Fatalf("new provider given %+v: %v, want %v", tc.caps, err, tc.wantErr)
+			}
+			if err == nil {
+				if _, enc := given.Negotiated(); enc != tc.want {
+					t.Fatalf("given the capabilities, negotiated %q, want %q", enc, tc.want)
+				}
 			}
 		})
 	}
