@@ -69,7 +69,7 @@ type Provider struct {
 	// for syncer.Run. Its capabilities are already negotiated: its first sync request is
 	// the sync's own.
 	Paged *wire.Provider
-	// Chunks is the server on the toolbox's wire, a wallet.ChunkStore for
+	// Chunks is the server on the toolbox's wire, a brc40.ChunkStore for
 	// syncer.RunChunks.
 	Chunks *toolbox.Client
 	// Fallback, when Auto chose the toolbox's wire for a server that said it offers
