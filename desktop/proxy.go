@@ -127,5 +127,5 @@ func writeAPIError(w http.ResponseWriter, e *agent.APIError) {
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(e.Status)
-	json.NewEncoder(w).Encode(map[string]*agent.APIError{"error": e})
+	_ = json.NewEncoder(w).Encode(map[string]*agent.APIError{"error": e}) // the status is sent: a failed body has nobody to tell
 }

@@ -85,7 +85,8 @@ type ChunkOptions struct {
 	// Total, when known, is the number of rows the run will move, for progress and ETA.
 	Total int64
 	// Progress, when set, is called at every state change, outside every lock. Returning an
-	// error stops the session at the next safe point.
+	// error stops the session at the next safe point. The last call reports the session's
+	// end (completed, cancelled or failed), and its error is ignored.
 	Progress func(Progress) error
 }
 
@@ -201,7 +202,7 @@ func RunChunks(ctx context.Context, from, to brc40.ChunkStore, identityKey strin
 	if err != nil && s.res.State == StateFailed {
 		p.Err = err.Error()
 	}
-	s.emit(p) // terminal: a callback error cannot change the outcome any more
+	_ = s.emit(p) // the terminal report: the session has ended, its error cannot stop it
 	if err != nil {
 		return s.res, fmt.Errorf("brc40 sync: %w", err)
 	}

@@ -49,7 +49,8 @@ type Options struct {
 	// wallet.KeepDestinationActive for a pull.
 	Active wallet.ActivePolicy
 	// Progress, when set, is called at every state change, outside every lock. Returning an
-	// error stops the session; what was acknowledged stays.
+	// error stops the session; what was acknowledged stays. The last call reports the
+	// session's end (completed, cancelled or failed), and its error is ignored.
 	Progress func(Progress) error
 	// Bulk, when set, lets the pages of a full traversal (a first copy, or a copy the change
 	// journal cannot cover) carry up to BulkMaxBytes instead of MaxBytes (or MaxBytes when it

@@ -53,7 +53,7 @@ func Run(ctx context.Context, src wallet.Source, dst wallet.Destination, identit
 	if err != nil && s.res.State == StateFailed {
 		p.Err = err.Error()
 	}
-	s.emit(p) // a terminal report; a callback error cannot change the outcome any more
+	_ = s.emit(p) // the terminal report: the session has ended, its error cannot stop it
 	if err != nil {
 		return s.res, fmt.Errorf("sync %s: %w", s.key, err)
 	}

@@ -238,7 +238,7 @@ func loadOn(ctx context.Context, backend string, cfg loadConfig) (loadReport, er
 	if err != nil {
 		return loadReport{}, err
 	}
-	defer drop(context.WithoutCancel(ctx))
+	defer func() { warnCleanup("drop the load database", drop(context.WithoutCancel(ctx))) }()
 	cfg.Postgres, cfg.Exe = db, b.exe
 	return runLoad(ctx, cfg)
 }

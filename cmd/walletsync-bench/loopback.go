@@ -46,7 +46,7 @@ func startServe(ctx context.Context, db string, key *secp256k1.PrivateKey, mount
 	go func() { done <- srv.Run(sctx, func(l serve.Listening) { urls <- l }) }()
 	select {
 	case l := <-urls:
-		return srv, l.URL, func() { stop(); <-done }, nil
+		return srv, l.URL, func() { stop(); warnCleanup("stop walletsync serve", <-done) }, nil
 	case err := <-done:
 		stop()
 		return nil, "", nil, err
@@ -303,19 +303,19 @@ func startServeProcess(ctx context.Context, exe, db, keyFile, logFile string) (*
 	go func() {
 		line, _ := bufio.NewReader(stdout).ReadString('\n')
 		lines <- line
-		io.Copy(io.Discard, stdout)
+		_, _ = io.Copy(io.Discard, stdout) // keeps the pipe from filling; it ends when the server does
 	}()
 	var line string
 	select {
 	case line = <-lines:
 	case <-ctx.Done():
-		p.stop()
+		_ = p.stop() // ctx's error is the one to report
 		return nil, ctx.Err()
 	}
 	// "walletsync serve: listening on URL (metrics ...), storage KEY"
 	fields := strings.Fields(line)
 	if len(fields) < 5 || fields[2] != "listening" {
-		p.stop()
+		_ = p.stop() // it never listened: what it said is the error
 		return nil, fmt.Errorf("start walletsync serve: it said %q: %s", line, lastLine(p.stderr()))
 	}
 	p.URL = fields[4]
@@ -336,7 +336,7 @@ func (p *serveProcess) stop() error {
 		return nil
 	case <-time.After(serve.DefaultShutdownTimeout + 5*time.Second):
 		p.cmd.Process.Kill()
-		<-done
+		_ = <-done // "signal: killed", which the error below says better
 		return fmt.Errorf("walletsync serve at %s: killed, still running after its shutdown timeout", p.URL)
 	}
 }
@@ -391,10 +391,13 @@ func (b serveBackend) start(ctx context.Context, work, label, keyFile string, cl
 	}
 	p, err := startServeProcess(ctx, b.exe, db, keyFile, filepath.Join(work, label+".log"))
 	if err != nil {
-		drop(context.WithoutCancel(ctx))
+		warnCleanup("drop the server's database", drop(context.WithoutCancel(ctx)))
 		return "", nil, err
 	}
-	return p.URL, func() { p.stop(); drop(context.WithoutCancel(ctx)) }, nil
+	return p.URL, func() {
+		warnCleanup("stop walletsync serve", p.stop())
+		warnCleanup("drop the server's database", drop(context.WithoutCancel(ctx)))
+	}, nil
 }
 
 // openBackend returns the backend --db names (sqlite, postgres: a throwaway cluster, or
@@ -418,5 +421,13 @@ func openBackend(ctx context.Context, db string, progress io.Writer) (serveBacke
 	if err != nil {
 		return serveBackend{}, nil, err
 	}
-	return serveBackend{postgres: c, exe: exe}, func() { c.Stop() }, nil
+	return serveBackend{postgres: c, exe: exe}, func() { warnCleanup("stop the PostgreSQL cluster", c.Stop()) }, nil
+}
+
+// warnCleanup logs a cleanup that failed: the measurement stands, but a process, a folder or
+// a database (on an attached server, one that outlives the bench) may be left behind.
+func warnCleanup(what string, err error) {
+	if err != nil {
+		slog.Warn("bench: "+what, "err", err)
+	}
 }

@@ -278,7 +278,7 @@ func startToolboxServer(ctx context.Context, peerDir, db, keyHex string) (string
 	if err := cmd.Start(); err != nil {
 		return "", nil, err
 	}
-	stop := func() { stdin.Close(); cmd.Wait() }
+	stop := func() { stdin.Close(); warnCleanup("stop the toolbox StorageServer", cmd.Wait()) }
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	var ready struct{ Port int }
 	if err == nil {

@@ -143,7 +143,7 @@ func LockHolder(lockPath string) (pid int, held bool) {
 	}
 	defer f.Close()
 	if err := TryLock(f); err == nil {
-		Unlock(f)
+		_ = Unlock(f) // the deferred Close drops the lock as well
 		return 0, false
 	} else if !errors.Is(err, ErrLocked) {
 		return 0, false

@@ -231,7 +231,9 @@ func (e *encoder) run(source wallet.Settings, exportedAt time.Time) error {
 	}
 	for i, t := range DocumentTables {
 		if i > 0 {
-			e.bw.WriteByte(',')
+			if err := e.bw.WriteByte(','); err != nil {
+				return err
+			}
 		}
 		if err := e.table(docTables[t]); err != nil {
 			return err

@@ -108,7 +108,7 @@ func (s *scanner) peek() (byte, error) {
 		case ' ', '\t', '\n', '\r':
 			continue
 		}
-		s.r.UnreadByte()
+		_ = s.r.UnreadByte() // right after a ReadByte: it cannot fail
 		s.off--
 		return c, nil
 	}
@@ -123,9 +123,14 @@ func (s *scanner) expect(c byte, what string) error {
 	if got != c {
 		return s.fail(s.off, "expected %s, found %s", what, describeByte(got))
 	}
-	s.r.ReadByte()
-	s.off++
+	s.skip(1)
 	return nil
+}
+
+// skip consumes n bytes that peek or Peek has just buffered, which Discard cannot fail on.
+func (s *scanner) skip(n int) {
+	_, _ = s.r.Discard(n)
+	s.off += int64(n)
 }
 
 func describeByte(c byte) string {
@@ -190,13 +195,11 @@ func (s *scanner) readString(dst []byte) ([]byte, error) {
 		}
 		dst = append(dst, chunk[:i]...)
 		if i == len(chunk) {
-			s.r.Discard(i)
-			s.off += int64(i)
+			s.skip(i)
 			continue
 		}
 		c := chunk[i]
-		s.r.Discard(i + 1)
-		s.off += int64(i + 1)
+		s.skip(i + 1)
 		switch c {
 		case '"':
 			if !utf8.Valid(dst) {
@@ -251,8 +254,7 @@ func (s *scanner) escape(dst []byte) ([]byte, error) {
 			if b, _ := s.r.Peek(2); len(b) < 2 || b[0] != '\\' || b[1] != 'u' {
 				return dst, lone
 			}
-			s.r.Discard(2)
-			s.off += 2
+			s.skip(2)
 			low, err := s.hex4()
 			if err != nil {
 				return dst, err
@@ -305,7 +307,7 @@ func (s *scanner) readNumber() ([]byte, error) {
 			return nil, err
 		}
 		if !(c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E') {
-			s.r.UnreadByte()
+			_ = s.r.UnreadByte() // right after a ReadByte: it cannot fail
 			break
 		}
 		s.off++
@@ -409,7 +411,7 @@ func (s *scanner) object(member func(key []byte) error) error {
 		return err
 	}
 	if c == '}' {
-		s.expect('}', "}")
+		s.skip(1)
 		return nil
 	}
 	for {
@@ -439,7 +441,7 @@ func (s *scanner) array(elem func(i int) error) error {
 		return err
 	}
 	if c == ']' {
-		s.expect(']', "]")
+		s.skip(1)
 		return nil
 	}
 	for i := 0; ; i++ {
@@ -459,8 +461,7 @@ func (s *scanner) next(closing byte, in string) (end bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	s.r.ReadByte()
-	s.off++
+	s.skip(1)
 	switch c {
 	case closing:
 		return true, nil

@@ -253,10 +253,14 @@ func (c *Client) handshake(ctx context.Context) (*clientSession, error) {
 	return &clientSession{clientNonce: clientNonce, serverNonce: m.InitialNonce, serverKey: serverKey}, nil
 }
 
-// rejected describes an unsigned answer, reading the middleware's JSON when it is that.
+// rejected describes an unsigned answer, reading the middleware's JSON when it is that; any
+// other body (a proxy's error page) is quoted, shortened, as the description, so that the
+// error still says who answered.
 func rejected(status int, body []byte) *RejectedError {
 	var m struct{ Code, Description, Message string }
-	json.Unmarshal(body, &m)
+	if err := json.Unmarshal(body, &m); err != nil {
+		return &RejectedError{Status: status, Description: quoteBody(body)}
+	}
 	if m.Description == "" {
 		m.Description = m.Message
 	}

@@ -101,3 +101,12 @@ func ClassifyTransport(ctx context.Context, err error) error {
 	// request's fate unknown.
 	return fmt.Errorf("%w: %w", wallet.ErrUnavailable, err)
 }
+
+// quoteBody shows an answer's body in an error: quoted and cut at 200 bytes, so that a
+// large or binary page cannot flood a log; "" for an empty body.
+func quoteBody(b []byte) string {
+	if len(b) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.200q", b)
+}

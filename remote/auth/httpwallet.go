@@ -99,7 +99,9 @@ func (w *HTTPWallet) call(ctx context.Context, name string, args, out any) error
 			Code    any    `json:"code"`
 			Message string `json:"message"`
 		}
-		json.Unmarshal(data, &we)
+		if err := json.Unmarshal(data, &we); err != nil {
+			we.Message = quoteBody(data) // not the wallet's JSON error: a proxy's page, say
+		}
 		code := ""
 		if we.Code != nil {
 			code = fmt.Sprint(" ", we.Code)
@@ -107,7 +109,7 @@ func (w *HTTPWallet) call(ctx context.Context, name string, args, out any) error
 		return fmt.Errorf("%w: %s: HTTP %d%s: %s", ErrSigner, name, resp.StatusCode, code, we.Message)
 	}
 	if err := json.Unmarshal(data, out); err != nil {
-		return fmt.Errorf("%w: %s: decode %.200q: %v", ErrSigner, name, data, err)
+		return fmt.Errorf("%w: %s: decode %s: %v", ErrSigner, name, quoteBody(data), err)
 	}
 	return nil
 }

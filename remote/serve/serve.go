@@ -18,7 +18,6 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -268,7 +267,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Access-Control-Allow-Private-Network", "true")
 	if r.Method == http.MethodOptions {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		io.WriteString(w, "OK") // Express's sendStatus(200)
+		w.Write([]byte("OK")) // Express's sendStatus(200)
 		return
 	}
 	if r.Method == http.MethodGet || r.Method == http.MethodHead {
@@ -338,7 +337,7 @@ func (s *Server) ops() http.Handler {
 func text(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
-	io.WriteString(w, body)
+	w.Write([]byte(body))
 }
 
 // Listening is what Run reports once it accepts connections.

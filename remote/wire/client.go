@@ -398,15 +398,19 @@ func (v *remoteView) Resume(table wallet.TableName, c wallet.Cursor) (wallet.Cur
 	return ans.Cursor, nil
 }
 
-// Close releases the view on the server, once; a second Close does nothing. A close that
-// fails is not an error of the caller's: the server reaps the view at its lifetime's end.
+// Close releases the view on the server, once; a second Close does nothing and returns nil.
+// A close that fails returns its error, though it loses nothing: the server reaps the view
+// at its lifetime's end, and until then only holds its snapshot open.
 func (v *remoteView) Close() error {
+	var err error
 	v.closeOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), v.p.opts.CloseTimeout)
 		defer cancel()
-		v.p.call(ctx, pathCloseView, closeViewRequest{Handle: v.ans.Handle}, nil, &empty{})
+		if _, err = v.p.call(ctx, pathCloseView, closeViewRequest{Handle: v.ans.Handle}, nil, &empty{}); err != nil {
+			err = fmt.Errorf("close remote view: %w", err)
+		}
 	})
-	return nil
+	return err
 }
 
 // isToolbox reports whether GET / at baseURL answers the toolbox StorageServer's banner.

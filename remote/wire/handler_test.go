@@ -220,3 +220,37 @@ func TestHandler_TamperedFrameRefused(t *testing.T) {
 		t.Fatalf("the server holds the user after refused commits: %v", err)
 	}
 }
+
+// TestView_CloseReportsALostClose: a view's Close that cannot reach the server returns the
+// error (the server reaps the view later); a second Close does nothing.
+func TestView_CloseReportsALostClose(t *testing.T) {
+	tests := []struct {
+		name    string
+		down    bool
+		wantErr bool
+	}{
+		{"server up", false, false},
+		{"server down", true, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			owner := fixtureUser(73)
+			store := newStore(t, wallet.ChainTest)
+			seed(t, store, owner, 73)
+			srv := startServer(t, store, HandlerOptions{})
+			v, err := provider(t, srv, owner, ProviderOptions{}).OpenView(t.Context(), 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.down {
+				srv.Close()
+			}
+			if err := v.Close(); (err != nil) != tt.wantErr {
+				t.Fatalf("Close = %v, want an error: %v", err, tt.wantErr)
+			}
+			if err := v.Close(); err != nil {
+				t.Fatalf("second Close = %v, want nil", err)
+			}
+		})
+	}
+}

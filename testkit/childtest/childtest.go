@@ -65,4 +65,4 @@ func Together(t testing.TB, envs ...[]string) []Outcome {
 }
 
 // WaitForStart blocks a child until Together has started every child.
-func WaitForStart() { io.Copy(io.Discard, os.Stdin) }
+func WaitForStart() { _, _ = io.Copy(io.Discard, os.Stdin) } // any end of stdin, even an error, is the go

@@ -75,8 +75,8 @@ func (k *Killer) Reach(point string, report any) {
 		Fail("encode the crash report: %v", err)
 	}
 	fmt.Println(marker, k.Point.String()+":", string(line)) // os.Stdout is unbuffered: the line is out before the kill
-	syscall.Kill(os.Getpid(), syscall.SIGKILL)
-	panic("still running after SIGKILL") // SIGKILL cannot be caught: the kernel stops the process first
+	_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)          // if it failed, the panic below says so
+	panic("still running after SIGKILL")                    // SIGKILL cannot be caught: the kernel stops the process first
 }
 
 // Fail ends a child that cannot do its task, with a message the parent reports.

@@ -307,7 +307,7 @@ func (p *Proxy) handle(c net.Conn, req *http.Request, body []byte) bool {
 		reset(c)
 		return false
 	case Truncate:
-		writeResponse(c, resp, respBody, len(respBody)/2)
+		_ = writeResponse(c, resp, respBody, len(respBody)/2) // the connection ends here either way
 		return false
 	case CorruptResponse:
 		respBody = corrupt(respBody, fault.Offset)
@@ -364,7 +364,7 @@ func writeResponse(c net.Conn, resp *http.Response, body []byte, n int) error {
 	if resp.Close {
 		h.Set("Connection", "close")
 	}
-	h.Write(&b)
+	_ = h.Write(&b) // a bytes.Buffer never fails
 	b.WriteString("\r\n")
 	b.Write(body[:n])
 	_, err := c.Write(b.Bytes())
@@ -389,7 +389,7 @@ func corrupt(body []byte, offset int) []byte {
 // aborts the connection.
 func reset(c net.Conn) {
 	if tc, ok := c.(*net.TCPConn); ok {
-		tc.SetLinger(0)
+		_ = tc.SetLinger(0) // if the socket refuses, a FIN still ends the connection
 	}
 	c.Close()
 }

@@ -83,7 +83,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 	}
 	c := &Cluster{dir: dir}
 	if err := c.start(ctx, bin, cred); err != nil {
-		c.Stop()
+		_ = c.Stop() // the start's error is the one to report
 		return nil, err
 	}
 	return c, nil
@@ -243,10 +243,10 @@ func (c *Cluster) Stop() error {
 	if c.proc != nil {
 		c.proc.Process.Signal(syscall.SIGINT) // fast shutdown: disconnect clients, no checkpoint wait
 		select {
-		case <-c.exit:
+		case _ = <-c.exit: // stopped: how it exited tells nothing more
 		case <-time.After(10 * time.Second):
 			c.proc.Process.Kill()
-			<-c.exit
+			_ = <-c.exit // "signal: killed": the error below says it
 			err = errors.New("stop postgres: killed after 10 s")
 		}
 		c.proc = nil

@@ -41,7 +41,11 @@ func Main(m *testing.M, c **Cluster) int {
 		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
 		return 1
 	}
-	defer cl.Stop()
+	defer func() {
+		if err := cl.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		}
+	}()
 	*c = cl
 	return m.Run()
 }

@@ -61,7 +61,7 @@ func StartAppTxn(tb testing.TB, db, identity, label string) *AppTxn {
 	go func() { a.done <- cmd.Wait() }()
 	tb.Cleanup(func() {
 		cancel()
-		<-a.done
+		_ = <-a.done // cancelled or finished: Finish reports how it ended
 	})
 	a.lines = bufio.NewScanner(out)
 	var read struct {
@@ -85,7 +85,7 @@ func (a *AppTxn) Finish() AppTxnResult {
 		a.tb.Fatalf("app transaction's end: %q\nstderr: %s", a.lines.Text(), lastLines(a.stderr.String(), 20))
 	}
 	a.stdin.Close()
-	<-a.done
+	_ = <-a.done  // res, read above, is how it ended
 	a.done <- nil // for the cleanup
 	return res
 }

@@ -138,10 +138,10 @@ func StartScript(tb testing.TB, name string) *Script {
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
 		select {
-		case <-done:
+		case _ = <-done: // the test is over: its calls reported what went wrong
 		case <-time.After(30 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			_ = <-done
 		}
 	})
 	return s

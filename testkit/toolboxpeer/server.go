@@ -91,8 +91,8 @@ func (s *Server) TryRestart() error {
 	go func() {
 		l, _ := bufio.NewReader(stdout).ReadString('\n')
 		line <- l
-		io.Copy(io.Discard, stdout)
-		cmd.Wait()
+		_, _ = io.Copy(io.Discard, stdout) // keeps the pipe from filling until the server exits
+		_ = cmd.Wait()                     // Stop or Kill ended it, or a test sees its calls fail
 		close(done)
 	}()
 	var ready struct {
