@@ -17,7 +17,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/scheduler"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/tabletest"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
@@ -29,7 +29,7 @@ import (
 var tp, small template
 
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		crashChild(k, task)
 	}
 	dir, err := os.MkdirTemp("", "walletsync-bundle-test-")

@@ -11,16 +11,16 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/tabletest"
 )
 
-// The crash tests run a create or a restore in a child process (crashtest.Run) that kills
+// The crash tests run a create or a restore in a child process (crash.Run) that kills
 // itself with SIGKILL at one durable step; the parent then opens the wallet as the next
 // walletsync start would and checks that it is the old wallet or the new one, whole, with
 // nothing of the interrupted work left beside it.
 
-// crashTask is what the parent asks of a child (which dies at the step crashtest.Run names).
+// crashTask is what the parent asks of a child (which dies at the step crash.Run names).
 type crashTask struct {
 	// Op: "create" (Wallet into Bundle), "restore" (Bundle into Wallet), or "dirty" (write a
 	// label into Wallet and die with it in the WAL, so that the wallet a restore replaces has
@@ -32,10 +32,10 @@ type crashTask struct {
 
 // crashChild runs task and never returns: it dies by SIGKILL at k's step, or fails with a
 // message the parent reports.
-func crashChild(k *crashtest.Killer, task []byte) {
+func crashChild(k *crash.Killer, task []byte) {
 	var c crashTask
 	if err := json.Unmarshal(task, &c); err != nil {
-		crashtest.Fail("bad task: %v", err)
+		crash.Fail("bad task: %v", err)
 	}
 	die := func(point string) { k.Reach(point, nil) }
 	ctx := context.Background()
@@ -60,15 +60,15 @@ func crashChild(k *crashtest.Killer, task []byte) {
 		_, err = Restore(ctx, c.Bundle, c.Wallet, RestoreOptions{Hook: die})
 	}
 	if err != nil {
-		crashtest.Fail("%s: %v", c.Op, err)
+		crash.Fail("%s: %v", c.Op, err)
 	}
-	crashtest.Fail("finished without reaching %s", k.Point)
+	crash.Fail("finished without reaching %s", k.Point)
 }
 
 // runCrashChild runs task in a child that dies at the step at.
 func runCrashChild(t *testing.T, task crashTask, at string) {
 	t.Helper()
-	crashtest.Run(t, crashtest.Point{At: at, N: 1}, task)
+	crash.Run(t, crash.Point{At: at, N: 1}, task)
 }
 
 // TestRestore_SurvivesSIGKILL kills a restoring process at every durable step of the swap

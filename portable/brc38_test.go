@@ -23,7 +23,7 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -88,7 +88,7 @@ func copyFile(tb testing.TB, from, to string) {
 var shared string
 
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		importCrashChild(k, task)
 	}
 	if task := os.Getenv(importRaceEnv); task != "" {

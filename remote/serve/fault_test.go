@@ -23,7 +23,7 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/faultproxy"
 	"walletsync/testkit/logical"
 	"walletsync/testkit/providertest"
@@ -465,7 +465,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 			} else {
 				task.DB = filepath.Join(dir, "server.sqlite")
 			}
-			first, wait := startChild(t, crashtest.Command(t, crashtest.Point{At: c.at, N: 2}, task))
+			first, wait := startChild(t, crash.Command(t, crash.Point{At: c.at, N: 2}, task))
 			proxy := startProxy(t, first)
 			from := openStore(t, src.Path)
 
@@ -481,7 +481,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 			if out, err := wait(); !killedAt(err, out) {
 				t.Fatalf("server: %v, want death by SIGKILL at %s\n%s", err, c.at, out)
 			}
-			second, _ := startChild(t, crashtest.Command(t, crashtest.Point{At: "never"}, task))
+			second, _ := startChild(t, crash.Command(t, crash.Point{At: "never"}, task))
 			proxy.SetUpstream(strings.TrimPrefix(second, "http://"))
 			var o outcome
 			select {
@@ -527,7 +527,7 @@ const (
 // without error, where the Killer may end the process.
 type killAround struct {
 	toolbox.Store
-	k *crashtest.Killer
+	k *crash.Killer
 }
 
 func (s killAround) ProcessSyncChunk(ctx context.Context, args wallet.RequestSyncChunkArgs, chunk wallet.SyncChunk) (wallet.ProcessSyncChunkResult, error) {

@@ -26,7 +26,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/logical"
 	"walletsync/testkit/pgtest"
 	"walletsync/testkit/toolboxpeer"
@@ -38,7 +38,7 @@ import (
 var cluster *pgtest.Cluster
 
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		runCrashChild(k, task)
 	}
 	os.Exit(pgtest.Main(m, &cluster))
@@ -75,14 +75,14 @@ type crashTask struct {
 
 // runCrashChild serves until its Killer's boundary kills it; the first line on stdout is
 // the server's URL.
-func runCrashChild(k *crashtest.Killer, raw []byte) {
+func runCrashChild(k *crash.Killer, raw []byte) {
 	var task crashTask
 	if err := json.Unmarshal(raw, &task); err != nil {
-		crashtest.Fail("task: %v", err)
+		crash.Fail("task: %v", err)
 	}
 	key, err := auth.LoadKeyFile(task.KeyFile)
 	if err != nil {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	var mounts []Mount
 	if task.Wire {
@@ -96,10 +96,10 @@ func runCrashChild(k *crashtest.Killer, raw []byte) {
 	}
 	srv, err := Open(context.Background(), opts)
 	if err != nil {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	err = srv.Run(context.Background(), func(at Listening) { fmt.Println(at.URL) })
-	crashtest.Fail("the server stopped before its boundary: %v", err)
+	crash.Fail("the server stopped before its boundary: %v", err)
 }
 
 // startChild starts cmd, a server process, and returns the first line it prints (its URL,

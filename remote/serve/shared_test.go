@@ -17,7 +17,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/providertest"
 	"walletsync/testkit/switchproxy"
 	"walletsync/wallet"
@@ -222,7 +222,7 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 	var urls []string
 	var cmds []*exec.Cmd
 	for range 2 {
-		cmd := crashtest.Command(t, crashtest.Point{At: "never"}, task)
+		cmd := crash.Command(t, crash.Point{At: "never"}, task)
 		url, _ := startChild(t, cmd)
 		urls, cmds = append(urls, url), append(cmds, cmd)
 	}
