@@ -11,8 +11,8 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
-	"walletsync/testkit/tabletest"
 )
 
 // The crash tests run a create or a restore in a child process (crash.Run) that kills
@@ -80,7 +80,7 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	bundleDir := mustCreate(t, small.copyTo(t, base, "new.sqlite"), base, "bundle")
-	newDigests := tabletest.Digests(t, filepath.Join(base, "new.sqlite"))
+	newDigests := compare.Digests(t, filepath.Join(base, "new.sqlite"))
 	old := small.copyTo(t, base, "old.sqlite")
 	s := openStore(t, old)
 	if _, err := localstore.Seed(ctx, s, localstore.FixtureSmall, localstore.SeedOptions{Seed: 9}); err != nil {
@@ -107,7 +107,7 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 			}
 			runCrashChild(t, crashTask{Op: "dirty", Wallet: target}, "dirty")
 			oldDigests := digestsWithWAL(t, target)
-			if oldDigests["tx_labels"] == tabletest.Digests(t, old)["tx_labels"] {
+			if oldDigests["tx_labels"] == compare.Digests(t, old)["tx_labels"] {
 				t.Fatal("the dirty child's label is not in the old wallet")
 			}
 
@@ -123,7 +123,7 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 			if c.wantOld {
 				want, which = oldDigests, "old"
 			}
-			tabletest.Same(t, "wallet after a kill at "+c.at+" (want the "+which+" one)", tabletest.Digests(t, target), want)
+			compare.Same(t, "wallet after a kill at "+c.at+" (want the "+which+" one)", compare.Digests(t, target), want)
 			if l := leftovers(target); len(l) > 0 {
 				t.Errorf("recovery left %v", l)
 			}
@@ -144,7 +144,7 @@ func digestsWithWAL(t *testing.T, path string) map[string]string {
 	if _, err := os.Stat(path + "-wal"); err != nil {
 		t.Logf("no -wal beside the dirty wallet (checkpointed before the kill)")
 	}
-	return tabletest.Digests(t, scratch)
+	return compare.Digests(t, scratch)
 }
 
 // TestCreate_SurvivesSIGKILL kills a process making a bundle at every step: the bundle folder
@@ -157,7 +157,7 @@ func TestCreate_SurvivesSIGKILL(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			w := small.copyTo(t, dir, "wallet.sqlite")
-			before := tabletest.Digests(t, w)
+			before := compare.Digests(t, w)
 			out := filepath.Join(dir, "bundle")
 			runCrashChild(t, crashTask{Op: "create", Wallet: w, Bundle: out}, at)
 			_, err := os.Lstat(out)
@@ -170,7 +170,7 @@ func TestCreate_SurvivesSIGKILL(t *testing.T) {
 			}
 			s := openStore(t, w)
 			s.Close()
-			tabletest.Same(t, "wallet after a kill during create", tabletest.Digests(t, w), before)
+			compare.Same(t, "wallet after a kill during create", compare.Digests(t, w), before)
 		})
 	}
 }

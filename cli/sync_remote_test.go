@@ -13,8 +13,8 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/faultproxy"
-	"walletsync/testkit/providertest"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 
@@ -100,7 +100,7 @@ func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
 			t.Fatalf("pull, --wire %s: exit %d\n%s%s", tc.wire, code, out, stderr)
 		}
 		a, b := openReadOnly(t, src), openReadOnly(t, pulled)
-		providertest.SameWallet(t, a, b, localstore.FixtureIdentity(1))
+		compare.SameWallet(t, a, b, localstore.FixtureIdentity(1))
 	}
 
 	// An unchanged push from a fresh command is 4 HTTP requests: the unauthenticated

@@ -11,7 +11,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
@@ -45,9 +45,9 @@ func run(t testing.TB, from, to wallet.ChunkStore, active wallet.ActivePolicy, m
 	return res
 }
 
-func readWallet(t testing.TB, s *localstore.Store) logical.Wallet {
+func readWallet(t testing.TB, s *localstore.Store) compare.Wallet {
 	t.Helper()
-	w, err := logical.Read(t.Context(), s, localstore.FixtureIdentity(1), logical.Options{Ignore: []string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified", "users.activeStorage"}})
+	w, err := compare.Read(t.Context(), s, localstore.FixtureIdentity(1), compare.Options{Ignore: []string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified", "users.activeStorage"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestChunks_SameOnBothBackends(t *testing.T) {
 		if again := run(t, dst, restored, wallet.KeepDestinationActive, 50); again.Inserts != 0 || again.Updates != 0 {
 			t.Fatalf("%s: an unchanged pull moved rows: %+v", b.name, again.Counters)
 		}
-		if d := logical.Diff(want, readWallet(t, restored)); d != "" {
+		if d := compare.Diff(want, readWallet(t, restored)); d != "" {
 			t.Fatalf("%s: the pulled wallet differs from the source:\n%s", b.name, d)
 		}
 	}
@@ -264,7 +264,7 @@ func TestProcessSyncChunk_RacingConsumers(t *testing.T) {
 	}
 	defer restored.Close()
 	run(t, a, restored, wallet.KeepDestinationActive, 0)
-	if d := logical.Diff(readWallet(t, src), readWallet(t, restored)); d != "" {
+	if d := compare.Diff(readWallet(t, src), readWallet(t, restored)); d != "" {
 		t.Fatalf("after the race the wallet differs:\n%s", d)
 	}
 }

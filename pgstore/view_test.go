@@ -15,6 +15,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
@@ -477,7 +478,7 @@ func TestSource_PullsIntoSQLite(t *testing.T) {
 	if res, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || res.Kind != syncer.KindFull || !res.Checkpoint.Done {
 		t.Fatalf("first pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, s, dst, id)
+	compare.SameWallet(t, s, dst, id)
 
 	exec(t, url, `UPDATE outputs SET "outputDescription" = 'changed', updated_at = now() WHERE "outputId" = (SELECT min("outputId") FROM outputs)`)
 	exec(t, url, insertLabel, id, "a new label")
@@ -485,7 +486,7 @@ func TestSource_PullsIntoSQLite(t *testing.T) {
 	if err != nil || res.Kind != syncer.KindIncremental || res.Rows == 0 || res.Rows > 3 {
 		t.Fatalf("pull after two writes: %+v, %v; want an incremental run of the changed rows", res, err)
 	}
-	providertest.SameWallet(t, s, dst, id)
+	compare.SameWallet(t, s, dst, id)
 	if again, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || again.Kind != syncer.KindUnchanged || again.Pages != 0 {
 		t.Fatalf("pull of an unchanged wallet: %+v, %v", again, err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
-	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 
@@ -117,7 +117,7 @@ func TestImport_CrashAtEveryBoundary(t *testing.T) {
 			if tc.mode == wallet.ImportMerge {
 				target, want = partialWallet(t), merged
 			}
-			var before logical.Wallet
+			var before compare.Wallet
 			if tc.mode == wallet.ImportMerge {
 				before = settledWallet(t, target, identity)
 			}

@@ -13,8 +13,8 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
-	"walletsync/testkit/logical"
 	"walletsync/wallet"
 )
 
@@ -430,12 +430,12 @@ func (tp templates) reference(t *testing.T) reference {
 // replica is what a synced destination must hold: the source user's rows in id-independent
 // form and the row count of every table.
 type replica struct {
-	rows   logical.Wallet
+	rows   compare.Wallet
 	counts map[wallet.TableName]int64
 }
 
 func readReplica(ctx context.Context, s *localstore.Store, identity string) (replica, error) {
-	rows, err := logical.Read(ctx, s, identity, syncIgnore)
+	rows, err := compare.Read(ctx, s, identity, syncIgnore)
 	if err != nil {
 		return replica{}, err
 	}
@@ -453,7 +453,7 @@ func (want replica) check(ctx context.Context, dst *localstore.Store, identity s
 	if err != nil {
 		return err
 	}
-	if d := logical.Diff(want.rows, got.rows); d != "" {
+	if d := compare.Diff(want.rows, got.rows); d != "" {
 		return fmt.Errorf("destination differs from the source:\n%s", d)
 	}
 	for _, t := range wallet.SyncOrder {
@@ -488,7 +488,7 @@ next:
 		var key []any
 		for _, c := range t.Natural {
 			if c == "userId" {
-				continue // one user: logical drops it
+				continue // one user: compare drops it
 			}
 			if row[c] == nil {
 				continue next

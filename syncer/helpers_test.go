@@ -7,7 +7,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -31,26 +31,14 @@ func seeded(tb testing.TB, f localstore.Fixture, seed uint64) (*localstore.Store
 	return s, res.IdentityKey
 }
 
-// syncIgnore lists what differs between two stores by design: the toolbox marks a proof
-// request not notified when it maps its notify ids; the user row's activeStorage follows the
-// policy; and each store stamps its own user row and "default" basket when it first sees the
-// user (findOrInsertUser), so their created_at differ.
-var syncIgnore = logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
-	"users.created_at", "output_baskets.created_at"}}
+// syncIgnore lists what differs between two stores by design after a sync (see
+// compare.AfterSync), for the tests that leave out more.
+var syncIgnore = compare.AfterSync()
 
+// mustEqual fails tb unless a and b hold the same wallet of identity after a sync.
 func mustEqual(tb testing.TB, a, b wallet.Source, identity string) {
 	tb.Helper()
-	wa, err := logical.Read(context.Background(), a, identity, syncIgnore)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wb, err := logical.Read(context.Background(), b, identity, syncIgnore)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if d := logical.Diff(wa, wb); d != "" {
-		tb.Fatalf("stores differ:\n%s", d)
-	}
+	compare.SameWallet(tb, a, b, identity)
 }
 
 func push(tb testing.TB, src wallet.Source, dst wallet.Destination, identity string, opts syncer.Options) syncer.Result {

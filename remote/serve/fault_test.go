@@ -23,10 +23,9 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
 	"walletsync/testkit/faultproxy"
-	"walletsync/testkit/logical"
-	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 
@@ -301,18 +300,18 @@ func (s countingStore) ProcessSyncChunk(ctx context.Context, args wallet.Request
 func requireSame(t *testing.T, server *Server, local *localstore.Store, identity string) {
 	t.Helper()
 	if server.Store() != nil {
-		providertest.SameWallet(t, server.Store(), local, identity)
+		compare.SameWallet(t, server.Store(), local, identity)
 		return
 	}
-	if d := logical.Diff(readLocal(t, local, identity), readChunks(t, server.Backend(), identity)); d != "" {
+	if d := compare.Diff(readLocal(t, local, identity), readChunks(t, server.Backend(), identity)); d != "" {
 		t.Fatalf("the wallets differ:\n%s", d)
 	}
 }
 
 // readLocal reads identity's rows of a local wallet, as a sync's two sides are compared.
-func readLocal(t *testing.T, s *localstore.Store, identity string) logical.Wallet {
+func readLocal(t *testing.T, s *localstore.Store, identity string) compare.Wallet {
 	t.Helper()
-	w, err := logical.Read(t.Context(), s, identity, logical.AfterSync())
+	w, err := compare.Read(t.Context(), s, identity, compare.AfterSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,9 +320,9 @@ func readLocal(t *testing.T, s *localstore.Store, identity string) logical.Walle
 
 // readChunks reads identity's rows of a server's store through its BRC-40 producer, as a
 // sync's two sides are compared.
-func readChunks(t *testing.T, s logical.ChunkReader, identity string) logical.Wallet {
+func readChunks(t *testing.T, s compare.ChunkReader, identity string) compare.Wallet {
 	t.Helper()
-	w, err := logical.ReadChunks(t.Context(), s, identity, logical.AfterSync())
+	w, err := compare.ReadChunks(t.Context(), s, identity, compare.AfterSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -501,7 +500,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer check.Close()
-				if d := logical.Diff(readLocal(t, from, src.Identity), readChunks(t, check, src.Identity)); d != "" {
+				if d := compare.Diff(readLocal(t, from, src.Identity), readChunks(t, check, src.Identity)); d != "" {
 					t.Fatalf("the server's rows differ from the source's:\n%s", d)
 				}
 				return
@@ -511,7 +510,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer check.Close()
-			providertest.SameWallet(t, from, check, src.Identity)
+			compare.SameWallet(t, from, check, src.Identity)
 		})
 	}
 }

@@ -26,8 +26,8 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
-	"walletsync/testkit/logical"
 	"walletsync/testkit/pgtest"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
@@ -55,10 +55,10 @@ var serverBackends = []struct {
 }
 
 // backendWallet reads one user's rows from a server's store (SQLite or PostgreSQL) through
-// its BRC-40 producer (logical.ReadChunks), in the id-free form of logicalWallet.
-func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ...string) logical.Wallet {
+// its BRC-40 producer (compare.ReadChunks), in the id-free form of logicalWallet.
+func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ...string) compare.Wallet {
 	t.Helper()
-	w, err := logical.ReadChunks(t.Context(), store, identity, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	w, err := compare.ReadChunks(t.Context(), store, identity, compare.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -302,14 +302,14 @@ func errorName(t testing.TB, body []byte) string {
 
 // logicalWallet reads one user's rows from a store file in walletsync's id-free form,
 // without what each store makes its own (see idFree).
-func logicalWallet(t testing.TB, path, identity string, ignore ...string) logical.Wallet {
+func logicalWallet(t testing.TB, path, identity string, ignore ...string) compare.Wallet {
 	t.Helper()
 	s, err := localstore.Open(t.Context(), path, localstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	w, err := logical.Read(t.Context(), s, identity, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	w, err := compare.Read(t.Context(), s, identity, compare.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func logicalWallet(t testing.TB, path, identity string, ignore ...string) logica
 // columns ignore names ("table.column").
 func sameWallet(t testing.TB, want, got, identity string, ignore ...string) {
 	t.Helper()
-	if d := logical.Diff(logicalWallet(t, want, identity, ignore...), logicalWallet(t, got, identity, ignore...)); d != "" {
+	if d := compare.Diff(logicalWallet(t, want, identity, ignore...), logicalWallet(t, got, identity, ignore...)); d != "" {
 		t.Fatalf("walletsync reads %s and %s differently:\n%s", want, got, d)
 	}
 	var a, b toolboxpeer.Dump

@@ -17,6 +17,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
 	"walletsync/testkit/providertest"
 	"walletsync/testkit/switchproxy"
@@ -119,7 +120,7 @@ func TestServe_PostgresPullAcrossServers(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
+	compare.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
 	read := wire.Prefix + "view/read"
 	if ps.proxy.Served(0, read) == 0 || ps.proxy.Served(1, read) == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", ps.proxy.Served(0, read), ps.proxy.Served(1, read))
@@ -265,7 +266,7 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 	if err != nil || killed < 0 {
 		t.Fatalf("pull across the owner's death: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
+	compare.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
 	if n := proxy.Served(1-killed, wire.Prefix+"view/open"); n == 0 {
 		t.Fatalf("the survivor opened no view: the pull did not resume on a new one")
 	}

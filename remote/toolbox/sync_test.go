@@ -24,7 +24,7 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
@@ -97,7 +97,7 @@ func toolboxRows(t *testing.T, db, identity string) map[wallet.TableName][]walle
 // on every request whose notify list it maps (EntityProvenTxReq.mergeNew and
 // mergeExisting call addNotifyTransactionId, which sets notified = false), so that the
 // consumer notifies those transactions itself.
-func canonical(t *testing.T, rows map[wallet.TableName][]wallet.Row, ignoreActive bool) logical.Wallet {
+func canonical(t *testing.T, rows map[wallet.TableName][]wallet.Row, ignoreActive bool) compare.Wallet {
 	t.Helper()
 	ob := wallet.OutputBaskets
 	for _, r := range rows[ob.Name] {
@@ -109,7 +109,7 @@ func canonical(t *testing.T, rows map[wallet.TableName][]wallet.Row, ignoreActiv
 	if ignoreActive {
 		ignore = append(ignore, "users.activeStorage")
 	}
-	w, err := logical.FromRows(rows, logical.Options{Ignore: ignore})
+	w, err := compare.FromRows(rows, compare.Options{Ignore: ignore})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func sameThroughToolbox(t *testing.T, a, b string, ignoreActive bool) {
 	t.Helper()
 	id := localstore.FixtureIdentity(fixtureSeed)
 	wa, wb := canonical(t, toolboxRows(t, a, id), ignoreActive), canonical(t, toolboxRows(t, b, id), ignoreActive)
-	if d := logical.Diff(wa, wb); d != "" {
+	if d := compare.Diff(wa, wb); d != "" {
 		t.Fatalf("the toolbox reads different wallets in %s and %s:\n%s", a, b, d)
 	}
 	rows := 0

@@ -11,7 +11,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/switchproxy"
 	"walletsync/wallet"
 )
@@ -132,7 +132,7 @@ func TestHandler_SharedViewsAcrossProcesses(t *testing.T) {
 	if err != nil || res.State != syncer.StateCompleted {
 		t.Fatalf("pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, store, restored, owner.id)
+	compare.SameWallet(t, store, restored, owner.id)
 	read := Prefix + pathReadPage
 	if proxy.Served(0, read) == 0 || proxy.Served(1, read) == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the processes", proxy.Served(0, read), proxy.Served(1, read))
