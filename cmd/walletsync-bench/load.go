@@ -147,7 +147,7 @@ func (r loadReport) ok() bool { return r.Errors == 0 && len(r.Mismatches) == 0 }
 // wallet's, table by table. It fails when there was an error or a difference.
 //
 // --db chooses the backends, one run each, printed side by side: sqlite (the above),
-// postgres (a throwaway PostgreSQL cluster, as the tests start one: testkit/pgcluster), or
+// postgres (a throwaway PostgreSQL cluster, as the tests start one: testkit/postgres), or
 // postgres://USER@HOST/DB (that server; the run creates a scratch database there and drops
 // it afterwards, so the role needs CREATEDB). A PostgreSQL run starts two `walletsync
 // serve` processes of this binary over one database, spreads the clients across both, and

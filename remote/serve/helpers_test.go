@@ -28,20 +28,20 @@ import (
 	"walletsync/remote/wire"
 	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
 
-// cluster is the package's throwaway PostgreSQL (testkit/pgtest): the tests that hold on
+// cluster is the package's throwaway PostgreSQL (testkit/postgres): the tests that hold on
 // every backend run on it too.
-var cluster *pgtest.Cluster
+var cluster *postgres.Cluster
 
 func TestMain(m *testing.M) {
 	if k, task, ok := crash.Child(); ok {
 		runCrashChild(k, task)
 	}
-	os.Exit(pgtest.Main(m, &cluster))
+	os.Exit(postgres.Main(m, &cluster))
 }
 
 // serverBackends are the stores a server runs on; options gives a test's server a store
