@@ -14,7 +14,7 @@ import (
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
 	"walletsync/testkit/compare"
-	"walletsync/testkit/faultproxy"
+	"walletsync/testkit/httpproxy"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 
@@ -106,7 +106,7 @@ func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
 	// An unchanged push from a fresh command is 4 HTTP requests: the unauthenticated
 	// wire.Detect, the handshake, the capabilities the probe asks (which the Provider
 	// reuses), and begin, which finds nothing to send.
-	proxy, err := faultproxy.Start(strings.TrimPrefix(url, "http://"))
+	proxy, err := httpproxy.Start(strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,7 @@ import (
 	"walletsync/syncer"
 	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
-	"walletsync/testkit/faultproxy"
+	"walletsync/testkit/httpproxy"
 	"walletsync/wallet"
 )
 
@@ -35,7 +35,7 @@ type faultWire struct {
 	name string
 	// commit matches the wire's commit requests, read its page reads (Method, Path and
 	// Contains of a Fault).
-	commit, read faultproxy.Fault
+	commit, read httpproxy.Fault
 	// sync syncs the local wallet (src's identity, open as local) with the server at url,
 	// as `walletsync sync` does: pushes it there, or pulls the server's copy into it with
 	// the local wallet kept active. Pages are small so that the small fixture takes several
@@ -48,8 +48,8 @@ type faultWire struct {
 var faultWires = []faultWire{
 	{
 		name:   "walletsync",
-		commit: faultproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "commit"},
-		read:   faultproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "view/read"},
+		commit: httpproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "commit"},
+		read:   httpproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "view/read"},
 		sync: func(ctx context.Context, url string, src fixtureWallet, local *localstore.Store, pull bool) (syncer.Result, error) {
 			ac, err := auth.NewClient(url, fixtureSigner(src), auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes})
 			if err != nil {
@@ -67,8 +67,8 @@ var faultWires = []faultWire{
 	},
 	{
 		name:   "toolbox",
-		commit: faultproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"processSyncChunk"`},
-		read:   faultproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"getSyncChunk"`},
+		commit: httpproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"processSyncChunk"`},
+		read:   httpproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"getSyncChunk"`},
 		sync: func(ctx context.Context, url string, src fixtureWallet, local *localstore.Store, pull bool) (syncer.Result, error) {
 			c, err := toolbox.Dial(url, fixtureSigner(src), toolbox.ClientOptions{})
 			if err != nil {
@@ -92,13 +92,13 @@ func fixtureSigner(src fixtureWallet) auth.Signer {
 }
 
 // startProxy runs a fault proxy in front of the server at baseURL.
-func startProxy(t *testing.T, baseURL string) *faultproxy.Proxy {
+func startProxy(t *testing.T, baseURL string) *httpproxy.Proxy {
 	t.Helper()
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := faultproxy.Start(u.Host)
+	p, err := httpproxy.Start(u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func openStore(t *testing.T, path string) *localstore.Store {
 // side of the connection, and the handshake's faults are the BRC-104 layer's, the same
 // code on both backends.
 func TestServe_SyncSurvivesFaults(t *testing.T) {
-	kinds := []faultproxy.Kind{faultproxy.Drop, faultproxy.Reset, faultproxy.LoseAnswer, faultproxy.ResetAfter, faultproxy.Delay,
-		faultproxy.Truncate, faultproxy.CorruptRequest, faultproxy.CorruptResponse, faultproxy.Duplicate}
+	kinds := []httpproxy.Kind{httpproxy.Drop, httpproxy.Reset, httpproxy.LoseAnswer, httpproxy.ResetAfter, httpproxy.Delay,
+		httpproxy.Truncate, httpproxy.CorruptRequest, httpproxy.CorruptResponse, httpproxy.Duplicate}
 	// fails names the faults after which the first run fails, with the error it matches;
 	// every other one completes. A corrupted handshake request is malformed JSON, which the
 	// server refuses (HTTP 400) before any session exists; the client does not send a
@@ -153,14 +153,14 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 	// read likewise: the paged pull stops with the verification error, unapplied (a read
 	// is retried only while the server is unavailable), and the next run reads it again.
 	fails := map[string]error{
-		"walletsync/push/handshake/" + string(faultproxy.CorruptRequest): auth.ErrUnauthenticated,
-		"toolbox/push/handshake/" + string(faultproxy.CorruptRequest):    auth.ErrUnauthenticated,
-		"toolbox/push/page/" + string(faultproxy.CorruptResponse):        auth.ErrBadSignature,
-		"walletsync/pull/page/" + string(faultproxy.CorruptResponse):     auth.ErrBadSignature,
+		"walletsync/push/handshake/" + string(httpproxy.CorruptRequest): auth.ErrUnauthenticated,
+		"toolbox/push/handshake/" + string(httpproxy.CorruptRequest):    auth.ErrUnauthenticated,
+		"toolbox/push/page/" + string(httpproxy.CorruptResponse):        auth.ErrBadSignature,
+		"walletsync/pull/page/" + string(httpproxy.CorruptResponse):     auth.ErrBadSignature,
 	}
 	// notApplied is, by fault on a commit, how many of the commit requests the fault rule
 	// saw the server did not apply.
-	notApplied := map[faultproxy.Kind]int{faultproxy.Drop: 1, faultproxy.Reset: 1, faultproxy.CorruptRequest: 1, faultproxy.Duplicate: 1}
+	notApplied := map[httpproxy.Kind]int{httpproxy.Drop: 1, httpproxy.Reset: 1, httpproxy.CorruptRequest: 1, httpproxy.Duplicate: 1}
 	// The cases share the seeded source (each pushes its own copy), and the pulls of a
 	// backend's wire share one server holding it: a pull changes nothing on the server,
 	// which the cases check by its commits.
@@ -209,16 +209,16 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 
 // faultOnBackend reports whether the fault case runs on the backend: every case on SQLite,
 // the subset TestServe_SyncSurvivesFaults names on PostgreSQL.
-func faultOnBackend(backend, dir, target string, kind faultproxy.Kind) bool {
+func faultOnBackend(backend, dir, target string, kind httpproxy.Kind) bool {
 	switch {
 	case backend == "sqlite":
 		return true
 	case target == "handshake":
 		return false
 	case dir == "push":
-		return slices.Contains([]faultproxy.Kind{faultproxy.Drop, faultproxy.LoseAnswer, faultproxy.ResetAfter, faultproxy.CorruptRequest, faultproxy.Duplicate}, kind)
+		return slices.Contains([]httpproxy.Kind{httpproxy.Drop, httpproxy.LoseAnswer, httpproxy.ResetAfter, httpproxy.CorruptRequest, httpproxy.Duplicate}, kind)
 	}
-	return kind == faultproxy.Drop || kind == faultproxy.CorruptResponse
+	return kind == httpproxy.Drop || kind == httpproxy.CorruptResponse
 }
 
 // faultServer is a `walletsync serve` with every wire it offers (walletsync's paged wire
@@ -352,7 +352,7 @@ type faultCase struct {
 	w          faultWire
 	src        fixtureWallet
 	target     string
-	kind       faultproxy.Kind
+	kind       httpproxy.Kind
 	want       error
 	notApplied int
 	server     func(*testing.T) faultServer // a new server of the case's backend
@@ -375,7 +375,7 @@ func (c faultCase) run(t *testing.T) {
 		local = openStore(t, copyWallet(t, c.src.Path))
 	}
 	proxy := startProxy(t, server.URL)
-	f := faultproxy.Fault{Method: http.MethodPost, Path: "/.well-known/auth", Nth: 1}
+	f := httpproxy.Fault{Method: http.MethodPost, Path: "/.well-known/auth", Nth: 1}
 	if c.target == "page" {
 		f = c.w.commit
 		if pull {

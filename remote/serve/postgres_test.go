@@ -14,7 +14,7 @@ import (
 	"walletsync/remote/wire"
 	"walletsync/syncer"
 	"walletsync/testkit/compare"
-	"walletsync/testkit/switchproxy"
+	"walletsync/testkit/httpproxy"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
@@ -79,7 +79,7 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	// A walletsync client pulls the second user's wallet through the paged wire, moved to
 	// the other process after every request: its view opens on one, its pages are read
 	// through both, and the copy is exact.
-	proxy, err := switchproxy.Start(first, second)
+	proxy, err := httpproxy.StartSwitcher(first, second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,8 +19,8 @@ import (
 	"walletsync/syncer"
 	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
+	"walletsync/testkit/httpproxy"
 	"walletsync/testkit/providertest"
-	"walletsync/testkit/switchproxy"
 	"walletsync/wallet"
 )
 
@@ -29,7 +29,7 @@ import (
 type pgServers struct {
 	db      string
 	servers []*running
-	proxy   *switchproxy.Proxy
+	proxy   *httpproxy.Switcher
 }
 
 // startPGServers starts n in-process servers with one identity over a new database on
@@ -57,7 +57,7 @@ func startPGServers(t *testing.T, n int, views wire.ViewOptions, chain wallet.Ch
 		ps.servers = append(ps.servers, r)
 		urls[i] = r.URL
 	}
-	if ps.proxy, err = switchproxy.Start(urls...); err != nil {
+	if ps.proxy, err = httpproxy.StartSwitcher(urls...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ps.proxy.Close)
@@ -227,7 +227,7 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 		url, _ := startChild(t, cmd)
 		urls, cmds = append(urls, url), append(cmds, cmd)
 	}
-	proxy, err := switchproxy.Start(urls...)
+	proxy, err := httpproxy.StartSwitcher(urls...)
 	if err != nil {
 		t.Fatal(err)
 	}

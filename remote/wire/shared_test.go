@@ -12,7 +12,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/syncer"
 	"walletsync/testkit/compare"
-	"walletsync/testkit/switchproxy"
+	"walletsync/testkit/httpproxy"
 	"walletsync/wallet"
 )
 
@@ -96,14 +96,14 @@ func (b *sharedBackend) HeldViews() int {
 // twoProcesses serves store through two Handlers whose views are shared (two server
 // processes over one database), behind a proxy that moves the client to the other after
 // every request.
-func twoProcesses(t *testing.T, store *localstore.Store, opts HandlerOptions) (*switchproxy.Proxy, [2]*server) {
+func twoProcesses(t *testing.T, store *localstore.Store, opts HandlerOptions) (*httpproxy.Switcher, [2]*server) {
 	t.Helper()
 	reg := &sharedRegistry{views: map[string]*sharedEntry{}}
 	var servers [2]*server
 	for i := range servers {
 		servers[i] = startBackend(t, &sharedBackend{StoreBackend{store}, reg}, store, opts)
 	}
-	proxy, err := switchproxy.Start(servers[0].URL, servers[1].URL)
+	proxy, err := httpproxy.StartSwitcher(servers[0].URL, servers[1].URL)
 	if err != nil {
 		t.Fatal(err)
 	}
