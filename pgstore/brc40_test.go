@@ -11,8 +11,8 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit"
 	"walletsync/testkit/compare"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 
@@ -28,7 +28,7 @@ var backends = []struct {
 // source opens a seeded wallet of the fixture's user.
 func source(t testing.TB, f localstore.Fixture) *localstore.Store {
 	t.Helper()
-	s, err := localstore.Open(t.Context(), walletsynctest.SeededWallet(t, f), localstore.Options{})
+	s, err := localstore.Open(t.Context(), testkit.SeededWallet(t, f, 1), localstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

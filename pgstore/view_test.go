@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -15,22 +14,22 @@ import (
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
+	"walletsync/testkit"
 	"walletsync/testkit/compare"
 	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 
-// seededSQLite returns a SQLite wallet seeded with the fixture's rows for seed's user.
+// seededSQLite opens a copy of the test process's template of the fixture for seed's user
+// (testkit.SeededWallet); the tests push each seed at most once into one database, so
+// copies sharing a storage identity never meet.
 func seededSQLite(t testing.TB, f localstore.Fixture, seed uint64) *localstore.Store {
 	t.Helper()
-	s, err := localstore.Create(t.Context(), filepath.Join(t.TempDir(), fmt.Sprintf("seed%d.sqlite", seed)), localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+	s, err := localstore.Open(t.Context(), testkit.SeededWallet(t, f, seed), localstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := localstore.Seed(t.Context(), s, f, localstore.SeedOptions{Seed: seed}); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 

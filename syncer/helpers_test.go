@@ -7,6 +7,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit"
 	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
@@ -21,14 +22,17 @@ func newStore(tb testing.TB, chain wallet.Chain) *localstore.Store {
 	return s
 }
 
+// seeded opens a copy of the test process's template of fixture f for seed's user
+// (testkit.SeededWallet): every test here syncs it into a fresh store, so copies sharing
+// one storage identity never meet.
 func seeded(tb testing.TB, f localstore.Fixture, seed uint64) (*localstore.Store, string) {
 	tb.Helper()
-	s := newStore(tb, wallet.ChainTest)
-	res, err := localstore.Seed(context.Background(), s, f, localstore.SeedOptions{Seed: seed})
+	s, err := localstore.Open(context.Background(), testkit.SeededWallet(tb, f, seed), localstore.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return s, res.IdentityKey
+	tb.Cleanup(func() { s.Close() })
+	return s, localstore.FixtureIdentity(seed)
 }
 
 // syncIgnore lists what differs between two stores by design after a sync (see

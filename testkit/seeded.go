@@ -13,12 +13,12 @@ import (
 	"walletsync/wallet"
 )
 
-// SeededWallet returns the path of a new test-chain wallet file in tb.TempDir() holding
-// fixture f for the user of seed, as localstore.Create and localstore.Seed with
-// SeedOptions{Seed: seed} would make it, but copied from a template seeded once per test
-// process: seeding the small fixture writes a few hundred rows through the store's journal
-// triggers, the toolbox fixture 10,000 labels and 4 MiB of transactions, and a package's
-// tests ask for the same few fixtures dozens of times.
+// SeededWallet returns the path of a new test-chain wallet file (source.sqlite in a new
+// tb.TempDir()) holding fixture f for the user of seed, as localstore.Create and
+// localstore.Seed with SeedOptions{Seed: seed} would make it, but copied from a template
+// seeded once per test process: seeding the small fixture writes a few hundred rows through
+// the store's journal triggers, the toolbox fixture 10,000 labels and 4 MiB of
+// transactions, and a package's tests ask for the same few fixtures again and again.
 //
 // Each call returns a file of its own: what a test writes to it no other test sees. But
 // every copy of one template is the same store: the same storage identity key and storage
@@ -36,7 +36,7 @@ func SeededWallet(tb testing.TB, f localstore.Fixture, seed uint64) string {
 	if t.err != nil {
 		tb.Fatalf("testkit: seed the %s template of seed %d: %v", f, seed, t.err)
 	}
-	path := filepath.Join(tb.TempDir(), fmt.Sprintf("%s-%d.sqlite", f, seed))
+	path := filepath.Join(tb.TempDir(), "source.sqlite")
 	for suffix, b := range t.files {
 		if err := os.WriteFile(path+suffix, b, 0o600); err != nil {
 			tb.Fatalf("testkit: copy the %s template: %v", f, err)

@@ -26,11 +26,11 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
+	"walletsync/testkit"
 	"walletsync/testkit/compare"
 	"walletsync/testkit/crash"
 	"walletsync/testkit/postgres"
 	"walletsync/testkit/toolboxpeer"
-	"walletsync/wallet"
 )
 
 // cluster is the package's throwaway PostgreSQL (testkit/postgres): the tests that hold on
@@ -149,19 +149,12 @@ type fixtureWallet struct {
 	KeyHex   string
 }
 
-// seedWallet makes a test-chain wallet holding fixture f for the user of seed.
+// seedWallet returns a test-chain wallet holding fixture f for the user of seed: a copy of
+// the test process's template (testkit.SeededWallet). Copies of one seed share a storage
+// identity; a test that seeds one twice only compares the second with what it pulled.
 func seedWallet(t testing.TB, f localstore.Fixture, seed uint64) fixtureWallet {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("source-%d.sqlite", seed))
-	s, err := localstore.Create(t.Context(), path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "source"}, localstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := localstore.Seed(t.Context(), s, f, localstore.SeedOptions{Seed: seed}); err != nil {
-		t.Fatal(err)
-	}
-	return fixtureWallet{Path: path, Identity: localstore.FixtureIdentity(seed), KeyHex: hex.EncodeToString(localstore.FixtureRootKey(seed))}
+	return fixtureWallet{Path: testkit.SeededWallet(t, f, seed), Identity: localstore.FixtureIdentity(seed), KeyHex: hex.EncodeToString(localstore.FixtureRootKey(seed))}
 }
 
 func randomKey(t testing.TB) *secp256k1.PrivateKey {
