@@ -18,7 +18,7 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -130,13 +130,13 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 	// The backup wallet holds the wallet.
 	src, _ := localstore.Open(context.Background(), e.wallet, localstore.Options{ReadOnly: true})
 	dst, _ := localstore.Open(context.Background(), e.backupWallet, localstore.Options{ReadOnly: true})
-	ignore := logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at", "users.created_at", "output_baskets.created_at"}}
-	wa, err1 := logical.Read(context.Background(), src, e.identity, ignore)
-	wb, err2 := logical.Read(context.Background(), dst, e.identity, ignore)
+	ignore := compare.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at", "users.created_at", "output_baskets.created_at"}}
+	wa, err1 := compare.Read(context.Background(), src, e.identity, ignore)
+	wb, err2 := compare.Read(context.Background(), dst, e.identity, ignore)
 	src.Close()
 	dst.Close()
-	if err := errors.Join(err1, err2); err != nil || logical.Diff(wa, wb) != "" {
-		t.Fatalf("backup wallet differs (%v):\n%s", err, logical.Diff(wa, wb))
+	if err := errors.Join(err1, err2); err != nil || compare.Diff(wa, wb) != "" {
+		t.Fatalf("backup wallet differs (%v):\n%s", err, compare.Diff(wa, wb))
 	}
 
 	var listing BackupListing

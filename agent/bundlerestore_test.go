@@ -14,7 +14,7 @@ import (
 
 	"walletsync/bundle"
 	"walletsync/localstore"
-	"walletsync/testkit/tabletest"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -80,7 +80,7 @@ func waitTask(t *testing.T, a *Agent, id string) Task {
 // bundle's source in every table, and the agent goes on working with it.
 func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 	e := newBundleEnv(t)
-	want := tabletest.Digests(t, e.source)
+	want := compare.Digests(t, e.source)
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 	ctx := waitCtx(t)
@@ -89,7 +89,7 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 		t.Fatalf("sync before: %+v", task)
 	}
 
-	before := tabletest.Digests(t, e.wallet)
+	before := compare.Digests(t, e.wallet)
 	for _, req := range []BundleRequest{{Destination: "bundles", Name: e.name}, {Path: e.dir}} {
 		pt, err := c.PreviewBundle(ctx, req)
 		if err != nil {
@@ -104,7 +104,7 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 			t.Fatalf("preview %+v: manifest %+v", req, m)
 		}
 	}
-	tabletest.Same(t, "the wallet after the previews", tabletest.Digests(t, e.wallet), before)
+	compare.Same(t, "the wallet after the previews", compare.Digests(t, e.wallet), before)
 
 	var apiErr *APIError
 	if _, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: e.name}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
@@ -125,7 +125,7 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 	if res.Wallet != e.wallet || res.Tables["transactions"] != res.Manifest.Tables["transactions"] || len(res.Manifest.Identities) != 2 {
 		t.Fatalf("restore result: %+v", res)
 	}
-	tabletest.Same(t, "the restored wallet", tabletest.Digests(t, e.wallet), want)
+	compare.Same(t, "the restored wallet", compare.Digests(t, e.wallet), want)
 	if left, _ := filepath.Glob(e.wallet + ".walletsync-restore*"); len(left) > 0 {
 		t.Errorf("the restore left %v", left)
 	}
@@ -148,7 +148,7 @@ func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 	ctx := waitCtx(t)
-	before := tabletest.Digests(t, e.wallet)
+	before := compare.Digests(t, e.wallet)
 
 	running := newBlockingJob()
 	first, err := a.tasks.Start(KindSync, "file", running.run)
@@ -177,7 +177,7 @@ func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
 		}
 		waitTask(t, a, want.ID)
 	}
-	tabletest.Same(t, "the wallet after the refusals", tabletest.Digests(t, e.wallet), before)
+	compare.Same(t, "the wallet after the refusals", compare.Digests(t, e.wallet), before)
 
 	// A claimed wallet refuses jobs until the restore lets it go.
 	if err := a.claimForRestore(e.wallet); err != nil {
@@ -228,7 +228,7 @@ func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := tabletest.Digests(t, e.wallet)
+			before := compare.Digests(t, e.wallet)
 			release := tc.hold(t)
 			rt, err := c.RestoreBundle(ctx, BundleRequest{Path: e.dir, Confirm: true})
 			if err != nil {
@@ -236,7 +236,7 @@ func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing
 				t.Fatal(err)
 			}
 			done := waitTask(t, a, rt.ID)
-			tabletest.Same(t, "the wallet after the refused restore", tabletest.Digests(t, e.wallet), before)
+			compare.Same(t, "the wallet after the refused restore", compare.Digests(t, e.wallet), before)
 			release()
 			if done.State != TaskFailed || !strings.Contains(done.Message, "open in another program") || !strings.Contains(done.Hint, "Close the wallet app") ||
 				done.Path != e.wallet {
@@ -257,7 +257,7 @@ func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing
 // agent starts, before anything opens the wallet.
 func TestAgent_Start_RecoversAnInterruptedRestore(t *testing.T) {
 	e := newBundleEnv(t)
-	want := tabletest.Digests(t, e.source)
+	want := compare.Digests(t, e.source)
 	// Stop the restore's goroutine dead at the marker, as a kill would stop the process: the
 	// deferred cleanups that run are the lock's release (which a dying process's kernel
 	// does) and nothing that undoes the marked swap.
@@ -278,5 +278,5 @@ func TestAgent_Start_RecoversAnInterruptedRestore(t *testing.T) {
 	if left, _ := filepath.Glob(e.wallet + ".walletsync-restore*"); len(left) > 0 {
 		t.Fatalf("the agent started and left %v", left)
 	}
-	tabletest.Same(t, "the wallet once the agent started", tabletest.Digests(t, e.wallet), want)
+	compare.Same(t, "the wallet once the agent started", compare.Digests(t, e.wallet), want)
 }

@@ -14,7 +14,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/servetest"
 	"walletsync/testkit/toolboxpeer"
 )
@@ -70,7 +70,7 @@ func TestAgent_StorageServerDestination(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer mine.Close()
-				providertest.SameWallet(t, mine, srv.Store(), e.identity)
+				compare.SameWallet(t, mine, srv.Store(), e.identity)
 			}
 		}},
 		{"ToolboxStorageServer", remote.Toolbox, func(t *testing.T, e agentEnv) (string, func(t *testing.T)) {
@@ -202,5 +202,5 @@ func TestAgent_StorageServerDestination_CancelThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mine.Close()
-	providertest.SameWallet(t, mine, srv.Store(), e.identity)
+	compare.SameWallet(t, mine, srv.Store(), e.identity)
 }

@@ -19,7 +19,7 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -321,16 +321,16 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 		t.Errorf("staging left behind: %v", left)
 	}
 	// The same wallet, table by table, but for what each store keeps of its own.
-	opts := logical.Options{Ignore: []string{"users.created_at", "users.activeStorage", "output_baskets.created_at", "proven_tx_reqs.notified"}}
-	got, err := logical.Read(ctx, w.store, e.identity, opts)
+	opts := compare.Options{Ignore: []string{"users.created_at", "users.activeStorage", "output_baskets.created_at", "proven_tx_reqs.notified"}}
+	got, err := compare.Read(ctx, w.store, e.identity, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	exp, err := logical.Read(ctx, orig, e.identity, opts)
+	exp, err := compare.Read(ctx, orig, e.identity, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := logical.Diff(exp, got); d != "" {
+	if d := compare.Diff(exp, got); d != "" {
 		t.Fatalf("the restored wallet differs from the original:\n%s", d)
 	}
 }

@@ -17,8 +17,8 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/scheduler"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/tabletest"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -29,7 +29,7 @@ import (
 var tp, small template
 
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		crashChild(k, task)
 	}
 	dir, err := os.MkdirTemp("", "walletsync-bundle-test-")
@@ -121,7 +121,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	labels := tabletest.Strings(t, db, "SELECT label FROM tx_labels WHERE label LIKE 'during-bundle-%'")
+	labels := compare.Strings(t, db, "SELECT label FROM tx_labels WHERE label LIKE 'during-bundle-%'")
 	db.Close()
 	seen := map[string]bool{}
 	for _, l := range labels {
@@ -143,7 +143,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 	if err := src.Close(); err != nil {
 		t.Fatal(err)
 	}
-	want := tabletest.Digests(t, src.Path())
+	want := compare.Digests(t, src.Path())
 
 	entries, err := os.ReadDir(out)
 	if err != nil {
@@ -180,7 +180,7 @@ func TestCreate_RestoreEqualsSource(t *testing.T) {
 		if _, err := Restore(ctx, out, target, RestoreOptions{}); err != nil {
 			t.Fatalf("restore into %s: %v", filepath.Base(target), err)
 		}
-		tabletest.Same(t, filepath.Base(target), tabletest.Digests(t, target), want)
+		compare.Same(t, filepath.Base(target), compare.Digests(t, target), want)
 		if l := leftovers(target); len(l) > 0 {
 			t.Errorf("restore left %v", l)
 		}
@@ -350,11 +350,11 @@ func TestVerify_RefusesDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Close()
-			before := tabletest.Digests(t, live)
+			before := compare.Digests(t, live)
 			if _, err := Restore(context.Background(), b, live, RestoreOptions{}); !errors.Is(err, c.want) {
 				t.Fatalf("restore: %v, want %v", err, c.want)
 			}
-			tabletest.Same(t, "live wallet after a refused restore", tabletest.Digests(t, live), before)
+			compare.Same(t, "live wallet after a refused restore", compare.Digests(t, live), before)
 			if l := leftovers(live); len(l) > 0 {
 				t.Errorf("a refused restore left %v", l)
 			}

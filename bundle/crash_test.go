@@ -11,16 +11,16 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/tabletest"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
 )
 
-// The crash tests run a create or a restore in a child process (crashtest.Run) that kills
+// The crash tests run a create or a restore in a child process (crash.Run) that kills
 // itself with SIGKILL at one durable step; the parent then opens the wallet as the next
 // walletsync start would and checks that it is the old wallet or the new one, whole, with
 // nothing of the interrupted work left beside it.
 
-// crashTask is what the parent asks of a child (which dies at the step crashtest.Run names).
+// crashTask is what the parent asks of a child (which dies at the step crash.Run names).
 type crashTask struct {
 	// Op: "create" (Wallet into Bundle), "restore" (Bundle into Wallet), or "dirty" (write a
 	// label into Wallet and die with it in the WAL, so that the wallet a restore replaces has
@@ -32,10 +32,10 @@ type crashTask struct {
 
 // crashChild runs task and never returns: it dies by SIGKILL at k's step, or fails with a
 // message the parent reports.
-func crashChild(k *crashtest.Killer, task []byte) {
+func crashChild(k *crash.Killer, task []byte) {
 	var c crashTask
 	if err := json.Unmarshal(task, &c); err != nil {
-		crashtest.Fail("bad task: %v", err)
+		crash.Fail("bad task: %v", err)
 	}
 	die := func(point string) { k.Reach(point, nil) }
 	ctx := context.Background()
@@ -60,15 +60,15 @@ func crashChild(k *crashtest.Killer, task []byte) {
 		_, err = Restore(ctx, c.Bundle, c.Wallet, RestoreOptions{Hook: die})
 	}
 	if err != nil {
-		crashtest.Fail("%s: %v", c.Op, err)
+		crash.Fail("%s: %v", c.Op, err)
 	}
-	crashtest.Fail("finished without reaching %s", k.Point)
+	crash.Fail("finished without reaching %s", k.Point)
 }
 
 // runCrashChild runs task in a child that dies at the step at.
 func runCrashChild(t *testing.T, task crashTask, at string) {
 	t.Helper()
-	crashtest.Run(t, crashtest.Point{At: at, N: 1}, task)
+	crash.Run(t, crash.Point{At: at, N: 1}, task)
 }
 
 // TestRestore_SurvivesSIGKILL kills a restoring process at every durable step of the swap
@@ -80,7 +80,7 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
 	bundleDir := mustCreate(t, small.copyTo(t, base, "new.sqlite"), base, "bundle")
-	newDigests := tabletest.Digests(t, filepath.Join(base, "new.sqlite"))
+	newDigests := compare.Digests(t, filepath.Join(base, "new.sqlite"))
 	old := small.copyTo(t, base, "old.sqlite")
 	s := openStore(t, old)
 	if _, err := localstore.Seed(ctx, s, localstore.FixtureSmall, localstore.SeedOptions{Seed: 9}); err != nil {
@@ -107,7 +107,7 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 			}
 			runCrashChild(t, crashTask{Op: "dirty", Wallet: target}, "dirty")
 			oldDigests := digestsWithWAL(t, target)
-			if oldDigests["tx_labels"] == tabletest.Digests(t, old)["tx_labels"] {
+			if oldDigests["tx_labels"] == compare.Digests(t, old)["tx_labels"] {
 				t.Fatal("the dirty child's label is not in the old wallet")
 			}
 
@@ -123,7 +123,7 @@ func TestRestore_SurvivesSIGKILL(t *testing.T) {
 			if c.wantOld {
 				want, which = oldDigests, "old"
 			}
-			tabletest.Same(t, "wallet after a kill at "+c.at+" (want the "+which+" one)", tabletest.Digests(t, target), want)
+			compare.Same(t, "wallet after a kill at "+c.at+" (want the "+which+" one)", compare.Digests(t, target), want)
 			if l := leftovers(target); len(l) > 0 {
 				t.Errorf("recovery left %v", l)
 			}
@@ -144,7 +144,7 @@ func digestsWithWAL(t *testing.T, path string) map[string]string {
 	if _, err := os.Stat(path + "-wal"); err != nil {
 		t.Logf("no -wal beside the dirty wallet (checkpointed before the kill)")
 	}
-	return tabletest.Digests(t, scratch)
+	return compare.Digests(t, scratch)
 }
 
 // TestCreate_SurvivesSIGKILL kills a process making a bundle at every step: the bundle folder
@@ -157,7 +157,7 @@ func TestCreate_SurvivesSIGKILL(t *testing.T) {
 			t.Parallel()
 			dir := t.TempDir()
 			w := small.copyTo(t, dir, "wallet.sqlite")
-			before := tabletest.Digests(t, w)
+			before := compare.Digests(t, w)
 			out := filepath.Join(dir, "bundle")
 			runCrashChild(t, crashTask{Op: "create", Wallet: w, Bundle: out}, at)
 			_, err := os.Lstat(out)
@@ -170,7 +170,7 @@ func TestCreate_SurvivesSIGKILL(t *testing.T) {
 			}
 			s := openStore(t, w)
 			s.Close()
-			tabletest.Same(t, "wallet after a kill during create", tabletest.Digests(t, w), before)
+			compare.Same(t, "wallet after a kill during create", compare.Digests(t, w), before)
 		})
 	}
 }

@@ -9,14 +9,14 @@ import (
 	"testing"
 
 	"walletsync/localstore"
-	"walletsync/testkit/walletsynctest"
+	"walletsync/testkit"
 )
 
 // TestCLI_BundleCreateVerifyRestore runs the three bundle commands on a seeded wallet and a
 // damaged copy of the bundle: the restored wallet carries the bundle's counts, and the damaged
 // bundle fails verify and restore with exit code 1, leaving the target alone.
 func TestCLI_BundleCreateVerifyRestore(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	dir := t.TempDir()
 	b := filepath.Join(dir, "bundle")
 	code, out, stderr := walletsync(t, "bundle", "create", "--db", src, "--out", b, "--json")

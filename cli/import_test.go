@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"walletsync/localstore"
+	"walletsync/testkit"
 	"walletsync/testkit/importtest"
-	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 
@@ -23,7 +23,7 @@ import (
 // progress, `export` refuses, and `import --abandon` takes it back.
 func TestCLI_ImportOtherIdentityAndAbandon(t *testing.T) {
 	ctx := context.Background()
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	copyPath := filepath.Join(dir, "copy.sqlite")

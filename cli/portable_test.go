@@ -12,7 +12,7 @@ import (
 	"walletsync/cli/command"
 	"walletsync/localstore"
 	"walletsync/portable"
-	"walletsync/testkit/walletsynctest"
+	"walletsync/testkit"
 	"walletsync/wallet"
 )
 
@@ -20,7 +20,7 @@ import (
 // (one full-strength Argon2id run) and its restore into a new wallet file, then a plaintext
 // export, its verification, a merge preview into the source, and a repeat that is refused.
 func TestCLI_ExportVerifyImport(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	dir := t.TempDir()
 	dataDir := filepath.Join(dir, "data")
 	pw := filepath.Join(dir, "password")
@@ -164,7 +164,7 @@ func TestReadPassword_FileAndTerminal(t *testing.T) {
 // and without --force, leaving the wallet as it was (it used to succeed and destroy it); an
 // existing backup is refused without --force and replaced with it.
 func TestCLI_ExportNeverReplacesAWallet(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	before, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)

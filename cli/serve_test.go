@@ -16,7 +16,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 	"walletsync/wallet"
 )
 
@@ -95,7 +95,7 @@ func storeURL(t *testing.T, db string) string {
 	case strings.HasPrefix(db, "postgres://"):
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
-		cluster, err := pgtest.Start(ctx)
+		cluster, err := postgres.Start(ctx)
 		if err != nil {
 			t.Fatalf("PostgreSQL for `serve --db %s`: %v", db, err)
 		}

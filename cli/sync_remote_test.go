@@ -13,10 +13,10 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
-	"walletsync/testkit/faultproxy"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/httpproxy"
 	"walletsync/testkit/toolboxpeer"
-	"walletsync/testkit/walletsynctest"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
@@ -35,7 +35,7 @@ func writeKeyFile(t *testing.T, seed uint64) string {
 // sentinel and leaves no file behind.
 func TestCLI_SyncRemote(t *testing.T) {
 	t.Parallel()
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall) // FixtureIdentity(1)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1) // FixtureIdentity(1)
 	srv := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(77)))
 	own, other := writeKeyFile(t, 1), writeKeyFile(t, 2)
 
@@ -72,7 +72,7 @@ func TestCLI_SyncRemote(t *testing.T) {
 // the toolbox's own StorageServer, --wire walletsync is refused with the reason.
 func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
 	t.Parallel()
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall) // FixtureIdentity(1)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1) // FixtureIdentity(1)
 	own := writeKeyFile(t, 1)
 	srv, err := serve.Open(t.Context(), serve.Options{DBPath: filepath.Join(t.TempDir(), "server.sqlite"),
 		Signer: auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(78))), Listen: "127.0.0.1:0",
@@ -100,13 +100,13 @@ func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
 			t.Fatalf("pull, --wire %s: exit %d\n%s%s", tc.wire, code, out, stderr)
 		}
 		a, b := openReadOnly(t, src), openReadOnly(t, pulled)
-		providertest.SameWallet(t, a, b, localstore.FixtureIdentity(1))
+		compare.SameWallet(t, a, b, localstore.FixtureIdentity(1))
 	}
 
 	// An unchanged push from a fresh command is 4 HTTP requests: the unauthenticated
 	// wire.Detect, the handshake, the capabilities the probe asks (which the Provider
 	// reuses), and begin, which finds nothing to send.
-	proxy, err := faultproxy.Start(strings.TrimPrefix(url, "http://"))
+	proxy, err := httpproxy.Start(strings.TrimPrefix(url, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}

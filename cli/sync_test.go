@@ -15,12 +15,13 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
+	"walletsync/testkit"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
 )
 
 func TestCLI_SyncThenUnchanged(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	dst := filepath.Join(t.TempDir(), "backup.sqlite")
 	code, out, stderr := walletsync(t, "sync", "--from", src, "--to", dst, "--max-items", "3")
 	if code != 0 || !strings.Contains(out, "completed: full sync") || !strings.Contains(out, "done true") {
@@ -37,7 +38,7 @@ func TestCLI_SyncThenUnchanged(t *testing.T) {
 func TestCLI_SyncInterruptStopsAtASafePoint(t *testing.T) {
 	exe := filepath.Join(t.TempDir(), "walletsync")
 	walletsynctest.BuildSelf(t, exe)
-	src := walletsynctest.SeededWallet(t, localstore.FixtureToolbox)
+	src := testkit.SeededWallet(t, localstore.FixtureToolbox, 1)
 	dst := filepath.Join(t.TempDir(), "backup.sqlite")
 	cmd := exec.Command(exe, "sync", "--from", src, "--to", dst, "--max-items", "5", "--json")
 	stdout, err := cmd.StdoutPipe()
@@ -83,7 +84,7 @@ func TestCLI_SyncInterruptStopsAtASafePoint(t *testing.T) {
 // flags state, or a user the source lacks, is a usage error (exit 2) that creates no
 // destination file.
 func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	tests := []struct {
 		name string
 		args []string
@@ -113,7 +114,7 @@ func TestCLI_SyncRefusesBadOptionsBeforeAnyWork(t *testing.T) {
 // TestCLI_SyncChainMismatchWritesNothing syncs a test-chain wallet into a main-chain one:
 // the typed network error, and the destination as it was.
 func TestCLI_SyncChainMismatchWritesNothing(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	dst := filepath.Join(t.TempDir(), "main.sqlite")
 	s, err := localstore.Create(t.Context(), dst, localstore.CreateOptions{Chain: wallet.ChainMain}, localstore.Options{})
 	if err != nil {
@@ -138,7 +139,7 @@ func TestCLI_SyncChainMismatchWritesNothing(t *testing.T) {
 // TestCLI_SyncIntoItsOwnWalletRefused: a --to that is the --from wallet under another name is
 // a usage error, and the wallet stays as it was.
 func TestCLI_SyncIntoItsOwnWalletRefused(t *testing.T) {
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	before, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
@@ -165,7 +166,7 @@ func TestCLI_SyncIntoItsOwnWalletRefused(t *testing.T) {
 func TestCLI_TwoSyncsIntoOneNewFile(t *testing.T) {
 	exe := filepath.Join(t.TempDir(), "walletsync")
 	walletsynctest.BuildSelf(t, exe)
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	for round := range 20 {
 		dst := filepath.Join(t.TempDir(), "backup.sqlite")
 		var cmds [2]*exec.Cmd

@@ -14,7 +14,7 @@ import (
 	"walletsync/agent"
 	"walletsync/bundle"
 	"walletsync/localstore"
-	"walletsync/testkit/tabletest"
+	"walletsync/testkit/compare"
 )
 
 // TestDashboard_BundleFolder adds a snapshot bundle folder through the destination editor,
@@ -85,7 +85,7 @@ func TestDashboard_BundleRestore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := tabletest.Digests(t, source)
+	want := compare.Digests(t, source)
 	var cfg agent.Config
 	d.api(agent.RouteDestinationAdd, agent.Destination{ID: "snapshots", Name: "Snapshots", Kind: agent.DestinationBundles, Path: folder,
 		Schedule: agent.Schedule{Kind: agent.ScheduleInterval, Every: agent.Duration(time.Hour)}, Pause: &agent.Pause{}}, &cfg)
@@ -95,7 +95,7 @@ func TestDashboard_BundleRestore(t *testing.T) {
 	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
 		t.Fatalf("sync: %s %s", got.State, got.Error)
 	}
-	before := tabletest.Digests(t, d.wallet)
+	before := compare.Digests(t, d.wallet)
 
 	d.page("restore")
 	row := fmt.Sprintf(`[data-testid=bundle-restore] [data-bundle=%q]`, name)
@@ -115,7 +115,7 @@ func TestDashboard_BundleRestore(t *testing.T) {
 		t.Errorf("the verify result: %q", got)
 	}
 	d.shot("bundle-preview")
-	tabletest.Same(t, "the wallet at the preview", tabletest.Digests(t, d.wallet), before)
+	compare.Same(t, "the wallet at the preview", compare.Digests(t, d.wallet), before)
 
 	d.do(chromedp.Click(chromedp.CSS(`[data-testid=bundle-ack]`)),
 		chromedp.Click(byText(`[data-testid=bundle-preview] button`, "Restore now")))
@@ -126,7 +126,7 @@ func TestDashboard_BundleRestore(t *testing.T) {
 	if got := d.text(`[data-testid=bundle-restored] .notice`); !strings.HasPrefix(got, "Restored.") {
 		t.Fatalf("the page after the restore: %q / %q", got, d.text(`[data-testid=bundle-restore] .notice.error`))
 	}
-	tabletest.Same(t, "the restored wallet", tabletest.Digests(t, d.wallet), want)
+	compare.Same(t, "the restored wallet", compare.Digests(t, d.wallet), want)
 
 	// The agent opened the restored wallet again: a sync runs on it.
 	d.api(agent.RouteRun, nil, &task, fileID)

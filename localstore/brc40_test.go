@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"walletsync/brc40"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -25,7 +25,7 @@ var brc40Ignore = []string{"users.created_at", "users.activeStorage", "output_ba
 // brc40Ignore.
 func sameWallet(tb testing.TB, producer, consumer *Store, identity string) {
 	tb.Helper()
-	if d := logical.Diff(mustLogical(tb, producer, identity, brc40Ignore...), mustLogical(tb, consumer, identity, brc40Ignore...)); d != "" {
+	if d := compare.Diff(mustLogical(tb, producer, identity, brc40Ignore...), mustLogical(tb, consumer, identity, brc40Ignore...)); d != "" {
 		tb.Fatalf("the consumer differs from the producer:\n%s", d)
 	}
 	stamps := func(s *Store) map[string]time.Time {
@@ -307,9 +307,9 @@ func wireRoundTrip[T any](tb testing.TB, v T) T {
 	return back
 }
 
-func mustLogical(tb testing.TB, s *Store, identity string, ignore ...string) logical.Wallet {
+func mustLogical(tb testing.TB, s *Store, identity string, ignore ...string) compare.Wallet {
 	tb.Helper()
-	w, err := logical.Read(context.Background(), s, identity, logical.Options{Ignore: ignore})
+	w, err := compare.Read(context.Background(), s, identity, compare.Options{Ignore: ignore})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -407,7 +407,7 @@ func TestProcessSyncChunk_ReplayRefused(t *testing.T) {
 	if first.Inserts == 0 {
 		t.Fatalf("first %+v", first)
 	}
-	if d := logical.Diff(before, mustLogical(t, c, id)); d != "" {
+	if d := compare.Diff(before, mustLogical(t, c, id)); d != "" {
 		t.Fatalf("the replay changed rows:\n%s", d)
 	}
 	after := mustSyncState(t, c, id, p)
@@ -523,7 +523,7 @@ func TestProcessSyncChunk_Refusals(t *testing.T) {
 			if _, err := c.ProcessSyncChunk(t.Context(), a, ch); !errors.Is(err, tc.want) {
 				t.Fatalf("got %v, want %v", err, tc.want)
 			}
-			if d := logical.Diff(before, mustLogical(t, c, id)); d != "" {
+			if d := compare.Diff(before, mustLogical(t, c, id)); d != "" {
 				t.Fatalf("a refused chunk changed rows:\n%s", d)
 			}
 		})

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"walletsync/testkit/childtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/testfs"
 	"walletsync/wallet"
 )
@@ -18,12 +18,12 @@ import (
 const createRaceEnv = "WALLETSYNC_TEST_CREATE_RACE"
 
 // createRaceChild is a process of TestOpenOrCreate_TwoProcessesOneWallet: it waits for the
-// other (childtest.WaitForStart), opens or creates the
+// other (crash.WaitForStart), opens or creates the
 // wallet at path as a backup destination's first run does, writes a user's rows as a sync
 // would, and says what happened: "ok IDENTITY", "locked PID" or "error ...".
 func createRaceChild(path string) {
 	seed, _ := strconv.ParseUint(os.Getenv(createRaceEnv+"_SEED"), 10, 64)
-	childtest.WaitForStart()
+	crash.WaitForStart()
 	ctx := context.Background()
 	s, err := OpenOrCreate(ctx, path, CreateOptions{Chain: wallet.ChainTest}, Options{})
 	var le *wallet.LockedError
@@ -60,7 +60,7 @@ func TestOpenOrCreate_TwoProcessesOneWallet(t *testing.T) {
 		env := func(i int) []string {
 			return []string{createRaceEnv + "=" + path, fmt.Sprintf("%s_SEED=%d", createRaceEnv, round*2+i+1)}
 		}
-		outs := childtest.Together(t, env(0), env(1))
+		outs := crash.Together(t, env(0), env(1))
 		var succeeded []string
 		for i, o := range outs {
 			switch {

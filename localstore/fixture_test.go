@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -88,7 +88,7 @@ func TestCopyRawFrom_BothFloorsCopyTheWallet(t *testing.T) {
 		if err != nil || rows == 0 {
 			t.Fatalf("%s copy: %d rows, %v", name, rows, err)
 		}
-		if d := logical.Diff(want, mustLogical(t, dst, identity)); d != "" {
+		if d := compare.Diff(want, mustLogical(t, dst, identity)); d != "" {
 			t.Errorf("%s copy differs from the source:\n%s", name, d)
 		}
 	}

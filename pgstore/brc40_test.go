@@ -12,8 +12,8 @@ import (
 	"walletsync/brc40"
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
-	"walletsync/testkit/walletsynctest"
+	"walletsync/testkit"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -29,7 +29,7 @@ var backends = []struct {
 // source opens a seeded wallet of the fixture's user.
 func source(t testing.TB, f localstore.Fixture) *localstore.Store {
 	t.Helper()
-	s, err := localstore.Open(t.Context(), walletsynctest.SeededWallet(t, f), localstore.Options{})
+	s, err := localstore.Open(t.Context(), testkit.SeededWallet(t, f, 1), localstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,9 +46,9 @@ func run(t testing.TB, from, to brc40.ChunkStore, active wallet.ActivePolicy, ma
 	return res
 }
 
-func readWallet(t testing.TB, s *localstore.Store) logical.Wallet {
+func readWallet(t testing.TB, s *localstore.Store) compare.Wallet {
 	t.Helper()
-	w, err := logical.Read(t.Context(), s, localstore.FixtureIdentity(1), logical.Options{Ignore: []string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified", "users.activeStorage"}})
+	w, err := compare.Read(t.Context(), s, localstore.FixtureIdentity(1), compare.Options{Ignore: []string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified", "users.activeStorage"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestChunks_SameOnBothBackends(t *testing.T) {
 		if again := run(t, dst, restored, wallet.KeepDestinationActive, 50); again.Inserts != 0 || again.Updates != 0 {
 			t.Fatalf("%s: an unchanged pull moved rows: %+v", b.name, again.Counters)
 		}
-		if d := logical.Diff(want, readWallet(t, restored)); d != "" {
+		if d := compare.Diff(want, readWallet(t, restored)); d != "" {
 			t.Fatalf("%s: the pulled wallet differs from the source:\n%s", b.name, d)
 		}
 	}
@@ -265,7 +265,7 @@ func TestProcessSyncChunk_RacingConsumers(t *testing.T) {
 	}
 	defer restored.Close()
 	run(t, a, restored, wallet.KeepDestinationActive, 0)
-	if d := logical.Diff(readWallet(t, src), readWallet(t, restored)); d != "" {
+	if d := compare.Diff(readWallet(t, src), readWallet(t, restored)); d != "" {
 		t.Fatalf("after the race the wallet differs:\n%s", d)
 	}
 }

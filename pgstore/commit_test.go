@@ -17,6 +17,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
@@ -263,7 +264,7 @@ func TestCommit_ResumesAfterReopen(t *testing.T) {
 	if err != nil || res.Resumed != syncer.ResumeCheckpoint || !res.Checkpoint.Done {
 		t.Fatalf("resumed run: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, src, readBack{t: t, s: second, url: url}, localstore.FixtureIdentity(1))
+	compare.SameWallet(t, src, readBack{t: t, s: second, url: url}, localstore.FixtureIdentity(1))
 }
 
 // recordLast remembers the last batch it commits.

@@ -12,13 +12,13 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/pgstore"
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 	"walletsync/wallet"
 )
 
-var cluster *pgtest.Cluster
+var cluster *postgres.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 
 const serverKey = "03a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebfc0"
 

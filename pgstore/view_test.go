@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -15,21 +14,22 @@ import (
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
+	"walletsync/testkit"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/providertest"
 	"walletsync/wallet"
 )
 
-// seededSQLite returns a SQLite wallet seeded with the fixture's rows for seed's user.
+// seededSQLite opens a copy of the test process's template of the fixture for seed's user
+// (testkit.SeededWallet); the tests push each seed at most once into one database, so
+// copies sharing a storage identity never meet.
 func seededSQLite(t testing.TB, f localstore.Fixture, seed uint64) *localstore.Store {
 	t.Helper()
-	s, err := localstore.Create(t.Context(), filepath.Join(t.TempDir(), fmt.Sprintf("seed%d.sqlite", seed)), localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+	s, err := localstore.Open(t.Context(), testkit.SeededWallet(t, f, seed), localstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
-	if _, err := localstore.Seed(t.Context(), s, f, localstore.SeedOptions{Seed: seed}); err != nil {
-		t.Fatal(err)
-	}
 	return s
 }
 
@@ -477,7 +477,7 @@ func TestSource_PullsIntoSQLite(t *testing.T) {
 	if res, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || res.Kind != syncer.KindFull || !res.Checkpoint.Done {
 		t.Fatalf("first pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, s, dst, id)
+	compare.SameWallet(t, s, dst, id)
 
 	exec(t, url, `UPDATE outputs SET "outputDescription" = 'changed', updated_at = now() WHERE "outputId" = (SELECT min("outputId") FROM outputs)`)
 	exec(t, url, insertLabel, id, "a new label")
@@ -485,7 +485,7 @@ func TestSource_PullsIntoSQLite(t *testing.T) {
 	if err != nil || res.Kind != syncer.KindIncremental || res.Rows == 0 || res.Rows > 3 {
 		t.Fatalf("pull after two writes: %+v, %v; want an incremental run of the changed rows", res, err)
 	}
-	providertest.SameWallet(t, s, dst, id)
+	compare.SameWallet(t, s, dst, id)
 	if again, err := syncer.Run(t.Context(), s, dst, id, opts); err != nil || again.Kind != syncer.KindUnchanged || again.Pages != 0 {
 		t.Fatalf("pull of an unchanged wallet: %+v, %v", again, err)
 	}

@@ -16,7 +16,7 @@ import (
 	"walletsync/portable/brc38"
 	"walletsync/portable/brc39"
 	"walletsync/testkit/backuptest"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -123,16 +123,16 @@ func TestExportBRC39_ToolboxRestoresIt(t *testing.T) {
 	if imp.Mode != "restore" || imp.Inserts != total {
 		t.Fatalf("toolbox import: %+v, want %d inserts", imp, total)
 	}
-	opts := logical.Options{Tables: wallet.AllTables}
-	want, err := logical.Read(context.Background(), backuptest.Open(t, src), id, opts)
+	opts := compare.Options{Tables: wallet.AllTables}
+	want, err := compare.Read(context.Background(), backuptest.Open(t, src), id, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := logical.Read(context.Background(), backuptest.Open(t, restored), id, opts)
+	got, err := compare.Read(context.Background(), backuptest.Open(t, restored), id, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := logical.Diff(want, got); diff != "" {
+	if diff := compare.Diff(want, got); diff != "" {
 		t.Fatalf("the toolbox's restore differs from the source:\n%s", diff)
 	}
 }

@@ -12,12 +12,12 @@ import (
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/testkit/backuptest"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
 	"walletsync/wallet"
 )
 
-// The crash tests run an import in a child process (crashtest.Run) that kills itself with
+// The crash tests run an import in a child process (crash.Run) that kills itself with
 // SIGKILL at one durable boundary; the parent then checks what the wallet holds, runs the
 // same import again, and checks that the wallet ends as one clean import leaves it, with
 // nothing left in the staging folder.
@@ -35,7 +35,7 @@ const (
 )
 
 // importCrashTask is what the parent asks of a child: import File into Target (and die at
-// the boundary crashtest.Run names).
+// the boundary crash.Run names).
 type importCrashTask struct {
 	File, Target, Staging string
 	Mode                  wallet.ImportMode
@@ -46,10 +46,10 @@ type importCrashTask struct {
 
 // importCrashChild runs the task and never returns: it dies by SIGKILL at k's boundary, or
 // fails with a message the parent reports.
-func importCrashChild(k *crashtest.Killer, task []byte) {
+func importCrashChild(k *crash.Killer, task []byte) {
 	var c importCrashTask
 	if err := json.Unmarshal(task, &c); err != nil {
-		crashtest.Fail("bad task: %v", err)
+		crash.Fail("bad task: %v", err)
 	}
 	reach := func(point string) { k.Reach(point, nil) }
 	walletOpts := localstore.Options{CommitHook: func(point string) {
@@ -79,7 +79,7 @@ func importCrashChild(k *crashtest.Killer, task []byte) {
 		fmt.Println(importEndMarker, err)
 		os.Exit(0)
 	}
-	crashtest.Fail("finished without crashing: %v", err)
+	crash.Fail("finished without crashing: %v", err)
 }
 
 // TestImport_CrashAtEveryBoundary kills real import processes during staging, after
@@ -118,12 +118,12 @@ func TestImport_CrashAtEveryBoundary(t *testing.T) {
 			if tc.mode == wallet.ImportMerge {
 				target, want = partialWallet(t), merged
 			}
-			var before logical.Wallet
+			var before compare.Wallet
 			if tc.mode == wallet.ImportMerge {
 				before = settledWallet(t, target, identity)
 			}
 			opts := importOptions(t)
-			crashtest.Run(t, crashtest.Point{At: tc.at, N: tc.n}, importCrashTask{File: file, Target: target, Staging: opts.StagingDir, Mode: tc.mode})
+			crash.Run(t, crash.Point{At: tc.at, N: tc.n}, importCrashTask{File: file, Target: target, Staging: opts.StagingDir, Mode: tc.mode})
 
 			if _, err := os.Stat(target); err != nil {
 				if tc.mode != wallet.ImportRestore || tc.state != "" {

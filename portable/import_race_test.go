@@ -13,7 +13,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/testkit/backuptest"
-	"walletsync/testkit/childtest"
+	"walletsync/testkit/crash"
 	"walletsync/wallet"
 )
 
@@ -23,7 +23,7 @@ const importRaceEnv = "WALLETSYNC_TEST_IMPORT_RACE"
 // importRaceTask is a restore of File into the new wallet file Target, staged in Staging.
 type importRaceTask struct{ File, Target, Staging string }
 
-// importRaceChild waits for the other child (childtest.WaitForStart), runs
+// importRaceChild waits for the other child (crash.WaitForStart), runs
 // the restore and says how it ended: "ok", "locked PID", "exists" or "error ...". It never
 // returns.
 func importRaceChild(task string) {
@@ -32,7 +32,7 @@ func importRaceChild(task string) {
 		fmt.Println("error bad task:", err)
 		os.Exit(2)
 	}
-	childtest.WaitForStart()
+	crash.WaitForStart()
 	opts := ImportOptions{StagingDir: c.Staging, Open: testOpener(localstore.Options{}), Mode: wallet.ImportRestore}
 	_, err := Import(context.Background(), c.File, importPassword, Target{Path: c.Target}, opts, nil)
 	var le *wallet.LockedError
@@ -70,7 +70,7 @@ func TestImport_TwoRestoresIntoOneNewFile(t *testing.T) {
 			b, _ := json.Marshal(importRaceTask{File: file, Target: target, Staging: staging})
 			return []string{importRaceEnv + "=" + string(b)}
 		}
-		outs := childtest.Together(t, env(0), env(1))
+		outs := crash.Together(t, env(0), env(1))
 		ok := 0
 		for i, o := range outs {
 			switch {

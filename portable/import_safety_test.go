@@ -18,7 +18,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/syncer"
 	"walletsync/testkit/backuptest"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/wallet"
 )
 
@@ -330,10 +330,10 @@ type crashOutcome struct {
 }
 
 // runCountingChild runs a counting crash child (importCrashTask.Count) to its end.
-func runCountingChild(t *testing.T, p crashtest.Point, task importCrashTask) crashOutcome {
+func runCountingChild(t *testing.T, p crash.Point, task importCrashTask) crashOutcome {
 	t.Helper()
 	task.Count = true
-	cmd := crashtest.Command(t, p, task)
+	cmd := crash.Command(t, p, task)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
@@ -370,7 +370,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 	otherFile, _ := otherIdentityBackup(t)
 	want := cleanMerge(t, file, identity)
 	staging := filepath.Join(t.TempDir(), "staging")
-	base := runCountingChild(t, crashtest.Point{At: "never", N: 1}, importCrashTask{File: file, Target: partialWallet(t), Staging: staging, Mode: wallet.ImportMerge})
+	base := runCountingChild(t, crash.Point{At: "never", N: 1}, importCrashTask{File: file, Target: partialWallet(t), Staging: staging, Mode: wallet.ImportMerge})
 	if base.killed || base.end != "<nil>" || base.commits == 0 {
 		t.Fatalf("uninterrupted merge: %+v", base)
 	}
@@ -381,7 +381,7 @@ func TestImport_KilledMergeFinishesOrAbandons(t *testing.T) {
 		if at == hookRowsWritten || at == hookCommitted {
 			n = 1 + rng.IntN(base.commits)
 		}
-		return runCountingChild(t, crashtest.Point{At: at, N: n}, importCrashTask{File: file, Target: target, Staging: staging, Mode: wallet.ImportMerge})
+		return runCountingChild(t, crash.Point{At: at, N: n}, importCrashTask{File: file, Target: target, Staging: staging, Mode: wallet.ImportMerge})
 	}
 	// checkAfterKill checks that the wallet is untouched or says the import is in progress.
 	checkAfterKill := func(target, toolboxBefore string) {

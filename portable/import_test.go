@@ -23,8 +23,8 @@ import (
 	"walletsync/portable/brc39"
 	"walletsync/syncer"
 	"walletsync/testkit/backuptest"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -35,7 +35,7 @@ var _ Store = (*localstore.Store)(nil)
 var fixtures *backuptest.Fixtures
 
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		importCrashChild(k, task)
 	}
 	if task := os.Getenv(importRaceEnv); task != "" {
@@ -122,20 +122,20 @@ func writeFile(tb testing.TB, b []byte) string {
 }
 
 // readWallet is the user's wallet in the file at path, id-independent, sync states included.
-func readWallet(tb testing.TB, path, identity string, ignore ...string) logical.Wallet {
+func readWallet(tb testing.TB, path, identity string, ignore ...string) compare.Wallet {
 	tb.Helper()
 	s := backuptest.Open(tb, path)
 	defer s.Close()
-	w, err := logical.Read(context.Background(), s, identity, logical.Options{Tables: wallet.AllTables, Ignore: ignore})
+	w, err := compare.Read(context.Background(), s, identity, compare.Options{Tables: wallet.AllTables, Ignore: ignore})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return w
 }
 
-func requireSameWallet(tb testing.TB, got, want logical.Wallet) {
+func requireSameWallet(tb testing.TB, got, want compare.Wallet) {
 	tb.Helper()
-	if d := logical.Diff(want, got); d != "" {
+	if d := compare.Diff(want, got); d != "" {
 		tb.Fatalf("wallets differ:\n%s", d)
 	}
 }
@@ -433,14 +433,14 @@ func TestImport_RefusesBadInput(t *testing.T) {
 
 // settledWallet reads the wallet at path after a merge, leaving out what two merges of one
 // document make differently by design: the producer's new sync state's refNum and times.
-func settledWallet(tb testing.TB, path, identity string) logical.Wallet {
+func settledWallet(tb testing.TB, path, identity string) compare.Wallet {
 	tb.Helper()
 	return readWallet(tb, path, identity, "sync_states.refNum", "sync_states.created_at", "sync_states.updated_at")
 }
 
 // cleanMerge is the small fixture's backup merged into a partial wallet by one uninterrupted
 // import: what every interrupted import must end as.
-func cleanMerge(tb testing.TB, file, identity string) logical.Wallet {
+func cleanMerge(tb testing.TB, file, identity string) compare.Wallet {
 	tb.Helper()
 	dst := partialWallet(tb)
 	if _, err := Import(context.Background(), file, importPassword, Target{Path: dst}, importOptions(tb), nil); err != nil {

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 # which needs python3, make and a C++ compiler. The dashboard's end-to-end tests drive
 # Debian's Chromium (headless, through chromedp), with a font so that pages render text.
 # pgstore's tests start a throwaway cluster of the PostgreSQL server binaries
-# (testkit/pgtest) and fail without them.
+# (testkit/postgres) and fail without them.
 packages=(build-essential python3 chromium fonts-liberation postgresql)
 ensure_packages "${packages[@]}"
 

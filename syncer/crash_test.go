@@ -13,8 +13,8 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
 	"walletsync/wallet"
 )
 
@@ -31,7 +31,7 @@ const (
 
 // TestMain doubles as the crash child and sets the number of fault schedules.
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		crashChild(k, task)
 	}
 	requireSchedules()
@@ -57,7 +57,7 @@ const (
 )
 
 // crashTask is what the parent asks of a child: push Src to Dst (and die at the boundary
-// crashtest names; with none the child runs to the end, or until the parent kills it); with
+// crash names; with none the child runs to the end, or until the parent kills it); with
 // Cancel it cancels the run once Cancel pages are acknowledged.
 type crashTask struct {
 	Src, Dst, Identity string
@@ -89,10 +89,10 @@ type crashReport struct {
 // crashChild runs task and never returns: it dies by SIGKILL at k's boundary, or exits
 // with a message the parent reports when it failed or never reached the boundary; a child
 // given no boundary exits 0 once its run returned.
-func crashChild(k *crashtest.Killer, task []byte) {
+func crashChild(k *crash.Killer, task []byte) {
 	var c crashTask
 	if err := json.Unmarshal(task, &c); err != nil {
-		crashtest.Fail("bad task: %v", err)
+		crash.Fail("bad task: %v", err)
 	}
 	// The last progress report: its counters and checkpoint are what was acknowledged.
 	var acked syncer.Progress
@@ -103,7 +103,7 @@ func crashChild(k *crashtest.Killer, task []byte) {
 	defer cancel()
 	src, err := localstore.Open(ctx, c.Src, localstore.Options{})
 	if err != nil {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	dst, err := localstore.Open(ctx, c.Dst, localstore.Options{CommitHook: func(point string) {
 		switch point {
@@ -114,7 +114,7 @@ func crashChild(k *crashtest.Killer, task []byte) {
 		}
 	}})
 	if err != nil {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	last := wallet.SyncOrder[len(wallet.SyncOrder)-1].Name
 	rec := &recordingSource{Source: src}
@@ -146,12 +146,12 @@ func crashChild(k *crashtest.Killer, task []byte) {
 	line, _ := json.Marshal(out)
 	fmt.Println(resultMarker, string(line))
 	if err != nil && !(c.Cancel > 0 && errors.Is(err, context.Canceled)) {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	acked = syncer.Progress{Counters: res.Counters, Checkpoint: res.Checkpoint}
 	reach(completion)
 	if k.At != "" {
-		crashtest.Fail("finished without reaching %s", k.Point)
+		crash.Fail("finished without reaching %s", k.Point)
 	}
 	os.Exit(0)
 }
@@ -227,7 +227,7 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 	ctx := context.Background()
 	dir := t.TempDir()
 	srcPath, dstPath := tp.copyTo(t, dir)
-	rep := runCrashChild(t, crashtest.Point{At: string(at), N: n}, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity})
+	rep := runCrashChild(t, crash.Point{At: string(at), N: n}, crashTask{Src: srcPath, Dst: dstPath, Identity: tp.identity})
 
 	src, dst := openStore(t, srcPath), openStore(t, dstPath)
 	durable, err := dst.Checkpoint(ctx, wallet.SessionKey{SourceStorage: tp.storage, IdentityKey: tp.identity})
@@ -272,11 +272,11 @@ func crashAndResume(t *testing.T, tp templates, ref reference, at boundary, n in
 }
 
 // runCrashChild runs task in a child process that dies at p, and returns what the child
-// said just before SIGKILL (crashtest.Run fails the test unless it died there).
-func runCrashChild(t *testing.T, p crashtest.Point, task crashTask) crashReport {
+// said just before SIGKILL (crash.Run fails the test unless it died there).
+func runCrashChild(t *testing.T, p crash.Point, task crashTask) crashReport {
 	t.Helper()
 	var rep crashReport
-	if err := json.Unmarshal(crashtest.Run(t, p, task), &rep); err != nil {
+	if err := json.Unmarshal(crash.Run(t, p, task), &rep); err != nil {
 		t.Fatalf("child's report at %s: %v", p, err)
 	}
 	return rep
@@ -430,12 +430,12 @@ func (tp templates) reference(t *testing.T) reference {
 // replica is what a synced destination must hold: the source user's rows in id-independent
 // form and the row count of every table.
 type replica struct {
-	rows   logical.Wallet
+	rows   compare.Wallet
 	counts map[wallet.TableName]int64
 }
 
 func readReplica(ctx context.Context, s *localstore.Store, identity string) (replica, error) {
-	rows, err := logical.Read(ctx, s, identity, syncIgnore)
+	rows, err := compare.Read(ctx, s, identity, syncIgnore)
 	if err != nil {
 		return replica{}, err
 	}
@@ -453,7 +453,7 @@ func (want replica) check(ctx context.Context, dst *localstore.Store, identity s
 	if err != nil {
 		return err
 	}
-	if d := logical.Diff(want.rows, got.rows); d != "" {
+	if d := compare.Diff(want.rows, got.rows); d != "" {
 		return fmt.Errorf("destination differs from the source:\n%s", d)
 	}
 	for _, t := range wallet.SyncOrder {
@@ -488,7 +488,7 @@ next:
 		var key []any
 		for _, c := range t.Natural {
 			if c == "userId" {
-				continue // one user: logical drops it
+				continue // one user: compare drops it
 			}
 			if row[c] == nil {
 				continue next

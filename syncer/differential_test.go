@@ -10,7 +10,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -53,7 +53,7 @@ func envInt(tb testing.TB, name string, def int) int {
 // same file, pushes the file to a second one. Every third round the pushes run while the
 // batch is being written (so some land between the two commits of a proof); every round
 // ends with a push after the batch. Then the destination must equal the source, read both
-// by walletsync (logical) and by the toolbox's own finders (dump.mjs), and no toolbox
+// by walletsync (testkit/compare) and by the toolbox's own finders (dump.mjs), and no toolbox
 // write may have failed.
 //
 // WALLETSYNC_DIFF_ROUNDS, WALLETSYNC_DIFF_WRITES (per round) and WALLETSYNC_DIFF_SEED set
@@ -126,30 +126,30 @@ func TestDifferential_ToolboxAppWritesBesideIncrementalSyncs(t *testing.T) {
 // the toolbox's finders.
 func sameThroughBoth(t *testing.T, app *toolboxpeer.Script, src, dst *localstore.Store, srcPath, id, step string) {
 	t.Helper()
-	opts := logical.Options{Ignore: differentialIgnore}
-	ws, err := logical.Read(context.Background(), src, id, opts)
+	opts := compare.Options{Ignore: differentialIgnore}
+	ws, err := compare.Read(context.Background(), src, id, opts)
 	if err != nil {
 		t.Fatalf("%s: read the source: %v", step, err)
 	}
-	wd, err := logical.Read(context.Background(), dst, id, opts)
+	wd, err := compare.Read(context.Background(), dst, id, opts)
 	if err != nil {
 		t.Fatalf("%s: read the destination: %v", step, err)
 	}
-	if d := logical.Diff(ws, wd); d != "" {
+	if d := compare.Diff(ws, wd); d != "" {
 		t.Fatalf("%s: the destination differs from the source (walletsync's reading):\n%s", step, d)
 	}
 	ts, td := toolboxReading(t, app, srcPath, id, opts), toolboxReading(t, app, dst.Path(), id, opts)
-	if d := logical.Diff(ts, td); d != "" {
+	if d := compare.Diff(ts, td); d != "" {
 		t.Fatalf("%s: the destination differs from the source (the toolbox's reading):\n%s", step, d)
 	}
-	if d := logical.Diff(ws, ts); d != "" {
+	if d := compare.Diff(ws, ts); d != "" {
 		t.Fatalf("%s: walletsync and the toolbox read the source differently:\n%s", step, d)
 	}
 }
 
 // toolboxReading is the canonical form of the user's rows of the store at path as the
 // toolbox's finders read them.
-func toolboxReading(t *testing.T, app *toolboxpeer.Script, path, id string, opts logical.Options) logical.Wallet {
+func toolboxReading(t *testing.T, app *toolboxpeer.Script, path, id string, opts compare.Options) compare.Wallet {
 	t.Helper()
 	var d toolboxpeer.Dump
 	if err := app.Call(map[string]any{"cmd": "dump", "db": path, "identity": id}, &d); err != nil {
@@ -159,7 +159,7 @@ func toolboxReading(t *testing.T, app *toolboxpeer.Script, path, id string, opts
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := logical.FromRows(raw, opts)
+	w, err := compare.FromRows(raw, opts)
 	if err != nil {
 		t.Fatalf("canonical form of the toolbox's reading of %s: %v", path, err)
 	}

@@ -7,7 +7,8 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -21,36 +22,27 @@ func newStore(tb testing.TB, chain wallet.Chain) *localstore.Store {
 	return s
 }
 
+// seeded opens a copy of the test process's template of fixture f for seed's user
+// (testkit.SeededWallet): every test here syncs it into a fresh store, so copies sharing
+// one storage identity never meet.
 func seeded(tb testing.TB, f localstore.Fixture, seed uint64) (*localstore.Store, string) {
 	tb.Helper()
-	s := newStore(tb, wallet.ChainTest)
-	res, err := localstore.Seed(context.Background(), s, f, localstore.SeedOptions{Seed: seed})
+	s, err := localstore.Open(context.Background(), testkit.SeededWallet(tb, f, seed), localstore.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return s, res.IdentityKey
+	tb.Cleanup(func() { s.Close() })
+	return s, localstore.FixtureIdentity(seed)
 }
 
-// syncIgnore lists what differs between two stores by design: the toolbox marks a proof
-// request not notified when it maps its notify ids; the user row's activeStorage follows the
-// policy; and each store stamps its own user row and "default" basket when it first sees the
-// user (findOrInsertUser), so their created_at differ.
-var syncIgnore = logical.Options{Ignore: []string{"proven_tx_reqs.notified", "users.activeStorage", "users.updated_at",
-	"users.created_at", "output_baskets.created_at"}}
+// syncIgnore lists what differs between two stores by design after a sync (see
+// compare.AfterSync), for the tests that leave out more.
+var syncIgnore = compare.AfterSync()
 
+// mustEqual fails tb unless a and b hold the same wallet of identity after a sync.
 func mustEqual(tb testing.TB, a, b wallet.Source, identity string) {
 	tb.Helper()
-	wa, err := logical.Read(context.Background(), a, identity, syncIgnore)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	wb, err := logical.Read(context.Background(), b, identity, syncIgnore)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if d := logical.Diff(wa, wb); d != "" {
-		tb.Fatalf("stores differ:\n%s", d)
-	}
+	compare.SameWallet(tb, a, b, identity)
 }
 
 func push(tb testing.TB, src wallet.Source, dst wallet.Destination, identity string, opts syncer.Options) syncer.Result {

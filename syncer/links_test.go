@@ -8,7 +8,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -107,21 +107,21 @@ var reqMergedOnlyOnce = []string{"proven_tx_reqs.status", "proven_tx_reqs.proven
 func linkedEqual(tb testing.TB, src, dst *localstore.Store, identity string, ignore []string) {
 	tb.Helper()
 	ctx := context.Background()
-	opts := logical.Options{Ignore: append(append([]string{}, syncIgnore.Ignore...), ignore...)}
+	opts := compare.Options{Ignore: append(append([]string{}, syncIgnore.Ignore...), ignore...)}
 	if len(ignore) > 0 {
 		opts.Tables = wallet.SyncOrder[2:]
 		opts.Tables = append([]*wallet.Table{wallet.Users}, opts.Tables...)
 		mustHoldProofs(tb, src, dst, identity)
 	}
-	ws, err := logical.Read(ctx, src, identity, opts)
+	ws, err := compare.Read(ctx, src, identity, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	wd, err := logical.Read(ctx, dst, identity, opts)
+	wd, err := compare.Read(ctx, dst, identity, opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if d := logical.Diff(ws, wd); d != "" {
+	if d := compare.Diff(ws, wd); d != "" {
 		tb.Fatalf("destination differs from the source:\n%s", d)
 	}
 }

@@ -19,7 +19,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/syncer"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/wallet"
 )
 
@@ -344,7 +344,7 @@ func runSyncChild(t *testing.T, task crashTask) childResult {
 // killed; a child that fails otherwise fails the test.
 func runKilledChild(t *testing.T, task crashTask, delay time.Duration) (res childResultTimed, killed bool) {
 	t.Helper()
-	cmd := crashtest.Command(t, crashtest.Point{}, task)
+	cmd := crash.Command(t, crash.Point{}, task)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()

@@ -25,7 +25,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/serve"
 	"walletsync/remote/wire"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -127,8 +127,8 @@ type loadReport struct {
 	ErrorSamples []string `json:"errorSamples,omitempty"`
 	Busy         int      `json:"busy"`
 	// Verified counts the clients whose rows on the server, and in the wallet the pull
-	// made, equal their wallet's, table by table (logical.Read of both,
-	// logical.AfterSync); Mismatches describes the others.
+	// made, equal their wallet's, table by table (compare.Read of both,
+	// compare.AfterSync); Mismatches describes the others.
 	Verified   int      `json:"verified"`
 	Mismatches []string `json:"mismatches,omitempty"`
 }
@@ -266,7 +266,7 @@ type loadClient struct {
 type loadTarget struct {
 	urls []string
 	wire remote.Wire // Toolbox or Walletsync
-	read func(ctx context.Context, identity string) (logical.Wallet, error)
+	read func(ctx context.Context, identity string) (compare.Wallet, error)
 }
 
 // runLoad runs the load of cfg and verifies every client's data afterwards. An error is
@@ -379,8 +379,8 @@ func startLoadTarget(ctx context.Context, cfg loadConfig) (loadTarget, func(), e
 		if err != nil {
 			return loadTarget{}, nil, err
 		}
-		read := func(ctx context.Context, identity string) (logical.Wallet, error) {
-			return logical.Read(ctx, srv.Store(), identity, logical.AfterSync())
+		read := func(ctx context.Context, identity string) (compare.Wallet, error) {
+			return compare.Read(ctx, srv.Store(), identity, compare.AfterSync())
 		}
 		return loadTarget{urls: []string{url}, wire: remote.Walletsync, read: read}, stop, nil
 	}
@@ -426,8 +426,8 @@ func startLoadTarget(ctx context.Context, cfg loadConfig) (loadTarget, func(), e
 		return loadTarget{}, nil, err
 	}
 	t.wire = chosen.Wire
-	t.read = func(ctx context.Context, identity string) (logical.Wallet, error) {
-		return logical.ReadChunks(ctx, store, identity, logical.AfterSync())
+	t.read = func(ctx context.Context, identity string) (compare.Wallet, error) {
+		return compare.ReadChunks(ctx, store, identity, compare.AfterSync())
 	}
 	return t, func() { store.Close(); stop() }, nil
 }
@@ -534,22 +534,22 @@ func (c *loadClient) pull(ctx context.Context, r remote.Provider) (pagedRun, err
 
 // compare returns how the client's rows on the server, and in the wallet it pulled when
 // pulled is set, differ from its wallet's ("" when they are equal).
-func (c *loadClient) compare(ctx context.Context, server func(context.Context, string) (logical.Wallet, error), pulled bool) (string, error) {
-	read := func(what string, src func(context.Context, string) (logical.Wallet, error)) (logical.Wallet, error) {
+func (c *loadClient) compare(ctx context.Context, server func(context.Context, string) (compare.Wallet, error), pulled bool) (string, error) {
+	read := func(what string, src func(context.Context, string) (compare.Wallet, error)) (compare.Wallet, error) {
 		w, err := src(ctx, c.identity)
 		if err != nil && !errors.Is(err, wallet.ErrNotFound) {
 			return nil, fmt.Errorf("read client %d's rows %s: %w", c.seed, what, err)
 		}
 		return w, nil
 	}
-	open := func(path string) (logical.Wallet, error) {
+	open := func(path string) (compare.Wallet, error) {
 		s, err := localstore.Open(ctx, path, localstore.Options{ReadOnly: true})
 		if err != nil {
 			return nil, err
 		}
 		defer s.Close()
-		return read("in "+filepath.Base(path), func(ctx context.Context, identity string) (logical.Wallet, error) {
-			return logical.Read(ctx, s, identity, logical.AfterSync())
+		return read("in "+filepath.Base(path), func(ctx context.Context, identity string) (compare.Wallet, error) {
+			return compare.Read(ctx, s, identity, compare.AfterSync())
 		})
 	}
 	want, err := open(c.path)
@@ -560,7 +560,7 @@ func (c *loadClient) compare(ctx context.Context, server func(context.Context, s
 	if err != nil {
 		return "", err
 	}
-	if d := logical.Diff(want, got); d != "" {
+	if d := compare.Diff(want, got); d != "" {
 		return "on the server: " + d, nil
 	}
 	if !pulled {
@@ -569,7 +569,7 @@ func (c *loadClient) compare(ctx context.Context, server func(context.Context, s
 	if got, err = open(c.pulled); err != nil {
 		return "", err
 	}
-	if d := logical.Diff(want, got); d != "" {
+	if d := compare.Diff(want, got); d != "" {
 		return "in the wallet it pulled: " + d, nil
 	}
 	return "", nil

@@ -27,7 +27,7 @@ import (
 	"walletsync/remote/wire"
 	"walletsync/scheduler"
 	"walletsync/syncer"
-	"walletsync/testkit/pgcluster"
+	"walletsync/testkit/postgres"
 	"walletsync/wallet"
 )
 
@@ -351,7 +351,7 @@ func (p *serveProcess) stderr() string {
 // database of a PostgreSQL server (what `walletsync serve --db postgres://...` mounts
 // there, which wire.Detect tells).
 type serveBackend struct {
-	postgres *pgcluster.Cluster
+	postgres *postgres.Cluster
 	exe      string
 }
 
@@ -411,13 +411,13 @@ func openBackend(ctx context.Context, db string, progress io.Writer) (serveBacke
 		return serveBackend{}, nil, err
 	}
 	if db != "postgres" {
-		c, err := pgcluster.Attach(ctx, db)
+		c, err := postgres.Attach(ctx, db)
 		return serveBackend{postgres: c, exe: exe}, func() {}, err
 	}
 	fmt.Fprintln(progress, "starting a throwaway PostgreSQL cluster...")
-	sctx, cancel := context.WithTimeout(ctx, pgcluster.StartTimeout)
+	sctx, cancel := context.WithTimeout(ctx, postgres.StartTimeout)
 	defer cancel()
-	c, err := pgcluster.Start(sctx)
+	c, err := postgres.Start(sctx)
 	if err != nil {
 		return serveBackend{}, nil, err
 	}

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 )
 
-// cluster is the package's throwaway PostgreSQL (testkit/pgtest), for the load runs on
+// cluster is the package's throwaway PostgreSQL (testkit/postgres), for the load runs on
 // PostgreSQL in this process.
-var cluster *pgtest.Cluster
+var cluster *postgres.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 
 // TestLab_UsageErrors: the lab's commands refuse bad flags as usage errors (exit code 2)
 // naming the lab's binary, before any wallet is made.

@@ -24,10 +24,9 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/faultproxy"
-	"walletsync/testkit/logical"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
+	"walletsync/testkit/httpproxy"
 	"walletsync/wallet"
 )
 
@@ -37,7 +36,7 @@ type faultWire struct {
 	name string
 	// commit matches the wire's commit requests, read its page reads (Method, Path and
 	// Contains of a Fault).
-	commit, read faultproxy.Fault
+	commit, read httpproxy.Fault
 	// sync syncs the local wallet (src's identity, open as local) with the server at url,
 	// as `walletsync sync` does: pushes it there, or pulls the server's copy into it with
 	// the local wallet kept active. Pages are small so that the small fixture takes several
@@ -50,8 +49,8 @@ type faultWire struct {
 var faultWires = []faultWire{
 	{
 		name:   "walletsync",
-		commit: faultproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "commit"},
-		read:   faultproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "view/read"},
+		commit: httpproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "commit"},
+		read:   httpproxy.Fault{Method: http.MethodPost, Path: wire.Prefix + "view/read"},
 		sync: func(ctx context.Context, url string, src fixtureWallet, local *localstore.Store, pull bool) (syncer.Result, error) {
 			ac, err := auth.NewClient(url, fixtureSigner(src), auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes})
 			if err != nil {
@@ -69,8 +68,8 @@ var faultWires = []faultWire{
 	},
 	{
 		name:   "toolbox",
-		commit: faultproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"processSyncChunk"`},
-		read:   faultproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"getSyncChunk"`},
+		commit: httpproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"processSyncChunk"`},
+		read:   httpproxy.Fault{Method: http.MethodPost, Path: "/", Contains: `"method":"getSyncChunk"`},
 		sync: func(ctx context.Context, url string, src fixtureWallet, local *localstore.Store, pull bool) (syncer.Result, error) {
 			c, err := toolbox.Dial(url, fixtureSigner(src), toolbox.ClientOptions{})
 			if err != nil {
@@ -94,13 +93,13 @@ func fixtureSigner(src fixtureWallet) auth.Signer {
 }
 
 // startProxy runs a fault proxy in front of the server at baseURL.
-func startProxy(t *testing.T, baseURL string) *faultproxy.Proxy {
+func startProxy(t *testing.T, baseURL string) *httpproxy.Proxy {
 	t.Helper()
 	u, err := url.Parse(baseURL)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := faultproxy.Start(u.Host)
+	p, err := httpproxy.Start(u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,8 +141,8 @@ func openStore(t *testing.T, path string) *localstore.Store {
 // side of the connection, and the handshake's faults are the BRC-104 layer's, the same
 // code on both backends.
 func TestServe_SyncSurvivesFaults(t *testing.T) {
-	kinds := []faultproxy.Kind{faultproxy.Drop, faultproxy.Reset, faultproxy.LoseAnswer, faultproxy.ResetAfter, faultproxy.Delay,
-		faultproxy.Truncate, faultproxy.CorruptRequest, faultproxy.CorruptResponse, faultproxy.Duplicate}
+	kinds := []httpproxy.Kind{httpproxy.Drop, httpproxy.Reset, httpproxy.LoseAnswer, httpproxy.ResetAfter, httpproxy.Delay,
+		httpproxy.Truncate, httpproxy.CorruptRequest, httpproxy.CorruptResponse, httpproxy.Duplicate}
 	// fails names the faults after which the first run fails, with the error it matches;
 	// every other one completes. A corrupted handshake request is malformed JSON, which the
 	// server refuses (HTTP 400) before any session exists; the client does not send a
@@ -155,14 +154,14 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 	// read likewise: the paged pull stops with the verification error, unapplied (a read
 	// is retried only while the server is unavailable), and the next run reads it again.
 	fails := map[string]error{
-		"walletsync/push/handshake/" + string(faultproxy.CorruptRequest): auth.ErrUnauthenticated,
-		"toolbox/push/handshake/" + string(faultproxy.CorruptRequest):    auth.ErrUnauthenticated,
-		"toolbox/push/page/" + string(faultproxy.CorruptResponse):        auth.ErrBadSignature,
-		"walletsync/pull/page/" + string(faultproxy.CorruptResponse):     auth.ErrBadSignature,
+		"walletsync/push/handshake/" + string(httpproxy.CorruptRequest): auth.ErrUnauthenticated,
+		"toolbox/push/handshake/" + string(httpproxy.CorruptRequest):    auth.ErrUnauthenticated,
+		"toolbox/push/page/" + string(httpproxy.CorruptResponse):        auth.ErrBadSignature,
+		"walletsync/pull/page/" + string(httpproxy.CorruptResponse):     auth.ErrBadSignature,
 	}
 	// notApplied is, by fault on a commit, how many of the commit requests the fault rule
 	// saw the server did not apply.
-	notApplied := map[faultproxy.Kind]int{faultproxy.Drop: 1, faultproxy.Reset: 1, faultproxy.CorruptRequest: 1, faultproxy.Duplicate: 1}
+	notApplied := map[httpproxy.Kind]int{httpproxy.Drop: 1, httpproxy.Reset: 1, httpproxy.CorruptRequest: 1, httpproxy.Duplicate: 1}
 	// The cases share the seeded source (each pushes its own copy), and the pulls of a
 	// backend's wire share one server holding it: a pull changes nothing on the server,
 	// which the cases check by its commits.
@@ -211,16 +210,16 @@ func TestServe_SyncSurvivesFaults(t *testing.T) {
 
 // faultOnBackend reports whether the fault case runs on the backend: every case on SQLite,
 // the subset TestServe_SyncSurvivesFaults names on PostgreSQL.
-func faultOnBackend(backend, dir, target string, kind faultproxy.Kind) bool {
+func faultOnBackend(backend, dir, target string, kind httpproxy.Kind) bool {
 	switch {
 	case backend == "sqlite":
 		return true
 	case target == "handshake":
 		return false
 	case dir == "push":
-		return slices.Contains([]faultproxy.Kind{faultproxy.Drop, faultproxy.LoseAnswer, faultproxy.ResetAfter, faultproxy.CorruptRequest, faultproxy.Duplicate}, kind)
+		return slices.Contains([]httpproxy.Kind{httpproxy.Drop, httpproxy.LoseAnswer, httpproxy.ResetAfter, httpproxy.CorruptRequest, httpproxy.Duplicate}, kind)
 	}
-	return kind == faultproxy.Drop || kind == faultproxy.CorruptResponse
+	return kind == httpproxy.Drop || kind == httpproxy.CorruptResponse
 }
 
 // faultServer is a `walletsync serve` with every wire it offers (walletsync's paged wire
@@ -302,18 +301,18 @@ func (s countingStore) ProcessSyncChunk(ctx context.Context, args brc40.RequestS
 func requireSame(t *testing.T, server *Server, local *localstore.Store, identity string) {
 	t.Helper()
 	if server.Store() != nil {
-		providertest.SameWallet(t, server.Store(), local, identity)
+		compare.SameWallet(t, server.Store(), local, identity)
 		return
 	}
-	if d := logical.Diff(readLocal(t, local, identity), readChunks(t, server.Backend(), identity)); d != "" {
+	if d := compare.Diff(readLocal(t, local, identity), readChunks(t, server.Backend(), identity)); d != "" {
 		t.Fatalf("the wallets differ:\n%s", d)
 	}
 }
 
 // readLocal reads identity's rows of a local wallet, as a sync's two sides are compared.
-func readLocal(t *testing.T, s *localstore.Store, identity string) logical.Wallet {
+func readLocal(t *testing.T, s *localstore.Store, identity string) compare.Wallet {
 	t.Helper()
-	w, err := logical.Read(t.Context(), s, identity, logical.AfterSync())
+	w, err := compare.Read(t.Context(), s, identity, compare.AfterSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,9 +321,9 @@ func readLocal(t *testing.T, s *localstore.Store, identity string) logical.Walle
 
 // readChunks reads identity's rows of a server's store through its BRC-40 producer, as a
 // sync's two sides are compared.
-func readChunks(t *testing.T, s logical.ChunkReader, identity string) logical.Wallet {
+func readChunks(t *testing.T, s compare.ChunkReader, identity string) compare.Wallet {
 	t.Helper()
-	w, err := logical.ReadChunks(t.Context(), s, identity, logical.AfterSync())
+	w, err := compare.ReadChunks(t.Context(), s, identity, compare.AfterSync())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +353,7 @@ type faultCase struct {
 	w          faultWire
 	src        fixtureWallet
 	target     string
-	kind       faultproxy.Kind
+	kind       httpproxy.Kind
 	want       error
 	notApplied int
 	server     func(*testing.T) faultServer // a new server of the case's backend
@@ -377,7 +376,7 @@ func (c faultCase) run(t *testing.T) {
 		local = openStore(t, copyWallet(t, c.src.Path))
 	}
 	proxy := startProxy(t, server.URL)
-	f := faultproxy.Fault{Method: http.MethodPost, Path: "/.well-known/auth", Nth: 1}
+	f := httpproxy.Fault{Method: http.MethodPost, Path: "/.well-known/auth", Nth: 1}
 	if c.target == "page" {
 		f = c.w.commit
 		if pull {
@@ -466,7 +465,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 			} else {
 				task.DB = filepath.Join(dir, "server.sqlite")
 			}
-			first, wait := startChild(t, crashtest.Command(t, crashtest.Point{At: c.at, N: 2}, task))
+			first, wait := startChild(t, crash.Command(t, crash.Point{At: c.at, N: 2}, task))
 			proxy := startProxy(t, first)
 			from := openStore(t, src.Path)
 
@@ -482,7 +481,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 			if out, err := wait(); !killedAt(err, out) {
 				t.Fatalf("server: %v, want death by SIGKILL at %s\n%s", err, c.at, out)
 			}
-			second, _ := startChild(t, crashtest.Command(t, crashtest.Point{At: "never"}, task))
+			second, _ := startChild(t, crash.Command(t, crash.Point{At: "never"}, task))
 			proxy.SetUpstream(strings.TrimPrefix(second, "http://"))
 			var o outcome
 			select {
@@ -502,7 +501,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer check.Close()
-				if d := logical.Diff(readLocal(t, from, src.Identity), readChunks(t, check, src.Identity)); d != "" {
+				if d := compare.Diff(readLocal(t, from, src.Identity), readChunks(t, check, src.Identity)); d != "" {
 					t.Fatalf("the server's rows differ from the source's:\n%s", d)
 				}
 				return
@@ -512,7 +511,7 @@ func TestServe_KilledMidCommitResumes(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer check.Close()
-			providertest.SameWallet(t, from, check, src.Identity)
+			compare.SameWallet(t, from, check, src.Identity)
 		})
 	}
 }
@@ -528,7 +527,7 @@ const (
 // without error, where the Killer may end the process.
 type killAround struct {
 	toolbox.Store
-	k *crashtest.Killer
+	k *crash.Killer
 }
 
 func (s killAround) ProcessSyncChunk(ctx context.Context, args brc40.RequestSyncChunkArgs, chunk brc40.SyncChunk) (brc40.ProcessSyncChunkResult, error) {

@@ -26,22 +26,22 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
-	"walletsync/testkit/crashtest"
-	"walletsync/testkit/logical"
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
+	"walletsync/testkit/postgres"
 	"walletsync/testkit/toolboxpeer"
-	"walletsync/wallet"
 )
 
-// cluster is the package's throwaway PostgreSQL (testkit/pgtest): the tests that hold on
+// cluster is the package's throwaway PostgreSQL (testkit/postgres): the tests that hold on
 // every backend run on it too.
-var cluster *pgtest.Cluster
+var cluster *postgres.Cluster
 
 func TestMain(m *testing.M) {
-	if k, task, ok := crashtest.Child(); ok {
+	if k, task, ok := crash.Child(); ok {
 		runCrashChild(k, task)
 	}
-	os.Exit(pgtest.Main(m, &cluster))
+	os.Exit(postgres.Main(m, &cluster))
 }
 
 // serverBackends are the stores a server runs on; options gives a test's server a store
@@ -55,10 +55,10 @@ var serverBackends = []struct {
 }
 
 // backendWallet reads one user's rows from a server's store (SQLite or PostgreSQL) through
-// its BRC-40 producer (logical.ReadChunks), in the id-free form of logicalWallet.
-func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ...string) logical.Wallet {
+// its BRC-40 producer (compare.ReadChunks), in the id-free form of logicalWallet.
+func backendWallet(t testing.TB, store toolbox.Store, identity string, ignore ...string) compare.Wallet {
 	t.Helper()
-	w, err := logical.ReadChunks(t.Context(), store, identity, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	w, err := compare.ReadChunks(t.Context(), store, identity, compare.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,14 +75,14 @@ type crashTask struct {
 
 // runCrashChild serves until its Killer's boundary kills it; the first line on stdout is
 // the server's URL.
-func runCrashChild(k *crashtest.Killer, raw []byte) {
+func runCrashChild(k *crash.Killer, raw []byte) {
 	var task crashTask
 	if err := json.Unmarshal(raw, &task); err != nil {
-		crashtest.Fail("task: %v", err)
+		crash.Fail("task: %v", err)
 	}
 	key, err := auth.LoadKeyFile(task.KeyFile)
 	if err != nil {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	var mounts []Mount
 	if task.Wire {
@@ -96,10 +96,10 @@ func runCrashChild(k *crashtest.Killer, raw []byte) {
 	}
 	srv, err := Open(context.Background(), opts)
 	if err != nil {
-		crashtest.Fail("%v", err)
+		crash.Fail("%v", err)
 	}
 	err = srv.Run(context.Background(), func(at Listening) { fmt.Println(at.URL) })
-	crashtest.Fail("the server stopped before its boundary: %v", err)
+	crash.Fail("the server stopped before its boundary: %v", err)
 }
 
 // startChild starts cmd, a server process, and returns the first line it prints (its URL,
@@ -149,19 +149,12 @@ type fixtureWallet struct {
 	KeyHex   string
 }
 
-// seedWallet makes a test-chain wallet holding fixture f for the user of seed.
+// seedWallet returns a test-chain wallet holding fixture f for the user of seed: a copy of
+// the test process's template (testkit.SeededWallet). Copies of one seed share a storage
+// identity; a test that seeds one twice only compares the second with what it pulled.
 func seedWallet(t testing.TB, f localstore.Fixture, seed uint64) fixtureWallet {
 	t.Helper()
-	path := filepath.Join(t.TempDir(), fmt.Sprintf("source-%d.sqlite", seed))
-	s, err := localstore.Create(t.Context(), path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "source"}, localstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := localstore.Seed(t.Context(), s, f, localstore.SeedOptions{Seed: seed}); err != nil {
-		t.Fatal(err)
-	}
-	return fixtureWallet{Path: path, Identity: localstore.FixtureIdentity(seed), KeyHex: hex.EncodeToString(localstore.FixtureRootKey(seed))}
+	return fixtureWallet{Path: testkit.SeededWallet(t, f, seed), Identity: localstore.FixtureIdentity(seed), KeyHex: hex.EncodeToString(localstore.FixtureRootKey(seed))}
 }
 
 func randomKey(t testing.TB) *secp256k1.PrivateKey {
@@ -302,14 +295,14 @@ func errorName(t testing.TB, body []byte) string {
 
 // logicalWallet reads one user's rows from a store file in walletsync's id-free form,
 // without what each store makes its own (see idFree).
-func logicalWallet(t testing.TB, path, identity string, ignore ...string) logical.Wallet {
+func logicalWallet(t testing.TB, path, identity string, ignore ...string) compare.Wallet {
 	t.Helper()
 	s, err := localstore.Open(t.Context(), path, localstore.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	w, err := logical.Read(t.Context(), s, identity, logical.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
+	w, err := compare.Read(t.Context(), s, identity, compare.Options{Ignore: append([]string{"users.created_at", "output_baskets.created_at", "proven_tx_reqs.notified"}, ignore...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +315,7 @@ func logicalWallet(t testing.TB, path, identity string, ignore ...string) logica
 // columns ignore names ("table.column").
 func sameWallet(t testing.TB, want, got, identity string, ignore ...string) {
 	t.Helper()
-	if d := logical.Diff(logicalWallet(t, want, identity, ignore...), logicalWallet(t, got, identity, ignore...)); d != "" {
+	if d := compare.Diff(logicalWallet(t, want, identity, ignore...), logicalWallet(t, got, identity, ignore...)); d != "" {
 		t.Fatalf("walletsync reads %s and %s differently:\n%s", want, got, d)
 	}
 	var a, b toolboxpeer.Dump

@@ -10,7 +10,7 @@ import (
 
 	"walletsync/brc40"
 	"walletsync/localstore"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -130,7 +130,7 @@ func isolatesIdentities(t *testing.T, opts Options) {
 			}
 		}
 	}
-	if d := logical.Diff(before, backendWallet(t, srv.Backend(), b.Identity)); d != "" {
+	if d := compare.Diff(before, backendWallet(t, srv.Backend(), b.Identity)); d != "" {
 		t.Fatalf("B's rows changed:\n%s", d)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"walletsync/localstore"
 	"walletsync/remote/auth"
-	"walletsync/testkit/faultproxy"
+	"walletsync/testkit/httpproxy"
 	"walletsync/wallet"
 )
 
@@ -16,7 +16,7 @@ import (
 // serve` servers over one PostgreSQL database (their own pools, one identity key) in the
 // middle of its syncs, as a load balancer without session affinity would: a proxy in front
 // of both sends the requests after a page the client got answered to the other server
-// (faultproxy.SwitchAfter), after every page. The server the client moves to never saw
+// (httpproxy.SwitchAfter), after every page. The server the client moves to never saw
 // its BRC-104 session, refuses it, and the client hand-shakes there and goes on. (A client
 // moved once, after its first page, is a case of `bench load`'s on PostgreSQL, which
 // TestBench_Load runs.) On every wire the servers offer, a push of the small fixture in pages
@@ -48,7 +48,7 @@ func TestServe_PostgresClientMovedBetweenServers(t *testing.T) {
 					}
 					t.Cleanup(func() { local.Close() })
 				}
-				f.Kind, f.Method = faultproxy.SwitchAfter, http.MethodPost
+				f.Kind, f.Method = httpproxy.SwitchAfter, http.MethodPost
 				rule := proxy.Add(f)
 				var before [2]int64
 				for i, s := range servers {

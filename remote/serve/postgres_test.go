@@ -13,9 +13,8 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
-	"walletsync/testkit/providertest"
-	"walletsync/testkit/switchproxy"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/httpproxy"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
@@ -63,7 +62,7 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	}
 	defer store.Close()
 	for _, w := range []fixtureWallet{src, small} {
-		if d := logical.Diff(logicalWallet(t, w.Path, w.Identity), backendWallet(t, store, w.Identity)); d != "" {
+		if d := compare.Diff(logicalWallet(t, w.Path, w.Identity), backendWallet(t, store, w.Identity)); d != "" {
 			t.Fatalf("the database holds %s's wallet differently from its source:\n%s", wallet.ShortKey(w.Identity, 12), d)
 		}
 	}
@@ -80,7 +79,7 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	// A walletsync client pulls the second user's wallet through the paged wire, moved to
 	// the other process after every request: its view opens on one, its pages are read
 	// through both, and the copy is exact.
-	proxy, err := switchproxy.Start(first, second)
+	proxy, err := httpproxy.StartSwitcher(first, second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +88,7 @@ func TestServe_PostgresTwoServersToolboxClient(t *testing.T) {
 	if _, err := syncer.Run(t.Context(), wireProvider(t, proxy.URL, 5), pulledWire, small.Identity, syncer.Options{MaxRows: 4, Active: wallet.KeepDestinationActive}); err != nil {
 		t.Fatalf("paged-wire pull across both servers: %v", err)
 	}
-	providertest.SameWallet(t, openStore(t, small.Path), pulledWire, small.Identity)
+	compare.SameWallet(t, openStore(t, small.Path), pulledWire, small.Identity)
 	if a, b := proxy.Served(0, wire.Prefix+"view/read"), proxy.Served(1, wire.Prefix+"view/read"); a == 0 || b == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", a, b)
 	}
@@ -166,7 +165,7 @@ func TestServe_PostgresRacingClientsOneWins(t *testing.T) {
 	if res.Inserts == 0 {
 		t.Fatalf("the resumed push inserted nothing: %+v", res.Counters)
 	}
-	if d := logical.Diff(logicalWallet(t, src.Path, src.Identity), backendWallet(t, servers[1].Backend(), src.Identity)); d != "" {
+	if d := compare.Diff(logicalWallet(t, src.Path, src.Identity), backendWallet(t, servers[1].Backend(), src.Identity)); d != "" {
 		t.Fatalf("after the race the server holds a different wallet:\n%s", d)
 	}
 }

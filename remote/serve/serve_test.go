@@ -25,7 +25,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/crash"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
@@ -409,7 +409,7 @@ func TestServe_KilledMidCommitThenBackupCompletes(t *testing.T) {
 		t.Fatal(err)
 	}
 	db := filepath.Join(dir, "server.sqlite")
-	url, wait := startChild(t, crashtest.Command(t, crashtest.Point{At: localstore.HookRowsWritten, N: 1}, crashTask{DB: db, KeyFile: keyFile}))
+	url, wait := startChild(t, crash.Command(t, crash.Point{At: localstore.HookRowsWritten, N: 1}, crashTask{DB: db, KeyFile: keyFile}))
 	var res backupResult
 	if err := toolboxpeer.TryScript(t.Context(), &res, "storage-client.mjs", "backup", "--url", url, "--key", src.KeyHex, "--db", src.Path); err == nil {
 		t.Fatalf("the backup completed against a server killed mid-commit: %+v", res)

@@ -17,9 +17,10 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/crashtest"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/crash"
+	"walletsync/testkit/httpproxy"
 	"walletsync/testkit/providertest"
-	"walletsync/testkit/switchproxy"
 	"walletsync/wallet"
 )
 
@@ -28,7 +29,7 @@ import (
 type pgServers struct {
 	db      string
 	servers []*running
-	proxy   *switchproxy.Proxy
+	proxy   *httpproxy.Switcher
 }
 
 // startPGServers starts n in-process servers with one identity over a new database on
@@ -56,7 +57,7 @@ func startPGServers(t *testing.T, n int, views wire.ViewOptions, chain wallet.Ch
 		ps.servers = append(ps.servers, r)
 		urls[i] = r.URL
 	}
-	if ps.proxy, err = switchproxy.Start(urls...); err != nil {
+	if ps.proxy, err = httpproxy.StartSwitcher(urls...); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(ps.proxy.Close)
@@ -119,7 +120,7 @@ func TestServe_PostgresPullAcrossServers(t *testing.T) {
 	if err != nil || !changed {
 		t.Fatalf("pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
+	compare.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
 	read := wire.Prefix + "view/read"
 	if ps.proxy.Served(0, read) == 0 || ps.proxy.Served(1, read) == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the servers", ps.proxy.Served(0, read), ps.proxy.Served(1, read))
@@ -222,11 +223,11 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 	var urls []string
 	var cmds []*exec.Cmd
 	for range 2 {
-		cmd := crashtest.Command(t, crashtest.Point{At: "never"}, task)
+		cmd := crash.Command(t, crash.Point{At: "never"}, task)
 		url, _ := startChild(t, cmd)
 		urls, cmds = append(urls, url), append(cmds, cmd)
 	}
-	proxy, err := switchproxy.Start(urls...)
+	proxy, err := httpproxy.StartSwitcher(urls...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +266,7 @@ func TestServe_PostgresOwnerKilledMidPull(t *testing.T) {
 	if err != nil || killed < 0 {
 		t.Fatalf("pull across the owner's death: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
+	compare.SameWallet(t, openStore(t, want.Path), restored, want.Identity)
 	if n := proxy.Served(1-killed, wire.Prefix+"view/open"); n == 0 {
 		t.Fatalf("the survivor opened no view: the pull did not resume on a new one")
 	}

@@ -10,7 +10,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/wire"
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -51,7 +51,7 @@ func TestServe_PagedWireBesideToolboxWire(t *testing.T) {
 	if first := push(); first.Rows == 0 {
 		t.Fatalf("the first push moved nothing: %+v", first)
 	}
-	providertest.SameWallet(t, from, r.Store(), src.Identity)
+	compare.SameWallet(t, from, r.Store(), src.Identity)
 	if again := push(); again.Pages != 0 {
 		t.Fatalf("an unchanged push moved %d pages", again.Pages)
 	}
@@ -64,7 +64,7 @@ func TestServe_PagedWireBesideToolboxWire(t *testing.T) {
 	if _, err := syncer.Run(t.Context(), p, back, src.Identity, syncer.Options{Active: wallet.KeepDestinationActive}); err != nil {
 		t.Fatalf("pull through the paged wire: %v", err)
 	}
-	providertest.SameWallet(t, from, back, src.Identity)
+	compare.SameWallet(t, from, back, src.Identity)
 
 	status, metrics := get(t, r.MetricsURL+"/metrics")
 	if status != 200 || !strings.Contains(metrics, "\nwalletsync_serve_views_open 0\n") || !strings.Contains(metrics, "walletsync_serve_views_reserved_bytes 0") {

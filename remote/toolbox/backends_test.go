@@ -12,14 +12,14 @@ import (
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/syncer"
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 	"walletsync/wallet"
 )
 
-// cluster is the package's throwaway PostgreSQL (testkit/pgtest).
-var cluster *pgtest.Cluster
+// cluster is the package's throwaway PostgreSQL (testkit/postgres).
+var cluster *postgres.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 
 // answerSummary is what two backends must agree on in an answer: its status, its error
 // class (or JSON-RPC code), and its result's type and keys; values that are each store's

@@ -24,7 +24,8 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/scheduler"
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit"
+	"walletsync/testkit/compare"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
@@ -97,7 +98,7 @@ func toolboxRows(t *testing.T, db, identity string) map[wallet.TableName][]walle
 // on every request whose notify list it maps (EntityProvenTxReq.mergeNew and
 // mergeExisting call addNotifyTransactionId, which sets notified = false), so that the
 // consumer notifies those transactions itself.
-func canonical(t *testing.T, rows map[wallet.TableName][]wallet.Row, ignoreActive bool) logical.Wallet {
+func canonical(t *testing.T, rows map[wallet.TableName][]wallet.Row, ignoreActive bool) compare.Wallet {
 	t.Helper()
 	ob := wallet.OutputBaskets
 	for _, r := range rows[ob.Name] {
@@ -109,7 +110,7 @@ func canonical(t *testing.T, rows map[wallet.TableName][]wallet.Row, ignoreActiv
 	if ignoreActive {
 		ignore = append(ignore, "users.activeStorage")
 	}
-	w, err := logical.FromRows(rows, logical.Options{Ignore: ignore})
+	w, err := compare.FromRows(rows, compare.Options{Ignore: ignore})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func sameThroughToolbox(t *testing.T, a, b string, ignoreActive bool) {
 	t.Helper()
 	id := localstore.FixtureIdentity(fixtureSeed)
 	wa, wb := canonical(t, toolboxRows(t, a, id), ignoreActive), canonical(t, toolboxRows(t, b, id), ignoreActive)
-	if d := logical.Diff(wa, wb); d != "" {
+	if d := compare.Diff(wa, wb); d != "" {
 		t.Fatalf("the toolbox reads different wallets in %s and %s:\n%s", a, b, d)
 	}
 	rows := 0
@@ -155,7 +156,7 @@ func rowCount(t *testing.T, path string) int64 {
 func TestRunChunks_ToolboxFixture(t *testing.T) {
 	t.Parallel()
 	ctx := t.Context()
-	src := walletsynctest.SeededWallet(t, localstore.FixtureToolbox)
+	src := testkit.SeededWallet(t, localstore.FixtureToolbox, 1)
 	srv := toolboxpeer.StartServer(t, randomServerKey(t))
 	c := newTestClient(t, srv, fixtureSeed)
 	budget, err := scheduler.NewBudget(scheduler.BudgetOptions{Target: syncer.DefaultChunkTarget})
@@ -252,7 +253,7 @@ func TestRunChunks_ToolboxFixture(t *testing.T) {
 // server's state again, with backoff, once it is back). The push completes with every row.
 func TestRunChunks_ServerRestart(t *testing.T) {
 	t.Parallel()
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	srv := toolboxpeer.StartServer(t, randomServerKey(t))
 	c := newTestClient(t, srv, fixtureSeed)
 	committed, committing := 0, 0
@@ -289,7 +290,7 @@ func TestRunChunks_ServerRestart(t *testing.T) {
 // refuses it with WERR_UNAUTHORIZED, a typed error, and nothing is written locally.
 func TestRunChunks_WrongKey(t *testing.T) {
 	t.Parallel()
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	srv := toolboxpeer.StartServer(t, randomServerKey(t))
 	c := newTestClient(t, srv, fixtureSeed+1)
 	s := openStore(t, src)
@@ -347,7 +348,7 @@ func TestSyncCLI_KilledPushResumes(t *testing.T) {
 	t.Parallel()
 	exe := filepath.Join(t.TempDir(), "walletsync")
 	walletsynctest.BuildSelf(t, exe)
-	src := walletsynctest.SeededWallet(t, localstore.FixtureSmall)
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
 	keyFile := filepath.Join(t.TempDir(), "identity.key")
 	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(localstore.FixtureRootKey(fixtureSeed))+"\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 
 	"walletsync/remote/auth"
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -114,7 +114,7 @@ func TestHandler_ViewsForgotten(t *testing.T) {
 	if err != nil || res.State != syncer.StateCompleted || forgets != 2 {
 		t.Fatalf("pull across forgotten views: %+v, %v (%d forgets)", res, err, forgets)
 	}
-	providertest.SameWallet(t, store, restored, owner.id)
+	compare.SameWallet(t, store, restored, owner.id)
 }
 
 // TestHandler_RefusesWhatIsNotTheWire: requests outside the wire's shape are refused

@@ -17,7 +17,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/remote/auth"
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 	"walletsync/wallet"
 )
 
@@ -63,11 +63,11 @@ func seed(t testing.TB, s *localstore.Store, u user, n uint64) {
 	}
 }
 
-// cluster is the package's throwaway PostgreSQL (testkit/pgtest), for the tests that run
+// cluster is the package's throwaway PostgreSQL (testkit/postgres), for the tests that run
 // on both backends.
-var cluster *pgtest.Cluster
+var cluster *postgres.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 
 // The PostgreSQL store is a backend whose views every server process shares.
 var (

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -156,8 +156,8 @@ func isolation(t *testing.T, srv *server) {
 	if cp, err := pb.Checkpoint(ctx, sessionB); err != nil || cp != cpB {
 		t.Fatalf("B's checkpoint after A's attempts: %+v, %v; want %+v", cp, err, cpB)
 	}
-	providertest.SameWallet(t, localB, pb, b.id)
-	providertest.SameWallet(t, localA, pa, a.id)
+	compare.SameWallet(t, localB, pb, b.id)
+	compare.SameWallet(t, localA, pa, a.id)
 	v, err := pb.OpenView(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

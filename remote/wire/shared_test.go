@@ -11,8 +11,8 @@ import (
 	"walletsync/localstore"
 	"walletsync/remote/auth"
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
-	"walletsync/testkit/switchproxy"
+	"walletsync/testkit/compare"
+	"walletsync/testkit/httpproxy"
 	"walletsync/wallet"
 )
 
@@ -96,14 +96,14 @@ func (b *sharedBackend) HeldViews() int {
 // twoProcesses serves store through two Handlers whose views are shared (two server
 // processes over one database), behind a proxy that moves the client to the other after
 // every request.
-func twoProcesses(t *testing.T, store *localstore.Store, opts HandlerOptions) (*switchproxy.Proxy, [2]*server) {
+func twoProcesses(t *testing.T, store *localstore.Store, opts HandlerOptions) (*httpproxy.Switcher, [2]*server) {
 	t.Helper()
 	reg := &sharedRegistry{views: map[string]*sharedEntry{}}
 	var servers [2]*server
 	for i := range servers {
 		servers[i] = startBackend(t, &sharedBackend{StoreBackend{store}, reg}, store, opts)
 	}
-	proxy, err := switchproxy.Start(servers[0].URL, servers[1].URL)
+	proxy, err := httpproxy.StartSwitcher(servers[0].URL, servers[1].URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +132,7 @@ func TestHandler_SharedViewsAcrossProcesses(t *testing.T) {
 	if err != nil || res.State != syncer.StateCompleted {
 		t.Fatalf("pull: %+v, %v", res, err)
 	}
-	providertest.SameWallet(t, store, restored, owner.id)
+	compare.SameWallet(t, store, restored, owner.id)
 	read := Prefix + pathReadPage
 	if proxy.Served(0, read) == 0 || proxy.Served(1, read) == 0 {
 		t.Fatalf("pages read through %d and %d: the pull did not move between the processes", proxy.Served(0, read), proxy.Served(1, read))

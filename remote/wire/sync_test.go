@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"walletsync/syncer"
-	"walletsync/testkit/providertest"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -31,7 +31,7 @@ func TestSync_PushPullThroughTheWire(t *testing.T) {
 			if n := srv.requests.Load(); n != 3+res.Pages {
 				t.Errorf("push of %d pages took %d HTTP requests, want %d", res.Pages, n, 3+res.Pages)
 			}
-			providertest.SameWallet(t, local, srv.store, owner.id)
+			compare.SameWallet(t, local, srv.store, owner.id)
 
 			srv.requests.Store(0)
 			again, err := syncer.Run(ctx, local, p, owner.id, syncer.Options{Active: wallet.KeepSourceActive})
@@ -47,7 +47,7 @@ func TestSync_PushPullThroughTheWire(t *testing.T) {
 			if err != nil || res.State != syncer.StateCompleted {
 				t.Fatalf("pull: %+v, %v", res, err)
 			}
-			providertest.SameWallet(t, local, restored, owner.id)
+			compare.SameWallet(t, local, restored, owner.id)
 
 			// An unchanged pull: describe, open the view, close it.
 			srv.requests.Store(0)
@@ -90,7 +90,7 @@ func TestSync_ConcurrentIdentities(t *testing.T) {
 			}
 			errs <- nil
 		}()
-		checks = append(checks, func() { providertest.SameWallet(t, local, restored, u.id) })
+		checks = append(checks, func() { compare.SameWallet(t, local, restored, u.id) })
 	}
 	for range n {
 		if err := <-errs; err != nil {

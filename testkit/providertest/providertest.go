@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"walletsync/syncer"
-	"walletsync/testkit/logical"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -23,9 +23,6 @@ type Harness struct {
 	// store (for checking what landed).
 	NewDestination func(t *testing.T, chain wallet.Chain) (wallet.Destination, wallet.Source)
 }
-
-// ignore lists what two stores legitimately differ in after a sync.
-var ignore = logical.AfterSync()
 
 // Run runs every case of the suite.
 func Run(t *testing.T, h Harness) {
@@ -41,7 +38,7 @@ func RunSource(t *testing.T, h Harness) { runSource(t, h) }
 func runSource(t *testing.T, h Harness) {
 	t.Run("PagesAreCompleteAtEveryPageSize", func(t *testing.T) {
 		src, id := h.NewSource(t)
-		want, err := logical.Read(t.Context(), src, id, logical.Options{})
+		want, err := compare.Read(t.Context(), src, id, compare.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +203,7 @@ func runSession(t *testing.T, h Harness) {
 		if err != nil || res.State != syncer.StateCompleted || !res.Checkpoint.Done {
 			t.Fatalf("sync: %+v, %v", res, err)
 		}
-		SameWallet(t, src, view, id)
+		compare.SameWallet(t, src, view, id)
 		again, err := syncer.Run(t.Context(), src, dst, id, syncer.Options{Active: wallet.KeepSourceActive})
 		if err != nil || again.Kind != syncer.KindUnchanged || again.Requests != 1 || again.Pages != 0 {
 			t.Fatalf("re-sync of an unchanged wallet: %+v, %v; want one request, no page", again, err)
@@ -221,23 +218,6 @@ func runSession(t *testing.T, h Harness) {
 		}
 		assertNoUser(t, view, id)
 	})
-}
-
-// SameWallet fails the test unless a and b hold the same wallet of identity, up to what a
-// sync legitimately changes (the toolbox's findOrInsertUser and proof-request merge).
-func SameWallet(t testing.TB, a, b wallet.Source, identity string) {
-	t.Helper()
-	wa, err := logical.Read(context.Background(), a, identity, ignore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wb, err := logical.Read(context.Background(), b, identity, ignore)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if d := logical.Diff(wa, wb); d != "" {
-		t.Fatalf("the wallets differ:\n%s", d)
-	}
 }
 
 func assertNoUser(t *testing.T, view wallet.Source, id string) {
@@ -260,23 +240,9 @@ func openView(t *testing.T, src wallet.Source) wallet.View {
 
 func readTable(t *testing.T, v wallet.View, tb *wallet.Table, id string, limits wallet.Limits) []wallet.Row {
 	t.Helper()
-	var out []wallet.Row
-	var after wallet.Cursor
-	for {
-		req := wallet.PageRequest{Table: tb.Name, IdentityKey: id, After: after, Limits: limits}
-		p, err := v.ReadPage(t.Context(), req)
-		var big *wallet.RowTooLargeError
-		if errors.As(err, &big) {
-			req.Limits = wallet.Limits{Rows: 1, Bytes: big.Charge}
-			p, err = v.ReadPage(t.Context(), req)
-		}
-		if err != nil {
-			t.Fatalf("read %s: %v", tb.Name, err)
-		}
-		out = append(out, p.Rows...)
-		if p.Done {
-			return out
-		}
-		after = p.Next
+	rows, err := compare.ReadTable(t.Context(), v, tb, id, limits)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return rows
 }

@@ -219,7 +219,7 @@ func dumpValue(v any) any {
 }
 
 // Rows returns the dump as walletsync rows (in the types wallet.Row documents), table by
-// table, so that a store the toolbox read can be compared with logical.FromRows whatever
+// table, so that a store the toolbox read can be compared with compare.FromRows whatever
 // ids it gave the rows. Tables the dump has that walletsync does not know are left out.
 func (d Dump) Rows() (map[wallet.TableName][]wallet.Row, error) {
 	out := map[wallet.TableName][]wallet.Row{}

@@ -1,7 +1,7 @@
 // Package walletsynctest holds what the tests of the command line, the desktop shell and the
-// window share: agent data folders with a config, seeded wallets, a Notifier that records,
-// and the walletsync binary built for tests that need a real child process. Only tests
-// import it.
+// window share: agent data folders with a config (its wallet from testkit.SeededWallet), a
+// Notifier that records, and the walletsync binary built for tests that need a real child
+// process. Only tests import it.
 package walletsynctest
 
 import (
@@ -13,7 +13,7 @@ import (
 
 	"walletsync/agent"
 	"walletsync/localstore"
-	"walletsync/wallet"
+	"walletsync/testkit"
 )
 
 // Wait bounds a test's waits, so that a broken contract fails the test instead of
@@ -83,7 +83,7 @@ func (f Folder) Endpoint(context.Context) (agent.Endpoint, error) { return f.Dir
 func WalletConfig(t testing.TB, good, broken []string) *agent.Config {
 	t.Helper()
 	cfg := agent.DefaultConfig()
-	cfg.Wallets = []agent.WalletRef{{Path: SeededWallet(t, localstore.FixtureSmall)}}
+	cfg.Wallets = []agent.WalletRef{{Path: testkit.SeededWallet(t, localstore.FixtureSmall, 1)}}
 	add := func(id, name, path string) {
 		cfg.Destinations = append(cfg.Destinations, agent.Destination{ID: id, Name: name, Kind: agent.DestinationSQLite, Path: path,
 			Schedule: agent.Schedule{Kind: agent.ScheduleDaily, At: "04:00"}, Pause: &agent.Pause{}})
@@ -145,19 +145,4 @@ func (n *Recorder[T]) Next(t testing.TB) T {
 		t.Fatal("no notification")
 	}
 	return note
-}
-
-// SeededWallet returns the path of a new test-chain wallet filled with fixture f.
-func SeededWallet(t testing.TB, f localstore.Fixture) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "source.sqlite")
-	s, err := localstore.Create(context.Background(), path, localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := localstore.Seed(context.Background(), s, f, localstore.SeedOptions{Seed: 1}); err != nil {
-		t.Fatal(err)
-	}
-	return path
 }

@@ -1,14 +1,15 @@
-// Package crashtest is the harness of walletsync's crash tests: a test runs its work in a
-// child process, this test binary started again, which kills itself with SIGKILL at the
-// Nth passing of one durable boundary; the parent then opens the files the child left and
-// checks what survived. SIGKILL, not a panic or an exit, because nothing runs after it: no
-// deferred function, no finaliser, no buffered write, exactly as when the machine loses
-// power between two syscalls.
+// Package crash runs this test binary again as child processes, for what only real
+// processes show: a child killed with SIGKILL at the Nth passing of one durable boundary
+// (Run), whose files the parent then opens to check what survived; and children that start
+// their work at one moment (Together), for what two walletsync processes do to one file at
+// once (create it, restore into it), since a race only shows when they really overlap.
 //
-// A package's TestMain hands the process to the child when Child says it is one:
+// SIGKILL, not a panic or an exit, because nothing runs after it: no deferred function, no
+// finaliser, no buffered write, exactly as when the machine loses power between two
+// syscalls. A package's TestMain hands the process to the child when Child says it is one:
 //
 //	func TestMain(m *testing.M) {
-//		if k, task, ok := crashtest.Child(); ok {
+//		if k, task, ok := crash.Child(); ok {
 //			runChild(k, task) // calls k.Reach at every boundary; never returns
 //		}
 //		os.Exit(m.Run())
@@ -16,11 +17,12 @@
 //
 // and a test calls Run with the boundary and its task, and gets back what the child
 // reported just before it died. Unix only, as SIGKILL is.
-package crashtest
+package crash
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,7 +37,7 @@ import (
 const env = "WALLETSYNC_CRASHTEST"
 
 // marker starts the line a child prints just before it kills itself.
-const marker = "crashtest: killed at"
+const marker = "crash: killed at"
 
 // Point is where a child dies: at the Nth passing (from 1) of the boundary At.
 type Point struct {
@@ -146,7 +148,13 @@ func Command(t testing.TB, p Point, task any) *exec.Cmd {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), env+"="+string(spec))
+	return childCommand(t.Context(), env+"="+string(spec))
+}
+
+// childCommand returns the command that runs this test binary again with no test selected
+// ("-test.run=^$"), so that only its TestMain acts, on os.Environ plus env.
+func childCommand(ctx context.Context, env ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), env...)
 	return cmd
 }

@@ -1,12 +1,11 @@
-// Package pgtest gives tests a real PostgreSQL: one throwaway cluster per test package
-// (Main starts it from TestMain and stops it when the tests end; testkit/pgcluster runs
-// it) and a fresh database per test (Cluster.NewDatabase), so that tests are isolated and
-// may run in parallel.
+// What the tests add to a cluster: one per test package, started by Main, and a database
+// per test.
 //
 // When WALLETSYNC_PG_URL is set, the tests use that server instead (its URL names a role
 // that may CREATE DATABASE). When neither is available the tests fail with a message that
 // says how to get one: a backend that was never tested must not look like one that passed.
-package pgtest
+
+package postgres
 
 import (
 	"context"
@@ -14,31 +13,25 @@ import (
 	"os"
 	"testing"
 	"time"
-
-	"walletsync/testkit/pgcluster"
 )
 
 // EnvURL names the variable that points the tests at an existing server instead of a
 // throwaway cluster, e.g. postgres://user:pass@host:5432/postgres.
 const EnvURL = "WALLETSYNC_PG_URL"
 
-// Cluster is a PostgreSQL server the tests of one package share.
-type Cluster struct {
-	*pgcluster.Cluster
-}
-
-// Main starts a cluster, stores it in *c, runs the package's tests and stops the cluster,
-// whatever the tests did; it returns the exit code for os.Exit. A cluster that cannot
-// start fails the package (exit code 1) with the reason on stderr. Use it from TestMain:
+// Main starts a cluster (EnvURL's server when that is set), stores it in *c, runs the
+// package's tests and stops the cluster, whatever the tests did; it returns the exit code
+// for os.Exit. A cluster that cannot start fails the package (exit code 1) with the reason
+// on stderr. Use it from TestMain:
 //
-//	var cluster *pgtest.Cluster
-//	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+//	var cluster *postgres.Cluster
+//	func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 func Main(m *testing.M, c **Cluster) int {
-	ctx, cancel := context.WithTimeout(context.Background(), pgcluster.StartTimeout)
-	cl, err := Start(ctx)
+	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
+	cl, err := startForTests(ctx)
 	cancel()
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+		fmt.Fprintf(os.Stderr, "testkit/postgres: %v\n", err)
 		return 1
 	}
 	defer func() {
@@ -50,21 +43,20 @@ func Main(m *testing.M, c **Cluster) int {
 	return m.Run()
 }
 
-// Start returns EnvURL's server when that is set, else a throwaway cluster
-// (pgcluster.Start).
-func Start(ctx context.Context) (*Cluster, error) {
+// startForTests returns EnvURL's server when that is set, else a throwaway cluster.
+func startForTests(ctx context.Context) (*Cluster, error) {
 	if u := os.Getenv(EnvURL); u != "" {
-		c, err := pgcluster.Attach(ctx, u)
+		c, err := Attach(ctx, u)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvURL, err)
 		}
-		return &Cluster{c}, nil
+		return c, nil
 	}
-	c, err := pgcluster.Start(ctx)
+	c, err := Start(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("%w (or set %s)", err, EnvURL)
 	}
-	return &Cluster{c}, nil
+	return c, nil
 }
 
 // NewDatabase creates a database of its own for tb (named after the test, with a random
@@ -73,19 +65,19 @@ func Start(ctx context.Context) (*Cluster, error) {
 func (c *Cluster) NewDatabase(tb testing.TB) string {
 	tb.Helper()
 	if c == nil {
-		tb.Fatal("pgtest: no cluster: call pgtest.Main from TestMain")
+		tb.Fatal("testkit/postgres: no cluster: call postgres.Main from TestMain")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	u, drop, err := c.CreateDatabase(ctx, tb.Name())
 	if err != nil {
-		tb.Fatalf("pgtest: %v", err)
+		tb.Fatalf("testkit/postgres: %v", err)
 	}
 	tb.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := drop(ctx); err != nil {
-			tb.Errorf("pgtest: %v", err)
+			tb.Errorf("testkit/postgres: %v", err)
 		}
 	})
 	return u

@@ -1,11 +1,15 @@
-// Package logical reads one user's wallet from any wallet.Source in a form that does not
-// depend on the store's ids, so that tests can say "these two stores hold the same wallet"
-// after a sync, a restore or a crash, whatever ids each store gave the rows.
+// Package compare says whether two stores hold the same wallet, in the two senses the
+// tests need:
 //
-// Each row becomes a canonical JSON text: its own id and userId dropped, every foreign key
-// replaced by the natural key of the row it points to, JSON-in-text columns re-encoded with
-// sorted keys. A table is the sorted list of its rows' texts.
-package logical
+//   - logically (Read, ReadChunks, FromRows, Diff, SameWallet): one user's rows in a form
+//     that does not depend on the store's ids, so that tests can say "these two stores hold
+//     the same wallet" after a sync, a restore or a crash, whatever ids each store gave the
+//     rows. Each row becomes a canonical JSON text: its own id and userId dropped, every
+//     foreign key replaced by the natural key of the row it points to, JSON-in-text columns
+//     re-encoded with sorted keys. A table is the sorted list of its rows' texts.
+//   - file by file (Digests, Same): every table of two SQLite files, ids and all, for the
+//     tests of whole-file copies (a bundle and its restore).
+package compare
 
 import (
 	"context"
@@ -15,6 +19,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"testing"
 	"time"
 
 	"walletsync/wallet"
@@ -51,7 +56,7 @@ func Read(ctx context.Context, src wallet.Source, identityKey string, opts Optio
 	// Every table the read tables refer to is read too, to resolve keys.
 	raw := map[wallet.TableName][]wallet.Row{}
 	for _, t := range wallet.AllTables {
-		rows, err := readAll(ctx, v, t, identityKey)
+		rows, err := ReadTable(ctx, v, t, identityKey, wallet.Limits{Rows: wallet.MaxPageRows, Bytes: wallet.MaxPageBytes})
 		if err != nil {
 			return nil, err
 		}
@@ -122,11 +127,13 @@ func Diff(a, b Wallet) string {
 	return sb.String()
 }
 
-func readAll(ctx context.Context, v wallet.View, t *wallet.Table, identityKey string) ([]wallet.Row, error) {
+// ReadTable pages table t of the user through v in pages of at most limits, asking a row
+// too large for a page alone in a page of its own, and returns every row in page order.
+func ReadTable(ctx context.Context, v wallet.View, t *wallet.Table, identityKey string, limits wallet.Limits) ([]wallet.Row, error) {
 	var out []wallet.Row
 	var after wallet.Cursor
 	for {
-		req := wallet.PageRequest{Table: t.Name, IdentityKey: identityKey, After: after, Limits: wallet.Limits{Rows: wallet.MaxPageRows, Bytes: wallet.MaxPageBytes}}
+		req := wallet.PageRequest{Table: t.Name, IdentityKey: identityKey, After: after, Limits: limits}
 		p, err := v.ReadPage(ctx, req)
 		var big *wallet.RowTooLargeError
 		if errors.As(err, &big) {
@@ -141,6 +148,23 @@ func readAll(ctx context.Context, v wallet.View, t *wallet.Table, identityKey st
 			return out, nil
 		}
 		after = p.Next
+	}
+}
+
+// SameWallet fails tb unless a and b hold the same wallet of identity, up to what a sync
+// legitimately changes (AfterSync).
+func SameWallet(tb testing.TB, a, b wallet.Source, identity string) {
+	tb.Helper()
+	wa, err := Read(context.Background(), a, identity, AfterSync())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	wb, err := Read(context.Background(), b, identity, AfterSync())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if d := Diff(wa, wb); d != "" {
+		tb.Fatalf("the wallets differ:\n%s", d)
 	}
 }
 

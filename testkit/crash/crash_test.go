@@ -1,4 +1,4 @@
-package crashtest
+package crash
 
 import (
 	"encoding/json"

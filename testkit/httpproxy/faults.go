@@ -1,25 +1,4 @@
-// Package faultproxy is a real TCP/HTTP proxy on 127.0.0.1 that sits between a client and
-// a server and breaks the requests a test scripts: it drops a connection before the request
-// reaches the server, loses the answer after the server has acted on it, delays, truncates
-// or corrupts a body, resets a connection (RST), or delivers a request twice. The client
-// talks to the proxy's URL as it would to the server; everything not scripted passes
-// through unchanged.
-//
-// It speaks HTTP/1.1 on plain TCP (walletsync's clients over http://). Each request the
-// client sends is read whole, forwarded on a fresh connection to the upstream server, and
-// its response read whole before it is written back, so a fault always knows what the
-// server did: a fault "after forwarding" runs once the server has answered (and so has
-// committed whatever the request commits).
-//
-// A test adds Faults; each matches requests by method, path and a piece of the body (a
-// JSON-RPC method name, say) and fires on the Nth request it matches, or on every one.
-//
-//	p, _ := faultproxy.Start(serverAddr)
-//	defer p.Close()
-//	lost := p.Add(faultproxy.Fault{Kind: faultproxy.LoseAnswer, Path: "/walletsync/v1/commit", Nth: 2})
-//	... sync through p.URL() ...
-//	if lost.Fired() != 1 { ... }
-package faultproxy
+package httpproxy
 
 import (
 	"bufio"
@@ -133,17 +112,31 @@ func (r *Rule) take(req *http.Request, body []byte) bool {
 	return true
 }
 
-// Proxy is a running proxy. It is safe for concurrent use.
+// Proxy is a running fault proxy. It is safe for concurrent use.
+//
+// It speaks HTTP/1.1 on plain TCP (walletsync's clients over http://). Each request the
+// client sends is read whole, forwarded on a fresh connection to the upstream server, and
+// its response read whole before it is written back, so a fault always knows what the
+// server did: a fault "after forwarding" runs once the server has answered (and so has
+// committed whatever the request commits).
+//
+// A test adds Faults; each matches requests by method, path and a piece of the body (a
+// JSON-RPC method name, say) and fires on the Nth request it matches, or on every one.
+//
+//	p, _ := httpproxy.Start(serverAddr)
+//	defer p.Close()
+//	lost := p.Add(httpproxy.Fault{Kind: httpproxy.LoseAnswer, Path: "/walletsync/v1/commit", Nth: 2})
+//	... sync through p.URL() ...
+//	if lost.Fired() != 1 { ... }
 type Proxy struct {
 	ln net.Listener
 
-	mu        sync.Mutex
-	upstreams []string // the servers requests may go to (SetUpstreams)
-	at        int      // the one they go to now
-	rules     []*Rule
-	conns     map[net.Conn]struct{}
-	closed    bool
-	requests  int
+	mu       sync.Mutex
+	up       ring[string] // the servers ("host:port") requests may go to (SetUpstreams)
+	rules    []*Rule
+	conns    map[net.Conn]struct{}
+	closed   bool
+	requests int
 
 	done chan struct{} // closed by Close: ends a Delay early
 	wg   sync.WaitGroup
@@ -156,7 +149,7 @@ func Start(upstream string) (*Proxy, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start fault proxy: %w", err)
 	}
-	p := &Proxy{ln: ln, upstreams: []string{upstream}, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	p := &Proxy{ln: ln, up: newRing(upstream), conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
 	p.wg.Add(1)
 	go p.accept()
 	return p, nil
@@ -173,7 +166,7 @@ func (p *Proxy) SetUpstream(addr string) { p.SetUpstreams(addr) }
 // until a SwitchAfter fault moves them to the next, and after the last to the first again.
 func (p *Proxy) SetUpstreams(addrs ...string) {
 	p.mu.Lock()
-	p.upstreams, p.at = addrs, 0
+	p.up = newRing(addrs...)
 	p.mu.Unlock()
 }
 
@@ -181,7 +174,7 @@ func (p *Proxy) SetUpstreams(addrs ...string) {
 func (p *Proxy) Upstream() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.upstreams[p.at]
+	return p.up.current()
 }
 
 // Add scripts a fault and returns its Rule. Rules are tried in the order they were added,
@@ -314,7 +307,7 @@ func (p *Proxy) handle(c net.Conn, req *http.Request, body []byte) bool {
 	case SwitchAfter:
 		if resp.StatusCode/100 == 2 {
 			p.mu.Lock()
-			p.at = (p.at + 1) % len(p.upstreams)
+			p.up.advance(p.up.at)
 			p.mu.Unlock()
 		}
 	}
@@ -324,7 +317,7 @@ func (p *Proxy) handle(c net.Conn, req *http.Request, body []byte) bool {
 // forward sends one request to the upstream on a fresh connection and reads its response.
 func (p *Proxy) forward(req *http.Request, body []byte) (*http.Response, []byte, error) {
 	p.mu.Lock()
-	addr := p.upstreams[p.at]
+	addr := p.up.current()
 	p.mu.Unlock()
 	up, err := net.DialTimeout("tcp", addr, 10*time.Second)
 	if err != nil {

@@ -1,6 +1,6 @@
-// Package tabletest compares SQLite wallet files table by table, for the tests of whole-file
-// copies (a bundle and its restore): two files are equal when every table holds the same rows.
-package tabletest
+// The file-by-file comparison: two files are equal when every table holds the same rows.
+
+package compare
 
 import (
 	"crypto/sha256"

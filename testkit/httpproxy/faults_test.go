@@ -1,4 +1,4 @@
-package faultproxy
+package httpproxy
 
 import (
 	"errors"

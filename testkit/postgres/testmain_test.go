@@ -1,4 +1,4 @@
-package pgtest_test
+package postgres_test
 
 import (
 	"context"
@@ -7,12 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"walletsync/testkit/pgtest"
+	"walletsync/testkit/postgres"
 )
 
-var cluster *pgtest.Cluster
+var cluster *postgres.Cluster
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
+func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 
 // TestCluster_NewDatabase: each test gets a database of its own; what one writes, the
 // other does not see, and both run at once.

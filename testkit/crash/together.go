@@ -1,11 +1,8 @@
-// Package childtest runs this test binary again as child processes that start their work at
-// one moment: the tests of what two walletsync processes do to one file at once (create it,
-// restore into it) need real processes, and a race only shows when they really overlap.
-//
-// A child is the test binary run with "-test.run=^$" and an environment variable its
-// package's TestMain recognises; it calls WaitForStart, does its work, and prints one line:
-// a verb and what follows it ("ok IDENTITY", "locked PID").
-package childtest
+// Together's children: a child is the test binary run with "-test.run=^$" and an
+// environment variable its package's TestMain recognises; it calls WaitForStart, does its
+// work, and prints one line: a verb and what follows it ("ok IDENTITY", "locked PID").
+
+package crash
 
 import (
 	"bytes"
@@ -38,8 +35,7 @@ func Together(t testing.TB, envs ...[]string) []Outcome {
 	outs := make([]bytes.Buffer, len(envs))
 	starts := make([]io.Closer, len(envs))
 	for i, env := range envs {
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), env...)
+		cmd := childCommand(t.Context(), env...)
 		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
 		stdin, err := cmd.StdinPipe()
 		if err != nil {

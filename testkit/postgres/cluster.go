@@ -1,13 +1,15 @@
-// Package pgcluster runs a throwaway PostgreSQL cluster, or attaches to a server that runs
-// already, and makes scratch databases on it: what the PostgreSQL tests (testkit/pgtest
-// wraps it for them) and the benchmarks that measure `walletsync serve --db postgres://`
-// (cmd/walletsync-bench) need.
+// Package postgres gives tests, and the lab's benchmarks of `walletsync serve --db
+// postgres://` (cmd/walletsync-bench), a real PostgreSQL server: a throwaway cluster
+// (Start) or one that runs already (Attach), and scratch databases on it (CreateDatabase).
+// A test package shares one server, started from its TestMain (Main), and each test gets a
+// database of its own (Cluster.NewDatabase), so that tests are isolated and may run in
+// parallel.
 //
 // A throwaway cluster is the system's own PostgreSQL server binaries (the Debian package
 // postgresql, which scripts/setup.sh installs), run from a temp data folder, listening on
 // 127.0.0.1 at a free port and on a unix socket in that folder, with fsync off: nothing in
 // it outlives the process that started it (the server gets a parent-death signal).
-package pgcluster
+package postgres
 
 import (
 	"bytes"
