@@ -123,7 +123,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		return nil, err
 	}
 	for _, id := range opts.RunAtStart {
-		if _, err = a.cfg.destination(id); err != nil {
+		if _, err = findDestination(a.cfg, id); err != nil {
 			return nil, fmt.Errorf("run at start: %w", err)
 		}
 	}
@@ -313,7 +313,7 @@ func (a *Agent) updateConfig(change func(*Config) error) (Config, error) {
 	next := cloneConfig(a.cfg)
 	err := change(&next)
 	if err == nil {
-		err = next.Validate()
+		err = validateConfig(next)
 	}
 	if err == nil {
 		err = SaveConfig(a.opts.ConfigPath, next)
@@ -396,7 +396,7 @@ func (a *Agent) releaseUnconfigured() {
 	tasks := a.tasks.List() // under a.mu, as in claimForRestore: a task listed later cannot have a wallet yet
 	for path, w := range a.wallets {
 		if slices.ContainsFunc(cfg.Wallets, func(r WalletRef) bool { return r.Path == path }) ||
-			slices.ContainsFunc(tasks, func(t Task) bool { return !t.State.Terminal() && cfg.taskMayUse(t, path) }) {
+			slices.ContainsFunc(tasks, func(t Task) bool { return !t.State.Terminal() && taskMayUse(cfg, t, path) }) {
 			continue
 		}
 		delete(a.wallets, path)
@@ -412,7 +412,7 @@ func (a *Agent) releaseUnconfigured() {
 }
 
 // walletOf returns the wallet a destination backs up: the one it names, or the only one.
-func (c Config) walletOf(d Destination) (WalletRef, error) {
+func walletOf(c Config, d Destination) (WalletRef, error) {
 	for _, w := range c.Wallets {
 		if w.Path == d.Wallet || (d.Wallet == "" && len(c.Wallets) == 1) {
 			return w, nil
@@ -422,8 +422,8 @@ func (c Config) walletOf(d Destination) (WalletRef, error) {
 		"add the wallet first, or name it in the destination")
 }
 
-// destination returns the destination with id.
-func (c Config) destination(id string) (Destination, error) {
+// findDestination returns the destination with id.
+func findDestination(c Config, id string) (Destination, error) {
 	for _, d := range c.Destinations {
 		if d.ID == id {
 			return d, nil

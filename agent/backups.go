@@ -26,7 +26,7 @@ type BackupListed struct {
 
 // backupListing lists the backup files of folder destination id.
 func (a *Agent) backupListing(ctx context.Context, id string) (BackupListing, error) {
-	d, err := a.config().destination(id)
+	d, err := findDestination(a.config(), id)
 	if err != nil {
 		return BackupListing{}, err
 	}

@@ -72,7 +72,7 @@ func (a *Agent) bundleDir(req BundleRequest) (string, error) {
 	if req.Path != "" {
 		return filepath.Clean(req.Path), nil
 	}
-	d, err := a.config().destination(req.Destination)
+	d, err := findDestination(a.config(), req.Destination)
 	if err != nil {
 		return "", err
 	}
@@ -122,7 +122,7 @@ func (a *Agent) RestoreBundle(req BundleRequest) (Task, error) {
 	if err != nil {
 		return Task{}, err
 	}
-	ref, err := a.config().walletRef(req.Wallet)
+	ref, err := findWalletRef(a.config(), req.Wallet)
 	if err != nil {
 		return Task{}, err
 	}
@@ -158,7 +158,7 @@ func (a *Agent) claimForRestore(path string) error {
 		return &WalletInUseError{Wallet: path, TaskID: id, Kind: KindBundleRestore, State: TaskRunning}
 	}
 	for _, t := range a.tasks.List() {
-		if !t.State.Terminal() && cfg.taskMayUse(t, path) {
+		if !t.State.Terminal() && taskMayUse(cfg, t, path) {
 			return WithHint(&WalletInUseError{Wallet: path, TaskID: t.ID, Kind: t.Kind, State: t.State},
 				"Wait for that task to finish, or cancel it on the Activity page, then restore again. Pause the schedules first if they keep starting tasks.")
 		}
@@ -173,18 +173,18 @@ func (a *Agent) claimForRestore(path string) error {
 // taskMayUse reports whether task t may use the wallet at path: a destination's job uses its
 // wallet, an abandon or a restore the one it names, a verify only a backup; any other task
 // (an import, an export, a drill) may use any wallet.
-func (c Config) taskMayUse(t Task, path string) bool {
+func taskMayUse(c Config, t Task, path string) bool {
 	switch t.Kind {
 	case KindVerify:
 		return false
 	case KindImportAbandon, KindBundleRestore:
 		return t.Target == path
 	case KindSync, KindBackup, KindBundle:
-		d, err := c.destination(t.Target)
+		d, err := findDestination(c, t.Target)
 		if err != nil {
 			return true
 		}
-		ref, err := c.walletOf(d)
+		ref, err := walletOf(c, d)
 		return err != nil || ref.Path == path
 	}
 	return true

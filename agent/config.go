@@ -238,10 +238,10 @@ func LoadConfig(path string) (Config, error) {
 		if s := &c.Destinations[i].Schedule; s.Kind == "" {
 			s.Kind = ScheduleChange
 		}
-		c.Destinations[i].Schedule.normalize()
+		normalizeSchedule(&c.Destinations[i].Schedule)
 	}
-	c.Drill.normalize()
-	if err := c.Validate(); err != nil {
+	normalizeSchedule(&c.Drill)
+	if err := validateConfig(c); err != nil {
 		return Config{}, fmt.Errorf("read config %s: %w", path, err)
 	}
 	return c, nil
@@ -250,7 +250,7 @@ func LoadConfig(path string) (Config, error) {
 // SaveConfig validates c and writes it to path atomically (a private temp file, fsync,
 // rename, fsync of the folder), creating the folder (0700) if needed. The file is 0600.
 func SaveConfig(path string, c Config) error {
-	if err := c.Validate(); err != nil {
+	if err := validateConfig(c); err != nil {
 		return fmt.Errorf("save config: %w", err)
 	}
 	b, err := json.MarshalIndent(c, "", "  ")
@@ -266,8 +266,8 @@ func SaveConfig(path string, c Config) error {
 	return nil
 }
 
-// Validate reports the first invalid value of c, wrapping wallet.ErrInvalidArgument.
-func (c Config) Validate() error {
+// validateConfig reports the first invalid value of c, wrapping wallet.ErrInvalidArgument.
+func validateConfig(c Config) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("config: %s: %w", fmt.Sprintf(format, args...), wallet.ErrInvalidArgument)
 	}
@@ -305,10 +305,10 @@ func (c Config) Validate() error {
 			return bad("destination %s: wallet %q is not among the wallets", d.ID, d.Wallet)
 		case d.Wallet == "" && len(c.Wallets) > 1:
 			return bad("destination %s: name its wallet, there are %d", d.ID, len(c.Wallets))
-		case d.Kind == DestinationSQLite && c.isOwnWallet(d):
+		case d.Kind == DestinationSQLite && isOwnWallet(c, d):
 			return bad("destination %s: %s is the wallet it would back up; choose another file", d.ID, d.Path)
 		}
-		if err := d.Schedule.validate(true); err != nil {
+		if err := validateSchedule(d.Schedule, true); err != nil {
 			return bad("destination %s: %v", d.ID, err)
 		}
 		ids[d.ID] = true
@@ -316,7 +316,7 @@ func (c Config) Validate() error {
 	if c.Retention.Last < 1 || c.Retention.Daily < 0 || c.Retention.Weekly < 0 {
 		return bad("retention %+v: keep at least the last file, and no negative counts", c.Retention)
 	}
-	if err := c.Drill.validate(false); err != nil {
+	if err := validateSchedule(c.Drill, false); err != nil {
 		return bad("drill: %v", err)
 	}
 	if _, err := c.LogLevel.Slog(); err != nil {
@@ -328,7 +328,7 @@ func (c Config) Validate() error {
 // isOwnWallet reports a destination whose file is the wallet it backs up, under any name (a
 // symbolic or hard link, another spelling of the path): a sync into it would write the
 // wallet onto itself.
-func (c Config) isOwnWallet(d Destination) bool {
+func isOwnWallet(c Config, d Destination) bool {
 	src := d.Wallet
 	if src == "" && len(c.Wallets) == 1 {
 		src = c.Wallets[0].Path
@@ -336,9 +336,9 @@ func (c Config) isOwnWallet(d Destination) bool {
 	return src != "" && safefile.SameFile(d.Path, src)
 }
 
-// normalize clears the fields other kinds use and gives an on-change schedule its default
+// normalizeSchedule clears the fields other kinds use and gives an on-change schedule its default
 // debounce, so that a daily drill does not keep the default drill's interval.
-func (s *Schedule) normalize() {
+func normalizeSchedule(s *Schedule) {
 	switch s.Kind {
 	case ScheduleInterval:
 		s.At, s.Debounce = "", 0
@@ -352,7 +352,7 @@ func (s *Schedule) normalize() {
 	}
 }
 
-func (s Schedule) validate(onChange bool) error {
+func validateSchedule(s Schedule, onChange bool) error {
 	switch s.Kind {
 	case ScheduleInterval:
 		if time.Duration(s.Every) < time.Minute {

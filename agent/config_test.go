@@ -129,7 +129,7 @@ func TestLoadConfig_Refuses(t *testing.T) {
 }
 
 func TestConfig_ValidateRefusals(t *testing.T) {
-	if err := validConfig().Validate(); err != nil {
+	if err := validateConfig(validConfig()); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	for _, tc := range []struct {
@@ -161,7 +161,7 @@ func TestConfig_ValidateRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()
 			tc.spoil(&c)
-			if err := c.Validate(); !errors.Is(err, wallet.ErrInvalidArgument) {
+			if err := validateConfig(c); !errors.Is(err, wallet.ErrInvalidArgument) {
 				t.Fatalf("Validate = %v, want ErrInvalidArgument", err)
 			}
 		})

@@ -106,7 +106,7 @@ func (a *Agent) importFile(req ImportRequest) (string, error) {
 	case named != 1:
 		return "", fmt.Errorf("name one of an upload, a path or a destination: %w", wallet.ErrInvalidArgument)
 	case req.Destination != "":
-		d, err := a.config().destination(req.Destination)
+		d, err := findDestination(a.config(), req.Destination)
 		if err != nil {
 			return "", err
 		}
@@ -136,7 +136,7 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 		return Task{}, fmt.Errorf("import needs the backup's password: %w", wallet.ErrInvalidArgument)
 	}
 	cfg := a.config()
-	ref, refErr := cfg.walletRef(req.Wallet)
+	ref, refErr := findWalletRef(cfg, req.Wallet)
 	if refErr != nil && (req.Mode != wallet.ImportRestore || req.Wallet == "") {
 		return Task{}, refErr
 	}
@@ -199,7 +199,7 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 // preview and its import are those of a backup file. It holds the first identity of the
 // backup wallet that the configured wallet also has, else its first. The caller removes it.
 func (a *Agent) sourceDocument(ctx context.Context, h *TaskHandle, id string) (string, error) {
-	d, err := a.config().destination(id)
+	d, err := findDestination(a.config(), id)
 	if err != nil {
 		return "", err
 	}
@@ -218,7 +218,7 @@ func (a *Agent) sourceDocument(ctx context.Context, h *TaskHandle, id string) (s
 			"run this destination once, so that it holds a copy of the wallet")
 	}
 	identity := ids[0]
-	if ref, err := a.config().walletOf(d); err == nil {
+	if ref, err := walletOf(a.config(), d); err == nil {
 		if w, err := a.wallet(ctx, ref.Path); err == nil {
 			if mine, err := w.identities(ctx, ref); err == nil {
 				if i := slices.IndexFunc(ids, func(k string) bool { return slices.Contains(mine, k) }); i >= 0 {
@@ -267,7 +267,7 @@ func importError(err error, req ImportRequest) error {
 // (the only one when walletPath is empty): the wallet becomes exactly what it was before the
 // import started (see portable.Abandon). Its result is the abandoned imports.
 func (a *Agent) AbandonImport(walletPath string) (Task, error) {
-	ref, err := a.config().walletRef(walletPath)
+	ref, err := findWalletRef(a.config(), walletPath)
 	if err != nil {
 		return Task{}, err
 	}
@@ -296,7 +296,7 @@ func (a *Agent) AbandonImport(walletPath string) (Task, error) {
 // VerifyBackup starts a task that decrypts and validates one backup file of a folder
 // destination with the unattended password, and records the outcome.
 func (a *Agent) VerifyBackup(destination, name string) (Task, error) {
-	d, err := a.config().destination(destination)
+	d, err := findDestination(a.config(), destination)
 	if err != nil {
 		return Task{}, err
 	}

@@ -24,11 +24,11 @@ const BackupPasswordKey = "backup-password"
 // brought up to date gets at most one more run queued behind the running one.
 func (a *Agent) RunDestination(id, reason string) (Task, error) {
 	cfg := a.config()
-	d, err := cfg.destination(id)
+	d, err := findDestination(cfg, id)
 	if err != nil {
 		return Task{}, err
 	}
-	ref, err := cfg.walletOf(d)
+	ref, err := walletOf(cfg, d)
 	if err != nil {
 		return Task{}, err
 	}
@@ -321,7 +321,7 @@ func (a *Agent) Export(req ExportRequest) (Task, error) {
 	if err := portable.DefaultKDFParams.CheckExport(); err != nil {
 		return Task{}, err
 	}
-	ref, err := a.config().walletRef(req.Wallet)
+	ref, err := findWalletRef(a.config(), req.Wallet)
 	if err != nil {
 		return Task{}, err
 	}
@@ -349,8 +349,8 @@ func (a *Agent) Export(req ExportRequest) (Task, error) {
 	})
 }
 
-// walletRef returns the configured wallet at path, or the only one when path is empty.
-func (c Config) walletRef(path string) (WalletRef, error) {
+// findWalletRef returns the configured wallet at path, or the only one when path is empty.
+func findWalletRef(c Config, path string) (WalletRef, error) {
 	for _, w := range c.Wallets {
 		if w.Path == path || (path == "" && len(c.Wallets) == 1) {
 			return w, nil

@@ -145,7 +145,7 @@ func (a *Agent) journalBound(ctx context.Context, cfg Config, ref WalletRef, w *
 	}
 	through := j.HighWater
 	for _, d := range cfg.Destinations {
-		if r, err := cfg.walletOf(d); err != nil || r.Path != ref.Path {
+		if r, err := walletOf(cfg, d); err != nil || r.Path != ref.Path {
 			continue
 		}
 		switch d.Kind {

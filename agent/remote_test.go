@@ -23,7 +23,7 @@ func TestAgent_StorageServerDestination(t *testing.T) {
 	}
 	bad := cfg
 	bad.Destinations = append(bad.Destinations, Destination{ID: "server", Name: "Storage server", Kind: DestinationStorageServer, Path: "/not/a/url"})
-	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
+	if err := validateConfig(bad); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
 		t.Fatalf("a storage server with a file path: %v", err)
 	}
 	cfg.Destinations = append(cfg.Destinations, Destination{ID: "server", Name: "Storage server", Kind: DestinationStorageServer, Path: srv.URL,

@@ -299,7 +299,7 @@ func (a *Agent) replaceWallet(ctx context.Context, req WalletReplaceRequest) (Co
 // addDestination adds d; an id already in use is refused.
 func (a *Agent) addDestination(d Destination) (Config, error) {
 	return a.updateConfig(func(c *Config) error {
-		if _, err := c.destination(d.ID); err == nil {
+		if _, err := findDestination(*c, d.ID); err == nil {
 			return fmt.Errorf("destination %q exists: %w", d.ID, wallet.ErrInvalidArgument)
 		}
 		c.Destinations = append(c.Destinations, d)
@@ -310,7 +310,7 @@ func (a *Agent) addDestination(d Destination) (Config, error) {
 // removeDestination removes destination id.
 func (a *Agent) removeDestination(id string) (Config, error) {
 	return a.updateConfig(func(c *Config) error {
-		if _, err := c.destination(id); err != nil {
+		if _, err := findDestination(*c, id); err != nil {
 			return err
 		}
 		c.Destinations = slices.DeleteFunc(c.Destinations, func(d Destination) bool { return d.ID == id })

@@ -214,7 +214,7 @@ func (s *Timetable) wall() time.Time { return s.now().Round(0) }
 // watching a wallet's folder is returned after the rest of cfg is applied: the other
 // schedules keep running, and that wallet's on-change destinations still run at start.
 func (s *Timetable) Update(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
+	if err := validateConfig(cfg); err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
 	s.updateMu.Lock()
@@ -228,7 +228,7 @@ func (s *Timetable) Update(cfg Config) error {
 			d.Pause = &p
 		}
 		e := entry{dest: d}
-		if ref, err := cfg.walletOf(d); err == nil { // none: nothing to watch
+		if ref, err := walletOf(cfg, d); err == nil { // none: nothing to watch
 			e.wallet = filepath.Clean(ref.Path)
 		}
 		dests = append(dests, e)

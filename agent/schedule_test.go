@@ -210,7 +210,7 @@ func (h *schedHarness) editConfig(_ context.Context, edit func(*Config) error) e
 	if err := edit(&c); err != nil {
 		return err
 	}
-	if err := c.Validate(); err != nil {
+	if err := validateConfig(c); err != nil {
 		return err
 	}
 	h.cfg = c

@@ -87,7 +87,7 @@ func serverTarget(walletPath string) string { return "server-restore:" + walletP
 // staging wallets of the same wallet's earlier previews: only its newest preview can be
 // confirmed. Another wallet's preview stays confirmable.
 func (a *Agent) previewServerRestore(req ServerRestoreRequest) (Task, error) {
-	ref, err := a.config().walletRef(req.Wallet)
+	ref, err := findWalletRef(a.config(), req.Wallet)
 	if err != nil {
 		return Task{}, err
 	}

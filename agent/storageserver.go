@@ -122,7 +122,7 @@ func (a *Agent) signer(rawURL string, s ServerSigner) (auth.Signer, *Secret, err
 		}
 		return w, nil, nil
 	}
-	d, err := a.config().destination(s.Destination)
+	d, err := findDestination(a.config(), s.Destination)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -242,11 +242,11 @@ func (a *Agent) addServerDestination(ctx context.Context, req ServerDestinationR
 	d.WalletURL = req.Signer.WalletURL
 	// The config's own checks (id free, a URL, a schedule) come before any request.
 	cfg := a.config()
-	if _, err := cfg.destination(d.ID); err == nil {
+	if _, err := findDestination(cfg, d.ID); err == nil {
 		return Config{}, fmt.Errorf("destination %q exists: %w", d.ID, wallet.ErrInvalidArgument)
 	}
 	cfg.Destinations = append(slices.Clone(cfg.Destinations), d)
-	if err := cfg.Validate(); err != nil {
+	if err := validateConfig(cfg); err != nil {
 		return Config{}, err
 	}
 	signer, key, err := a.signer(d.Path, req.Signer)
@@ -274,7 +274,7 @@ func (a *Agent) addServerDestination(ctx context.Context, req ServerDestinationR
 // a server that is down does not stop a rename.
 func (a *Agent) updateServerDestination(ctx context.Context, id string, d Destination) (Config, error) {
 	cfg := a.config()
-	old, err := cfg.destination(id)
+	old, err := findDestination(cfg, id)
 	if err != nil {
 		return Config{}, err
 	}
@@ -286,7 +286,7 @@ func (a *Agent) updateServerDestination(ctx context.Context, id string, d Destin
 		i := slices.IndexFunc(cfg.Destinations, func(x Destination) bool { return x.ID == id })
 		cfg.Destinations = slices.Clone(cfg.Destinations)
 		cfg.Destinations[i] = d
-		if err := cfg.Validate(); err != nil {
+		if err := validateConfig(cfg); err != nil {
 			return Config{}, err
 		}
 		signer, err := a.storageSigner(d)
@@ -303,7 +303,7 @@ func (a *Agent) updateServerDestination(ctx context.Context, id string, d Destin
 // checkServerFor runs checkServer for d, which cfg holds, signed by signer, against the
 // chain and identities of the wallet d backs up.
 func (a *Agent) checkServerFor(ctx context.Context, cfg Config, d Destination, signer auth.Signer) error {
-	ref, err := cfg.walletOf(d)
+	ref, err := walletOf(cfg, d)
 	if err != nil {
 		return err
 	}

@@ -93,7 +93,7 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 			if !errors.As(apiErr, &ae) || ae.Code != "server_check" || !strings.Contains(ae.Message, tc.words) || ae.Hint == "" {
 				t.Fatalf("the API says %#v", apiErr)
 			}
-			if _, err := a.config().destination("server"); err == nil {
+			if _, err := findDestination(a.config(), "server"); err == nil {
 				t.Fatal("a refused destination was saved")
 			}
 			if _, err := a.secrets.Get(StorageKeySecret("server")); err == nil {
@@ -134,7 +134,7 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 	if err := c.Call(context.Background(), RouteServerDestinationPut, renamed, nil, "server"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := a.config().destination("server"); err != nil || d.Name != "Renamed" || d.Path != srv.URL {
+	if d, err := findDestination(a.config(), "server"); err != nil || d.Name != "Renamed" || d.Path != srv.URL {
 		t.Fatalf("after the edits: %+v %v", d, err)
 	}
 }
