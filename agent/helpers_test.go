@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 )
 
 // waitCtx bounds a test's waits, so that a broken contract fails the test instead of
@@ -46,7 +47,7 @@ func mustState(t testing.TB) *StateDB {
 }
 
 // nextTaskEvent returns the next event about task id of type typ, skipping others.
-func nextTaskEvent(t testing.TB, sub *Subscription, id string, typ EventType) Task {
+func nextTaskEvent(t testing.TB, sub *Subscription, id string, typ api.EventType) api.Task {
 	t.Helper()
 	ctx := waitCtx(t)
 	for {
@@ -54,7 +55,7 @@ func nextTaskEvent(t testing.TB, sub *Subscription, id string, typ EventType) Ta
 		if err != nil {
 			t.Fatalf("waiting for %s of task %s: %v", typ, id, err)
 		}
-		if task, ok := ev.Data.(Task); ok && task.ID == id && ev.Type == typ {
+		if task, ok := ev.Data.(api.Task); ok && task.ID == id && ev.Type == typ {
 			return task
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"walletsync/agent/api"
 
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
@@ -19,13 +20,13 @@ import (
 func StorageKeySecret(id string) string { return "storage-key-" + id }
 
 // storageSigner returns who signs for d: its BRC-100 wallet, or the key in the secrets file.
-func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
+func (a *Agent) storageSigner(d api.Destination) (auth.Signer, error) {
 	if d.WalletURL != "" {
 		return auth.NewHTTPWallet(d.WalletURL, auth.HTTPWalletOptions{})
 	}
 	sec, err := a.secrets.Get(StorageKeySecret(d.ID))
 	if err != nil {
-		return nil, WithHint(fmt.Errorf("storage server %s: no signing key: %w", d.Name, err),
+		return nil, api.WithHint(fmt.Errorf("storage server %s: no signing key: %w", d.Name, err),
 			fmt.Sprintf("put the identity's key in the secrets (%s), or name the BRC-100 wallet that signs (walletURL)", StorageKeySecret(d.ID)))
 	}
 	key, err := auth.ParseKeyFile([]byte(strings.TrimSpace(sec.Reveal()) + "\n"))
@@ -42,7 +43,7 @@ func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
 // read grant per chunk read, a write grant for what writes to it (a new backup's first
 // push merges the backup's default rows into the wallet and makes the wallet's user row the
 // newer one, as the toolbox's setActive does), so foreground work goes between chunks.
-func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d api.Destination, ref api.WalletRef, reason string) error {
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
 		return err
@@ -62,7 +63,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return err
 	}
 	if !slices.Contains(ids, identity) {
-		return WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
+		return api.WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
 			"sign with the wallet's identity key")
 	}
 	client, err := toolbox.Dial(d.Path, signer, toolbox.ClientOptions{})
@@ -80,7 +81,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 			h.SyncProgress(p)
 			return nil
 		}})
-	result := ServerPushResult{SyncResult: SyncResult{Sessions: []syncer.Result{res}}}
+	result := api.ServerPushResult{SyncResult: api.SyncResult{Sessions: []syncer.Result{res}}}
 	if err == nil {
 		result.ConfirmedAt = a.now().UTC() // RunChunks returns nil once the final chunk is acknowledged
 	}

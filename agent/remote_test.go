@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/testkit/toolboxpeer"
@@ -22,27 +23,27 @@ func TestAgent_StorageServerDestination(t *testing.T) {
 		t.Fatal(err)
 	}
 	bad := cfg
-	bad.Destinations = append(bad.Destinations, Destination{ID: "server", Name: "Storage server", Kind: DestinationStorageServer, Path: "/not/a/url"})
+	bad.Destinations = append(bad.Destinations, api.Destination{ID: "server", Name: "Storage server", Kind: api.DestinationStorageServer, Path: "/not/a/url"})
 	if err := validateConfig(bad); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
 		t.Fatalf("a storage server with a file path: %v", err)
 	}
-	cfg.Destinations = append(cfg.Destinations, Destination{ID: "server", Name: "Storage server", Kind: DestinationStorageServer, Path: srv.URL,
-		Schedule: cfg.Destinations[0].Schedule, Pause: &Pause{}})
+	cfg.Destinations = append(cfg.Destinations, api.Destination{ID: "server", Name: "Storage server", Kind: api.DestinationStorageServer, Path: srv.URL,
+		Schedule: cfg.Destinations[0].Schedule, Pause: &api.Pause{}})
 	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
 		t.Fatal(err)
 	}
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 
-	if task := runAndWait(t, c, a, RouteRun, "server"); task.State != TaskFailed || !strings.Contains(task.Error, "no signing key") {
+	if task := runAndWait(t, c, a, api.RouteRun, "server"); task.State != api.TaskFailed || !strings.Contains(task.Error, "no signing key") {
 		t.Fatalf("without a key: %+v", task)
 	}
 	body := map[string]string{"value": hex.EncodeToString(localstore.FixtureRootKey(4))}
-	if err := c.Call(context.Background(), RouteSecretSet, body, nil, StorageKeySecret("server")); err != nil {
+	if err := c.Call(context.Background(), api.RouteSecretSet, body, nil, StorageKeySecret("server")); err != nil {
 		t.Fatal(err)
 	}
-	task := runAndWait(t, c, a, RouteRun, "server")
-	if task.State != TaskSucceeded || !strings.Contains(string(task.Result), `"state":"completed"`) {
+	task := runAndWait(t, c, a, api.RouteRun, "server")
+	if task.State != api.TaskSucceeded || !strings.Contains(string(task.Result), `"state":"completed"`) {
 		t.Fatalf("push to the storage server: %+v %s", task, task.Result)
 	}
 	var dump toolboxpeer.Dump

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/internal/safefile"
@@ -143,7 +144,7 @@ type RetentionDecision struct {
 // whatever the rules say. Files whose names ParseBackupFileName refuses are neither
 // counted nor touched: PlanRetention returns no decision for them. It returns one
 // decision per distinct backup file name, in the order of files.
-func PlanRetention(files []BackupFile, policy Retention, newestVerified string, now time.Time) []RetentionDecision {
+func PlanRetention(files []BackupFile, policy api.Retention, newestVerified string, now time.Time) []RetentionDecision {
 	type backup struct {
 		at   int // index in out
 		time time.Time

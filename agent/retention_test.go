@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"pgregory.net/rapid"
 
@@ -161,7 +162,7 @@ func TestPlanRetention_GeneratedHistory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			decisions := PlanRetention(files, Retention{Last: 10, Daily: 7, Weekly: 8}, tt.verified, now)
+			decisions := PlanRetention(files, api.Retention{Last: 10, Daily: 7, Weekly: 8}, tt.verified, now)
 			if len(decisions) != len(a)+len(b) {
 				t.Fatalf("%d decisions, want one per backup file: %d", len(decisions), len(a)+len(b))
 			}
@@ -211,7 +212,7 @@ func TestPlanRetention_Properties(t *testing.T) {
 			files = append(files, BackupFile{Name: rapid.SampledFrom(foreignNames).Draw(t, "foreignName")})
 		}
 		files = rapid.Permutation(files).Draw(t, "order")
-		policy := Retention{Last: rapid.IntRange(-1, 15).Draw(t, "last"),
+		policy := api.Retention{Last: rapid.IntRange(-1, 15).Draw(t, "last"),
 			Daily: rapid.IntRange(-1, 10).Draw(t, "daily"), Weekly: rapid.IntRange(-1, 10).Draw(t, "weekly")}
 		verified := ""
 		if len(files) > 0 && rapid.Bool().Draw(t, "verified") {
@@ -242,7 +243,7 @@ type datedBackup struct {
 }
 
 // checkPlan checks decisions against the retention rules, computed another way.
-func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string, now time.Time, decisions []RetentionDecision) {
+func checkPlan(t *rapid.T, files []BackupFile, policy api.Retention, verified string, now time.Time, decisions []RetentionDecision) {
 	byPrefix := map[string][]datedBackup{}
 	distinct := map[string]bool{}
 	for _, f := range files {
@@ -329,7 +330,7 @@ func TestApplyRetention_DeletesOnlyWhatThePlanSays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	decisions := PlanRetention(files, Retention{Last: 3, Daily: 2, Weekly: 2}, "", now)
+	decisions := PlanRetention(files, api.Retention{Last: 3, Daily: 2, Weekly: 2}, "", now)
 	if err := ApplyRetention(t.Context(), dir, decisions); err != nil {
 		t.Fatal(err)
 	}

@@ -10,26 +10,11 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"walletsync/agent/api"
 
 	"github.com/fsnotify/fsnotify"
 
 	"walletsync/wallet"
-)
-
-// Reason says why the timetable started a run. The strings are a wire format (task logs,
-// the API) and never change.
-type Reason string
-
-// Reasons for a run. The first three are the schedule kinds.
-const (
-	ReasonInterval Reason = "interval" // an interval schedule's time came
-	ReasonDaily    Reason = "daily"    // a daily schedule's time came
-	ReasonChange   Reason = "change"   // the wallet was written, and then left alone for the debounce
-	// ReasonMissed: the run's time passed while it could not start (the agent was stopped,
-	// the machine slept, the destination was paused, its previous run was still going), or
-	// the destination has never run. It runs once, however many times were missed.
-	ReasonMissed Reason = "missed"
-	ReasonManual Reason = "manual" // a person asked for it ("run now"); pauses do not hold it back
 )
 
 // DrillID is the id under which the timetable runs the restore drill (Config.Drill). The
@@ -64,7 +49,7 @@ type TimetableOptions struct {
 	// job has ended, or when ctx ends. The timetable never calls Run for an id whose
 	// previous call has not returned: triggers in the meantime are coalesced into one
 	// more call after it returns. ctx ends when the timetable stops.
-	Run func(ctx context.Context, id string, reason Reason)
+	Run func(ctx context.Context, id string, reason api.Reason)
 	// LastRun returns when id's last run started, zero if it never ran. It is asked once
 	// per destination, when the timetable first sees it. Return the last run that
 	// succeeded to have a failed or interrupted run retried once at start.
@@ -72,7 +57,7 @@ type TimetableOptions struct {
 	// EditConfig applies edit to the current config and saves it, returning edit's error
 	// (and saving nothing) if edit fails. Pause and Resume change the config through it,
 	// then apply the result themselves; calling Update with it as well is harmless.
-	EditConfig func(ctx context.Context, edit func(*Config) error) error
+	EditConfig func(ctx context.Context, edit func(*api.Config) error) error
 	// Location is the time zone of daily schedules; default time.Local.
 	Location *time.Location
 	// Now reads the wall clock; default time.Now. Tests move it apart from the monotonic
@@ -115,9 +100,9 @@ type TimetableOptions struct {
 //
 // A Timetable is safe for concurrent use. Run it once; it stops when Run's context ends.
 type Timetable struct {
-	run        func(ctx context.Context, id string, reason Reason)
+	run        func(ctx context.Context, id string, reason api.Reason)
 	lastRun    func(id string) time.Time
-	editConfig func(ctx context.Context, edit func(*Config) error) error
+	editConfig func(ctx context.Context, edit func(*api.Config) error) error
 	loc        *time.Location
 	now        func() time.Time
 	log        *slog.Logger
@@ -138,14 +123,14 @@ type Timetable struct {
 
 // entry is the timetable's state of one destination or of the drill.
 type entry struct {
-	dest      Destination // a copy; the drill's has only its ID and Schedule
-	wallet    string      // the wallet file an on-change schedule watches, "" when none
-	last      time.Time   // when its last run started; zero: never
-	changed   time.Time   // the first write since then; zero: none
-	lastWrite time.Time   // the latest write since then
-	manual    bool        // a run by hand is asked for
-	running   bool        // Run has been called and has not returned
-	removed   bool        // gone from the config while running; forgotten by the next Update
+	dest      api.Destination // a copy; the drill's has only its ID and Schedule
+	wallet    string          // the wallet file an on-change schedule watches, "" when none
+	last      time.Time       // when its last run started; zero: never
+	changed   time.Time       // the first write since then; zero: none
+	lastWrite time.Time       // the latest write since then
+	manual    bool            // a run by hand is asked for
+	running   bool            // Run has been called and has not returned
+	removed   bool            // gone from the config while running; forgotten by the next Update
 }
 
 // fileEvents is what the timetable uses of an fsnotify watcher, so that tests can feed it
@@ -213,7 +198,7 @@ func (s *Timetable) wall() time.Time { return s.now().Round(0) }
 // (wallet.ErrInvalidArgument) and any cfg after Run has returned (ErrClosed). An error
 // watching a wallet's folder is returned after the rest of cfg is applied: the other
 // schedules keep running, and that wallet's on-change destinations still run at start.
-func (s *Timetable) Update(cfg Config) error {
+func (s *Timetable) Update(cfg api.Config) error {
 	if err := validateConfig(cfg); err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
@@ -221,7 +206,7 @@ func (s *Timetable) Update(cfg Config) error {
 	defer s.updateMu.Unlock()
 
 	dests := make([]entry, 0, len(cfg.Destinations)+1)
-	dests = append(dests, entry{dest: Destination{ID: DrillID, Schedule: cfg.Drill}})
+	dests = append(dests, entry{dest: api.Destination{ID: DrillID, Schedule: cfg.Drill}})
 	for _, d := range cfg.Destinations {
 		if d.Pause != nil {
 			p := *d.Pause
@@ -245,11 +230,11 @@ func (s *Timetable) Update(cfg Config) error {
 	}
 	s.mu.Unlock()
 	if closed {
-		return fmt.Errorf("update schedules: %w", ErrClosed)
+		return fmt.Errorf("update schedules: %w", api.ErrClosed)
 	}
 	for _, e := range fresh {
 		e.last = s.lastRun(e.dest.ID).Round(0)
-		if e.dest.Schedule.Kind == ScheduleChange && e.wallet != "" {
+		if e.dest.Schedule.Kind == api.ScheduleChange && e.wallet != "" {
 			if m := lastModified(e.wallet); m.After(e.last) {
 				e.changed, e.lastWrite = m, m
 			}
@@ -270,10 +255,10 @@ func (s *Timetable) Update(cfg Config) error {
 			s.entries[n.dest.ID] = e
 		}
 		e.dest, e.wallet, e.removed = n.dest, n.wallet, false
-		if e.dest.Schedule.Kind != ScheduleChange {
+		if e.dest.Schedule.Kind != api.ScheduleChange {
 			e.changed, e.lastWrite = time.Time{}, time.Time{}
 		}
-		if e.dest.Schedule.Kind == ScheduleChange && e.wallet != "" {
+		if e.dest.Schedule.Kind == api.ScheduleChange && e.wallet != "" {
 			files[e.wallet], files[e.wallet+"-wal"] = e.wallet, e.wallet
 			dirs[filepath.Dir(e.wallet)] = true
 		}
@@ -423,7 +408,7 @@ func (s *Timetable) noteWatchError(err error) {
 // noteWriteLocked records a write at now for the on-change entries that match.
 func (s *Timetable) noteWriteLocked(now time.Time, match func(*entry) bool) {
 	for _, e := range s.entries {
-		if e.dest.Schedule.Kind != ScheduleChange || !match(e) {
+		if e.dest.Schedule.Kind != api.ScheduleChange || !match(e) {
 			continue
 		}
 		if e.changed.IsZero() {
@@ -472,7 +457,7 @@ func (s *Timetable) look(ctx context.Context, runs *sync.WaitGroup) time.Duratio
 
 // startLocked starts e's run for reason why. The run sees every write made before it
 // starts, so the pending change is done with; writes from now on make another.
-func (s *Timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *entry, why Reason, now time.Time) {
+func (s *Timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *entry, why api.Reason, now time.Time) {
 	e.running, e.manual = true, false
 	e.last, e.changed, e.lastWrite = now, time.Time{}, time.Time{}
 	id := e.dest.ID
@@ -488,9 +473,9 @@ func (s *Timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *en
 // planLocked returns when e runs next, as of now, and why; ok is false when no run is
 // coming: paused until resumed, or on change with nothing written since the last run. A
 // time that has passed is returned as now.
-func (s *Timetable) planLocked(e *entry, now time.Time) (at time.Time, why Reason, ok bool) {
+func (s *Timetable) planLocked(e *entry, now time.Time) (at time.Time, why api.Reason, ok bool) {
 	if e.manual {
-		return now, ReasonManual, true
+		return now, api.ReasonManual, true
 	}
 	due, ok := e.due(s.loc)
 	if !ok {
@@ -504,9 +489,9 @@ func (s *Timetable) planLocked(e *entry, now time.Time) (at time.Time, why Reaso
 		at = later(at, e.dest.Pause.Until)
 	}
 	if at.Sub(due) > lateAfter {
-		return at, ReasonMissed, true
+		return at, api.ReasonMissed, true
 	}
-	return at, Reason(e.dest.Schedule.Kind), true
+	return at, api.Reason(e.dest.Schedule.Kind), true
 }
 
 // due returns when e's schedule next asks for a run; ok is false when it asks for none
@@ -518,11 +503,11 @@ func (e *entry) due(loc *time.Location) (at time.Time, ok bool) {
 	}
 	s := e.dest.Schedule
 	switch s.Kind {
-	case ScheduleInterval:
+	case api.ScheduleInterval:
 		return e.last.Add(time.Duration(s.Every)), true
-	case ScheduleDaily:
+	case api.ScheduleDaily:
 		return nextDaily(e.last, s.At, loc), true
-	case ScheduleChange:
+	case api.ScheduleChange:
 		if e.changed.IsZero() {
 			return time.Time{}, false
 		}
@@ -591,7 +576,7 @@ func earlier(a, b time.Time) time.Time {
 // waiting for the current one). The time is zero when no run is coming: the destination
 // is paused until resumed, or waits for the wallet to change. An unknown id is an error
 // wrapping wallet.ErrNotFound.
-func (s *Timetable) Next(id string) (time.Time, Reason, error) {
+func (s *Timetable) Next(id string) (time.Time, api.Reason, error) {
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -619,7 +604,7 @@ func (s *Timetable) RunNow(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("run %s: %w", id, ErrClosed)
+		return fmt.Errorf("run %s: %w", id, api.ErrClosed)
 	}
 	e, err := s.entryLocked(id)
 	if err != nil {
@@ -683,27 +668,27 @@ func (s *Timetable) ResumeAll(ctx context.Context) error {
 	return s.setPause(ctx, "resume all", "", true, nil)
 }
 
-func (s *Timetable) pauseFor(d time.Duration) (*Pause, error) {
+func (s *Timetable) pauseFor(d time.Duration) (*api.Pause, error) {
 	switch {
 	case d < 0:
 		return nil, fmt.Errorf("pause for %s: %w", d, wallet.ErrInvalidArgument)
 	case d == 0:
-		return &Pause{}, nil
+		return &api.Pause{}, nil
 	}
-	return &Pause{Until: s.wall().Add(d).UTC()}, nil
+	return &api.Pause{Until: s.wall().Add(d).UTC()}, nil
 }
 
 // setPause sets the pause of destination id, or of every destination, through
 // EditConfig, and applies the saved config.
-func (s *Timetable) setPause(ctx context.Context, action, id string, all bool, p *Pause) error {
+func (s *Timetable) setPause(ctx context.Context, action, id string, all bool, p *api.Pause) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed { // refused before the config is saved, not after
-		return fmt.Errorf("%s: %w", action, ErrClosed)
+		return fmt.Errorf("%s: %w", action, api.ErrClosed)
 	}
-	var saved Config
-	err := s.editConfig(ctx, func(c *Config) error {
+	var saved api.Config
+	err := s.editConfig(ctx, func(c *api.Config) error {
 		found := false
 		for i := range c.Destinations {
 			if d := &c.Destinations[i]; all || d.ID == id {

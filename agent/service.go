@@ -9,26 +9,13 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+	"walletsync/agent/api"
 
 	"github.com/kardianos/service"
 )
 
 // ServiceName is the agent's name with the platform's service manager.
 const ServiceName = "walletsync"
-
-// ServiceStatus is what the service manager says about the agent's service. The strings
-// are a wire format.
-type ServiceStatus string
-
-// Service states.
-const (
-	ServiceRunning      ServiceStatus = "running"
-	ServiceStopped      ServiceStatus = "stopped"
-	ServiceNotInstalled ServiceStatus = "not-installed"
-	// ServiceUnavailable: the platform has no service manager walletsync installs with
-	// (ErrNoServiceManager). Not a failure: the agent runs while started by hand.
-	ServiceUnavailable ServiceStatus = "unavailable"
-)
 
 // ServiceError reports a failed service action.
 type ServiceError struct {
@@ -98,7 +85,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 func serviceConfig(platform string, opts ServiceOptions) (*service.Config, error) {
 	option, ok := perUserPlatforms[platform]
 	if !ok {
-		return nil, WithHint(&ServiceError{Op: "control", Platform: platform, Err: ErrNoServiceManager},
+		return nil, api.WithHint(&ServiceError{Op: "control", Platform: platform, Err: api.ErrNoServiceManager},
 			"walletsync installs itself with systemd user units, launchd or the Windows service manager; "+
 				"here, start \"walletsync agent\" with your desktop session (an autostart entry) instead.")
 	}
@@ -147,17 +134,17 @@ func (s *Service) do(op string, f func() error) error {
 
 // Status asks the service manager about the service. A service that is not installed is
 // ServiceNotInstalled, not an error.
-func (s *Service) Status() (ServiceStatus, error) {
+func (s *Service) Status() (api.ServiceStatus, error) {
 	st, err := s.svc.Status()
 	switch {
 	case errors.Is(err, service.ErrNotInstalled):
-		return ServiceNotInstalled, nil
+		return api.ServiceNotInstalled, nil
 	case err != nil:
 		return "", &ServiceError{Op: "status", Platform: s.platform, Err: err}
 	case st == service.StatusRunning:
-		return ServiceRunning, nil
+		return api.ServiceRunning, nil
 	case st == service.StatusStopped:
-		return ServiceStopped, nil
+		return api.ServiceStopped, nil
 	}
 	return "", &ServiceError{Op: "status", Platform: s.platform, Err: errors.New("the service manager reports no status")}
 }
@@ -228,49 +215,38 @@ func (p *serviceProgram) Stop(service.Service) error {
 	return nil
 }
 
-// ServiceInfo is the body of GET /api/v1/service.
-type ServiceInfo struct {
-	Platform string        `json:"platform"`
-	Status   ServiceStatus `json:"status,omitempty"`
-	// Note explains an unavailable service in plain words; Error and Hint report a
-	// failure to ask the service manager.
-	Note  string `json:"note,omitempty"`
-	Error string `json:"error,omitempty"`
-	Hint  string `json:"hint,omitempty"`
-}
-
 // serviceInfo reports the platform service; an environment without a service manager is
 // reported, not failed.
-func serviceInfo() ServiceInfo {
+func serviceInfo() api.ServiceInfo {
 	svc, err := NewService(ServiceOptions{})
-	if errors.Is(err, ErrNoServiceManager) {
-		ex := explain(err)
-		return ServiceInfo{Status: ServiceUnavailable, Note: ex.Message + " " + ex.Hint}
+	if errors.Is(err, api.ErrNoServiceManager) {
+		ex := api.Explain(err)
+		return api.ServiceInfo{Status: api.ServiceUnavailable, Note: ex.Message + " " + ex.Hint}
 	}
 	if err != nil {
-		return ServiceInfo{Error: err.Error(), Hint: hintFor(err)}
+		return api.ServiceInfo{Error: err.Error(), Hint: api.HintFor(err)}
 	}
-	info := ServiceInfo{Platform: svc.Platform()}
+	info := api.ServiceInfo{Platform: svc.Platform()}
 	if info.Status, err = svc.Status(); err != nil {
-		info.Error, info.Hint = err.Error(), hintFor(err)
+		info.Error, info.Hint = err.Error(), api.HintFor(err)
 	}
 	return info
 }
 
 // serviceAction does what the dashboard asked of the platform service, and reports it.
-func serviceAction(do func(*Service) error) (ServiceInfo, error) {
+func serviceAction(do func(*Service) error) (api.ServiceInfo, error) {
 	svc, err := NewService(ServiceOptions{})
 	if err != nil {
-		return ServiceInfo{}, err
+		return api.ServiceInfo{}, err
 	}
 	if err := do(svc); err != nil {
-		return ServiceInfo{}, err
+		return api.ServiceInfo{}, err
 	}
 	return serviceInfo(), nil
 }
 
 // hintFor is the hint a person sees for err.
 func hintFor(err error) string {
-	_, hint := classify(err)
+	_, hint := "", api.HintFor(err)
 	return hint
 }

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"time"
+	"walletsync/agent/api"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
@@ -166,9 +167,9 @@ func (s *StateDB) Close() error { return s.db.Close() }
 
 // taskRecord is one task as the state database holds it.
 type taskRecord struct {
-	Task
+	api.Task
 	ord uint64
-	log []LogLine
+	log []api.LogLine
 }
 
 // loadTasks returns every recorded task, oldest first.
@@ -230,7 +231,7 @@ type LoggedEvent struct {
 	Epoch string          `json:"epoch"`
 	Seq   uint64          `json:"seq"`
 	Time  time.Time       `json:"time"`
-	Type  EventType       `json:"type"`
+	Type  api.EventType   `json:"type"`
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
@@ -255,10 +256,10 @@ func (s *StateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
 	sub := bus.Subscribe(since)
 	for {
 		ev, err := sub.Next(ctx)
-		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+		if errors.Is(err, api.ErrClosed) || ctx.Err() != nil {
 			return nil
 		}
-		batch := []Event{ev}
+		batch := []api.Event{ev}
 		for len(batch) < 256 {
 			ev, ok := sub.TryNext()
 			if !ok {
@@ -272,10 +273,10 @@ func (s *StateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
 	}
 }
 
-func (s *StateDB) appendEvents(ctx context.Context, epoch string, batch []Event, keep int) error {
+func (s *StateDB) appendEvents(ctx context.Context, epoch string, batch []api.Event, keep int) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, ev := range batch {
-			if ev.Type == EventTaskProgress || ev.Type == EventTaskLog {
+			if ev.Type == api.EventTaskProgress || ev.Type == api.EventTaskLog {
 				continue
 			}
 			data, err := json.Marshal(ev.Data)
@@ -322,7 +323,7 @@ func (s *StateDB) Events(ctx context.Context, limit int) ([]LoggedEvent, error) 
 
 // RecordBackup remembers a backup file the agent wrote (replacing an older record of the
 // same path).
-func (s *StateDB) RecordBackup(ctx context.Context, f Backup) error {
+func (s *StateDB) RecordBackup(ctx context.Context, f api.Backup) error {
 	rows, err := json.Marshal(f.Rows)
 	if err != nil {
 		return err
@@ -341,24 +342,17 @@ created_at = excluded.created_at, verified_at = NULL, verify_error = NULL`,
 	return nil
 }
 
-// BackupRecord is a recorded backup file with what verifying it found.
-type BackupRecord struct {
-	Backup
-	VerifiedAt  time.Time `json:"verifiedAt,omitzero"`
-	VerifyError string    `json:"verifyError,omitempty"`
-}
-
 // Backups returns the recorded files of a destination, newest first.
-func (s *StateDB) Backups(ctx context.Context, destination string) ([]BackupRecord, error) {
+func (s *StateDB) Backups(ctx context.Context, destination string) ([]api.BackupRecord, error) {
 	rs, err := s.db.QueryContext(ctx, `SELECT path, destination, identity_key, size, sha256, rows, created_at,
 coalesce(verified_at, ''), coalesce(verify_error, '') FROM backups WHERE destination = ? ORDER BY created_at DESC`, destination)
 	if err != nil {
 		return nil, fmt.Errorf("list backups: %w", err)
 	}
 	defer rs.Close()
-	var out []BackupRecord
+	var out []api.BackupRecord
 	for rs.Next() {
-		var r BackupRecord
+		var r api.BackupRecord
 		var rows, created, verified string
 		if err := rs.Scan(&r.Path, &r.Destination, &r.IdentityKey, &r.Size, &r.SHA256, &rows, &created, &verified, &r.VerifyError); err != nil {
 			return nil, fmt.Errorf("list backups: %w", err)

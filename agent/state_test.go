@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
@@ -94,16 +95,16 @@ func TestStateDB_RecordEvents(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	first := record(ctx)
 	for i := range 3 {
-		bus.Publish(EventBackupWritten, map[string]int{"file": i})
-		bus.Publish(EventTaskProgress, map[string]int{"rows": i})
+		bus.Publish(api.EventBackupWritten, map[string]int{"file": i})
+		bus.Publish(api.EventTaskProgress, map[string]int{"rows": i})
 	}
 	stop()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
 	for i := 3; i < 6; i++ {
-		bus.Publish(EventDrillFinished, map[string]int{"file": i})
-		bus.Publish(EventTaskLog, map[string]int{"line": i})
+		bus.Publish(api.EventDrillFinished, map[string]int{"file": i})
+		bus.Publish(api.EventTaskLog, map[string]int{"line": i})
 	}
 	second := record(t.Context())
 	bus.Close()
@@ -119,11 +120,11 @@ func TestStateDB_RecordEvents(t *testing.T) {
 		t.Fatalf("event log: %+v, want seqs %v", got, want)
 	}
 	for i, e := range got {
-		if e.Seq != want[i] || e.Epoch != bus.Epoch() || e.Type == EventTaskProgress || e.Type == EventTaskLog {
+		if e.Seq != want[i] || e.Epoch != bus.Epoch() || e.Type == api.EventTaskProgress || e.Type == api.EventTaskLog {
 			t.Fatalf("event %d: %+v, want seq %d", i, e, want[i])
 		}
 	}
-	if string(got[4].Data) != `{"file":5}` || got[4].Type != EventDrillFinished {
+	if string(got[4].Data) != `{"file":5}` || got[4].Type != api.EventDrillFinished {
 		t.Errorf("newest event: %s %s", got[4].Type, got[4].Data)
 	}
 }

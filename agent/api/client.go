@@ -1,4 +1,4 @@
-package agent
+package api
 
 import (
 	"bufio"
@@ -12,6 +12,18 @@ import (
 	"strings"
 	"time"
 )
+
+// PreviewBundle starts the verify of the bundle req names, which shows what it holds before
+// a restore (see Agent.PreviewBundle); its Result is the bundle.Manifest.
+func (c *Client) PreviewBundle(ctx context.Context, req BundleRequest) (Task, error) {
+	return call[Task](ctx, c, RouteBundlePreview, req)
+}
+
+// RestoreBundle starts the restore of the bundle req names into a configured wallet (see
+// Agent.RestoreBundle); req must carry Confirm. Its Result is a BundleRestored.
+func (c *Client) RestoreBundle(ctx context.Context, req BundleRequest) (Task, error) {
+	return call[Task](ctx, c, RouteBundleRestore, req)
+}
 
 // Client calls a running agent's API, as the command line, the tray and the window do: it
 // sends the token and the agent's own Origin, builds every path from the Route table
@@ -281,4 +293,10 @@ func (c *Client) Events(ctx context.Context, cursor string, handle func(Streamed
 		return cursor, true, fmt.Errorf("read event stream: %w", err)
 	}
 	return cursor, true, ErrEventStreamEnded
+}
+
+// Endpoint is where the command line reaches a running agent.
+type Endpoint struct {
+	Addr  string // host:port on loopback
+	Token string
 }
