@@ -22,7 +22,7 @@ type Options struct {
 	// Dir is the data folder: state database, secrets, token, lock (DefaultDataDir when
 	// empty).
 	Dir DataDir
-	// ConfigPath is the config file (DefaultConfigPath when empty).
+	// ConfigPath is the config file (defaultConfigPath when empty).
 	ConfigPath string
 	// Addr is the API's loopback address (127.0.0.1:0, a free port, when empty).
 	Addr string
@@ -60,12 +60,12 @@ type Agent struct {
 	log     *slog.Logger
 	now     func() time.Time
 	lock    *DirLock
-	state   *StateDB
+	state   *stateDB
 	bus     *Bus
 	tasks   *Manager
 	secrets *Secrets
 	srv     *api.Server
-	sched   *Timetable
+	sched   *timetable
 	cancel  context.CancelFunc
 	serving sync.WaitGroup
 	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
@@ -103,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		}
 	}
 	if opts.ConfigPath == "" {
-		if opts.ConfigPath, err = DefaultConfigPath(); err != nil {
+		if opts.ConfigPath, err = defaultConfigPath(); err != nil {
 			return nil, err
 		}
 	}
@@ -120,7 +120,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if a.lock, err = opts.Dir.Lock(); err != nil {
 		return nil, err
 	}
-	if a.cfg, err = LoadConfig(opts.ConfigPath); err != nil {
+	if a.cfg, err = loadConfig(opts.ConfigPath); err != nil {
 		return nil, err
 	}
 	for _, id := range opts.RunAtStart {
@@ -129,10 +129,10 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		}
 	}
 	a.recoverRestores(ctx)
-	if a.state, err = OpenState(ctx, opts.Dir.StatePath()); err != nil {
+	if a.state, err = openState(ctx, opts.Dir.StatePath()); err != nil {
 		return nil, err
 	}
-	a.bus = NewBus(0)
+	a.bus = newBus(0)
 	a.serving.Add(1)
 	go func() {
 		defer a.serving.Done()
@@ -142,7 +142,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		}
 	}()
 	a.secrets = NewSecrets(opts.Dir.SecretsPath())
-	if a.tasks, err = NewManager(ctx, ManagerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: a.log}); err != nil {
+	if a.tasks, err = newManager(ctx, managerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: a.log}); err != nil {
 		return nil, err
 	}
 	token, err := opts.Dir.Token()
@@ -159,7 +159,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if err = opts.Dir.PublishAddr(a.srv.Addr()); err != nil {
 		return nil, err
 	}
-	if a.sched, err = NewTimetable(TimetableOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
+	if a.sched, err = newTimetable(timetableOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
 		Now: a.now, EditConfig: func(_ context.Context, edit func(*api.Config) error) error {
 			_, err := a.updateConfig(edit)
 			return err
@@ -270,7 +270,7 @@ func Run(ctx context.Context, opts Options, ready func(*Agent)) error {
 func (a *Agent) scheduledRun(ctx context.Context, id string, reason api.Reason) {
 	var t api.Task
 	var err error
-	if id == DrillID {
+	if id == drillID {
 		t, err = a.RunDrill(string(reason))
 	} else {
 		t, err = a.RunDestination(id, string(reason))
@@ -288,7 +288,7 @@ func (a *Agent) scheduledRun(ctx context.Context, id string, reason api.Reason) 
 // the timetable counts schedules from it, so a failed or interrupted run is retried once.
 func (a *Agent) lastSuccess(id string) time.Time {
 	kinds := []api.TaskKind{api.KindSync, api.KindBackup}
-	if id == DrillID {
+	if id == drillID {
 		kinds = []api.TaskKind{api.KindDrill}
 	}
 	for _, t := range a.tasks.List() { // newest first
@@ -364,7 +364,7 @@ func (a *Agent) wallet(ctx context.Context, path string) (*walletHandle, error) 
 		return w, nil
 	}
 	if id, ok := a.restoring[path]; ok {
-		return nil, &WalletInUseError{Wallet: path, TaskID: id, Kind: api.KindBundleRestore, State: api.TaskRunning}
+		return nil, &walletInUseError{Wallet: path, TaskID: id, Kind: api.KindBundleRestore, State: api.TaskRunning}
 	}
 	st, err := localstore.Open(ctx, path, localstore.Options{Logger: a.log})
 	if err != nil {

@@ -395,7 +395,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // so their schedules want them at once too, and asks for both at start: each runs once.
 func TestAgent_RunAtStartRunsEachDestinationOnce(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ type testAgent struct {
 	dir     DataDir
 	token   string
 	bus     *Bus
-	state   *StateDB
+	state   *stateDB
 	tasks   *Manager
 	secrets *Secrets
 	srv     *api.Server
@@ -51,14 +51,14 @@ func startAgent(t *testing.T, tune func(*api.ServerOptions)) *testAgent {
 	var logger *slog.Logger
 	logger, a.logs = debugLogger()
 	ctx, cancel := context.WithCancel(context.Background())
-	if a.state, err = OpenState(ctx, a.dir.StatePath()); err != nil {
+	if a.state, err = openState(ctx, a.dir.StatePath()); err != nil {
 		t.Fatal(err)
 	}
-	a.bus = NewBus(0)
+	a.bus = newBus(0)
 	recorded := make(chan error, 1)
 	go func() { recorded <- a.state.RecordEvents(context.Background(), a.bus, 0) }()
 	a.secrets = NewSecrets(a.dir.SecretsPath())
-	if a.tasks, err = NewManager(ctx, ManagerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: logger}); err != nil {
+	if a.tasks, err = newManager(ctx, managerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	if a.token, err = a.dir.Token(); err != nil {
@@ -157,9 +157,9 @@ func errorCode(t *testing.T, body string) string {
 }
 
 func TestNewServer_RefusesNonLoopback(t *testing.T) {
-	bus := NewBus(0)
+	bus := newBus(0)
 	base := api.ServerOptions{Token: "t", Bus: busEvents{bus}}
-	base.Tasks, _ = NewManager(t.Context(), ManagerOptions{Bus: bus})
+	base.Tasks, _ = newManager(t.Context(), managerOptions{Bus: bus})
 	for _, tc := range []struct {
 		addr string
 		ok   bool

@@ -12,8 +12,8 @@ import (
 	"walletsync/wallet"
 )
 
-// WalletInUseError names what keeps a wallet from being replaced, or replaces it.
-type WalletInUseError struct {
+// walletInUseError names what keeps a wallet from being replaced, or replaces it.
+type walletInUseError struct {
 	Wallet string
 	// TaskID, Kind and State are the task in the way: a job of the wallet that runs or is
 	// queued (which refuses a restore), or the bundle restore itself (which refuses the job).
@@ -22,7 +22,7 @@ type WalletInUseError struct {
 	State  api.TaskState
 }
 
-func (e *WalletInUseError) Error() string {
+func (e *walletInUseError) Error() string {
 	if e.Kind == api.KindBundleRestore {
 		return fmt.Sprintf("%s is being replaced by a restore from a bundle (task %s)", e.Wallet, e.TaskID)
 	}
@@ -30,7 +30,7 @@ func (e *WalletInUseError) Error() string {
 }
 
 // Unwrap makes errors.Is(err, ErrWalletInUse) true.
-func (e *WalletInUseError) Unwrap() error { return api.ErrWalletInUse }
+func (e *walletInUseError) Unwrap() error { return api.ErrWalletInUse }
 
 // bundleDir resolves the bundle folder a request names.
 func (a *Agent) bundleDir(req api.BundleRequest) (string, error) {
@@ -47,7 +47,7 @@ func (a *Agent) bundleDir(req api.BundleRequest) (string, error) {
 	if d.Kind != api.DestinationBundles {
 		return "", fmt.Errorf("destination %s is a %s, not a bundle folder: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 	}
-	if _, _, ok := parseBackup(BackupFile{Name: req.Name, Bundle: true}); !ok {
+	if _, _, ok := parseBackup(backupFile{Name: req.Name, Bundle: true}); !ok {
 		return "", fmt.Errorf("%q is not a bundle name: %w", req.Name, wallet.ErrInvalidArgument)
 	}
 	return filepath.Join(d.Path, req.Name), nil
@@ -78,7 +78,7 @@ func (a *Agent) PreviewBundle(req api.BundleRequest) (api.Task, error) {
 // RestoreBundle starts the restore of the bundle req names into a configured wallet, in
 // place: the agent lets go of the wallet, bundle.Restore swaps the bundle's copy in (staged,
 // checked, with a recovery marker: see localstore.Replace), and the agent opens the wallet
-// again, whatever the outcome. It is refused with a *WalletInUseError while a task of the
+// again, whatever the outcome. It is refused with a *walletInUseError while a task of the
 // wallet runs or waits, and none may start until the restore ends. The task fails, the
 // wallet unchanged, with ErrWalletOpenElsewhere while another process has the wallet open,
 // and with the bundle's typed error for a damaged bundle or one of a newer schema.
@@ -123,11 +123,11 @@ func (a *Agent) claimForRestore(path string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if id, ok := a.restoring[path]; ok {
-		return &WalletInUseError{Wallet: path, TaskID: id, Kind: api.KindBundleRestore, State: api.TaskRunning}
+		return &walletInUseError{Wallet: path, TaskID: id, Kind: api.KindBundleRestore, State: api.TaskRunning}
 	}
 	for _, t := range a.tasks.List() {
 		if !t.State.Terminal() && taskMayUse(cfg, t, path) {
-			return api.WithHint(&WalletInUseError{Wallet: path, TaskID: t.ID, Kind: t.Kind, State: t.State},
+			return api.WithHint(&walletInUseError{Wallet: path, TaskID: t.ID, Kind: t.Kind, State: t.State},
 				"Wait for that task to finish, or cancel it on the Activity page, then restore again. Pause the schedules first if they keep starting tasks.")
 		}
 	}

@@ -54,7 +54,7 @@ func newBundleEnv(t *testing.T) bundleEnv {
 	if _, err := bundle.Create(ctx, src, e.dir, bundle.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +164,7 @@ func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
 	req := api.BundleRequest{Destination: "bundles", Name: e.name, Confirm: true}
 	for _, want := range []api.Task{queued, first} { // the newest task is named
 		_, err := a.RestoreBundle(req)
-		var inUse *WalletInUseError
+		var inUse *walletInUseError
 		if !errors.As(err, &inUse) || !errors.Is(err, api.ErrWalletInUse) || inUse.Wallet != e.wallet || inUse.TaskID != want.ID {
 			t.Fatalf("restore beside task %s (%s): %v, want a WalletInUseError naming it", want.ID, want.State, err)
 		}

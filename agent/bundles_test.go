@@ -21,7 +21,7 @@ import (
 // and a damaged bundle fails the drill loudly, by name.
 func TestAgent_BundleFolder(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

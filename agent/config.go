@@ -17,15 +17,15 @@ import (
 	"walletsync/wallet"
 )
 
-// ConfigVersion is the config file format this binary writes. LoadConfig migrates older
+// configVersion is the config file format this binary writes. loadConfig migrates older
 // files forward and refuses newer ones.
-const ConfigVersion = 1
+const configVersion = 1
 
 // DefaultConfig returns the configuration of a fresh install: no wallets or destinations,
 // retention 10/7/8, a weekly restore drill, info logs.
 func DefaultConfig() api.Config {
 	return api.Config{
-		Version:      ConfigVersion,
+		Version:      configVersion,
 		Wallets:      []api.WalletRef{},
 		Destinations: []api.Destination{},
 		Retention:    api.Retention{Last: 10, Daily: 7, Weekly: 8},
@@ -34,8 +34,8 @@ func DefaultConfig() api.Config {
 	}
 }
 
-// DefaultConfigPath returns os.UserConfigDir()/walletsync/config.json.
-func DefaultConfigPath() (string, error) {
+// defaultConfigPath returns os.UserConfigDir()/walletsync/config.json.
+func defaultConfigPath() (string, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return "", fmt.Errorf("find the config folder: %w", err)
@@ -49,7 +49,7 @@ func DefaultConfigPath() (string, error) {
 type configMigration func(doc map[string]any) error
 
 // configMigrations[v] migrates version v to v+1. Append only; len(configMigrations) is
-// ConfigVersion.
+// configVersion.
 var configMigrations = []configMigration{
 	// 0 -> 1. Version 0 is a file without a "version" field: written by hand or by a
 	// pre-release build, in version 1's shape. Fields it lacks take their defaults.
@@ -67,12 +67,12 @@ func migrateConfig(doc map[string]any, from int, steps []configMigration) error 
 	return nil
 }
 
-// LoadConfig reads the config file at path. A missing file yields DefaultConfig. An older
+// loadConfig reads the config file at path. A missing file yields DefaultConfig. An older
 // version is migrated forward in memory (SaveConfig writes it back); fields a file leaves
 // out take their defaults. It refuses a newer version (wallet.ErrSchemaTooNew), unknown
 // fields and invalid values (wallet.ErrInvalidArgument), so a typo in a hand-edited file
 // is reported rather than ignored.
-func LoadConfig(path string) (api.Config, error) {
+func loadConfig(path string) (api.Config, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return DefaultConfig(), nil
@@ -92,9 +92,9 @@ func LoadConfig(path string) (api.Config, error) {
 		}
 		version = int(f)
 	}
-	if version > ConfigVersion {
+	if version > configVersion {
 		return api.Config{}, &wallet.SchemaError{Path: path, Err: wallet.ErrSchemaTooNew,
-			Reason: fmt.Sprintf("config version %d, this walletsync knows up to %d", version, ConfigVersion)}
+			Reason: fmt.Sprintf("config version %d, this walletsync knows up to %d", version, configVersion)}
 	}
 	if err := migrateConfig(doc, version, configMigrations); err != nil {
 		return api.Config{}, fmt.Errorf("migrate config %s: %w", path, err)
@@ -145,8 +145,8 @@ func validateConfig(c api.Config) error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("config: %s: %w", fmt.Sprintf(format, args...), wallet.ErrInvalidArgument)
 	}
-	if c.Version != ConfigVersion {
-		return bad("version %d, want %d", c.Version, ConfigVersion)
+	if c.Version != configVersion {
+		return bad("version %d, want %d", c.Version, configVersion)
 	}
 	wallets := map[string]bool{}
 	for i, w := range c.Wallets {

@@ -39,7 +39,7 @@ func writeConfig(t *testing.T, text string) string {
 }
 
 func TestLoadConfig_MissingFileGivesDefaults(t *testing.T) {
-	c, err := LoadConfig(filepath.Join(t.TempDir(), "none.json"))
+	c, err := loadConfig(filepath.Join(t.TempDir(), "none.json"))
 	if err != nil || !reflect.DeepEqual(c, DefaultConfig()) {
 		t.Fatalf("LoadConfig = %+v, %v; want the defaults", c, err)
 	}
@@ -60,12 +60,12 @@ func TestLoadConfig_MigratesUnversioned(t *testing.T) {
 		"retention": {"last": 5},
 		"drill": {"kind": "daily", "at": "04:00"}
 	}`)
-	c, err := LoadConfig(path)
+	c, err := loadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	onChange := api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(30 * time.Second)}
-	if c.Version != ConfigVersion || c.Destinations[0].Schedule != onChange || c.Destinations[1].Schedule != onChange ||
+	if c.Version != configVersion || c.Destinations[0].Schedule != onChange || c.Destinations[1].Schedule != onChange ||
 		c.Retention != (api.Retention{Last: 5, Daily: 7, Weekly: 8}) || c.Drill != (api.Schedule{Kind: api.ScheduleDaily, At: "04:00"}) || c.LogLevel != "info" {
 		t.Fatalf("migrated config: %+v", c)
 	}
@@ -76,7 +76,7 @@ func TestLoadConfig_MigratesUnversioned(t *testing.T) {
 	if !strings.Contains(string(b), `"version": 1`) || !strings.Contains(string(b), `"debounce": "30s"`) {
 		t.Fatalf("saved file:\n%s", b)
 	}
-	if back, err := LoadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
+	if back, err := loadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
@@ -122,7 +122,7 @@ func TestLoadConfig_Refuses(t *testing.T) {
 		{"a bad duration", `{"version": 1, "drill": {"kind": "interval", "every": "weekly"}}`, wallet.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := LoadConfig(writeConfig(t, tc.text)); !errors.Is(err, tc.want) {
+			if _, err := loadConfig(writeConfig(t, tc.text)); !errors.Is(err, tc.want) {
 				t.Fatalf("LoadConfig = %v, want %v", err, tc.want)
 			}
 		})
@@ -202,7 +202,7 @@ func TestSaveConfig_Atomic(t *testing.T) {
 			t.Fatalf("modes: file %v, folder %v", fi.Mode(), di.Mode())
 		}
 	}
-	if back, err := LoadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
+	if back, err := loadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("LoadConfig = %+v, %v; want %+v", back, err, c)
 	}
 }

@@ -10,7 +10,7 @@
 //     retention (package portable, retention.go), the restore drill that restores the
 //     newest backup file of each folder into a scratch wallet and compares its counts,
 //     and exports and imports asked for by hand;
-//   - the Timetable (schedule.go), which starts each destination's job on its schedule
+//   - the timetable (schedule.go), which starts each destination's job on its schedule
 //     (an interval, daily, or when the wallet changes), by hand, never while paused, and
 //     once for runs missed while the agent was stopped;
 //   - the task manager (tasks.go): every job runs as a task with counters, a rate and an
@@ -27,7 +27,7 @@
 // scheduler) that lets foreground reads through between the pages of background work.
 //
 // Close stops in this order, so that the last task events reach the event log: the API
-// server (it ends the event streams), the Timetable and the probe together; the tasks
+// server (it ends the event streams), the timetable and the probe together; the tasks
 // (running jobs stop at a safe point and are recorded as interrupted); the bus (the event
 // log drains); the state database and the wallets; the published address; the lock.
 //

@@ -22,7 +22,7 @@ const drillNothingYet = "no backup file to check yet"
 // row counts are compared with what the export recorded. A failure is loud: the task fails,
 // the file is marked unverified, a drill.finished event says which and why.
 func (a *Agent) RunDrill(reason string) (api.Task, error) {
-	return a.tasks.Start(api.KindDrill, DrillID, func(ctx context.Context, h *TaskHandle) error { return a.drillJob(ctx, h, reason) })
+	return a.tasks.Start(api.KindDrill, drillID, func(ctx context.Context, h *TaskHandle) error { return a.drillJob(ctx, h, reason) })
 }
 
 func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) error {

@@ -9,8 +9,8 @@ import (
 	"walletsync/agent/api"
 )
 
-// DefaultRingSize is the default and the minimum number of events a Bus retains.
-const DefaultRingSize = 1000
+// defaultRingSize is the default and the minimum number of events a Bus retains.
+const defaultRingSize = 1000
 
 // Bus is the agent's in-process event bus, after Syncthing's lib/events. Publishers never
 // block: every event goes into a ring of the last N events and wakes the subscribers.
@@ -31,14 +31,14 @@ type Bus struct {
 	closed bool
 }
 
-// NewBus returns a bus that retains the last ringSize events; a ringSize below
-// DefaultRingSize (0 included) means DefaultRingSize.
-func NewBus(ringSize int) *Bus {
+// newBus returns a bus that retains the last ringSize events; a ringSize below
+// defaultRingSize (0 included) means defaultRingSize.
+func newBus(ringSize int) *Bus {
 	var e [4]byte
 	rand.Read(e[:]) // never fails (crypto/rand)
 	return &Bus{
 		epoch: hex.EncodeToString(e[:]),
-		ring:  make([]api.Event, max(ringSize, DefaultRingSize)),
+		ring:  make([]api.Event, max(ringSize, defaultRingSize)),
 		wake:  make(chan struct{}),
 	}
 }

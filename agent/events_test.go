@@ -40,7 +40,7 @@ func seqRange(from, to int64) []int64 {
 }
 
 func TestBus_SinceReplaysExactly(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	publishN(b, api.EventTaskStarted, 2500) // the ring holds 1501..2500
 	for _, tc := range []struct {
 		name  string
@@ -68,7 +68,7 @@ func tail(s []int64) []int64 { return s[max(0, len(s)-3):] }
 
 func TestNewBus_RingSizeHasAFloor(t *testing.T) {
 	for _, tc := range []struct{ asked, kept int }{{0, 1000}, {10, 1000}, {1000, 1000}, {1500, 1500}} {
-		b := NewBus(tc.asked)
+		b := newBus(tc.asked)
 		publishN(b, api.EventTaskLog, 3000)
 		if got := len(b.Since(3000 - uint64(tc.kept))); got != tc.kept {
 			t.Errorf("NewBus(%d) retains %d events, want %d", tc.asked, got, tc.kept)
@@ -77,7 +77,7 @@ func TestNewBus_RingSizeHasAFloor(t *testing.T) {
 }
 
 func TestSubscription_ReplaysThenFollowsLive(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	publishN(b, api.EventTaskStarted, 5)
 	sub := b.Subscribe(2)
 	ctx := t.Context()
@@ -107,7 +107,7 @@ func TestSubscription_ReplaysThenFollowsLive(t *testing.T) {
 // A subscriber that never reads must not hold up publishers; when it reads at last it
 // learns exactly what it lost, then gets the retained events in order.
 func TestSubscription_SlowSubscriberNeverBlocksPublishers(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	sub := b.Subscribe(0)
 	var wg sync.WaitGroup
 	for range 4 {
@@ -133,7 +133,7 @@ func TestSubscription_SlowSubscriberNeverBlocksPublishers(t *testing.T) {
 // Under concurrent publishers, every subscriber, fast or slow, sees a stream where each
 // event follows the one before or a missed event covers exactly the gap.
 func TestSubscription_ContiguousUnderConcurrency(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	const publishers, each = 4, 3000
 	ctx := t.Context()
 	check := func(sub *Subscription, pause int) error {
@@ -181,7 +181,7 @@ func TestSubscription_ContiguousUnderConcurrency(t *testing.T) {
 }
 
 func TestSubscription_ForeignCursorResets(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	publishN(b, api.EventTaskStarted, 3)
 	sub := b.Subscribe(500) // a cursor from an earlier bus
 	var got []api.Event
@@ -202,7 +202,7 @@ func TestSubscription_ForeignCursorResets(t *testing.T) {
 
 func TestSubscription_NextEnds(t *testing.T) {
 	t.Run("ctx ends", func(t *testing.T) {
-		b := NewBus(0)
+		b := newBus(0)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if _, err := b.Subscribe(0).Next(ctx); !errors.Is(err, context.Canceled) {
@@ -210,7 +210,7 @@ func TestSubscription_NextEnds(t *testing.T) {
 		}
 	})
 	t.Run("close drains the ring, then ErrClosed", func(t *testing.T) {
-		b := NewBus(0)
+		b := newBus(0)
 		sub := b.Subscribe(0)
 		publishN(b, api.EventTaskStarted, 2)
 		blocked := b.Subscribe(2)

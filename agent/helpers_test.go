@@ -22,12 +22,12 @@ func waitCtx(t testing.TB) context.Context {
 }
 
 // mustManager returns a manager on a new bus (unless opts has one), shut down at cleanup.
-func mustManager(t testing.TB, opts ManagerOptions) (*Manager, *Bus) {
+func mustManager(t testing.TB, opts managerOptions) (*Manager, *Bus) {
 	t.Helper()
 	if opts.Bus == nil {
-		opts.Bus = NewBus(0)
+		opts.Bus = newBus(0)
 	}
-	m, err := NewManager(t.Context(), opts)
+	m, err := newManager(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,9 +36,9 @@ func mustManager(t testing.TB, opts ManagerOptions) (*Manager, *Bus) {
 }
 
 // mustState opens a state database in a new temp folder, closed at cleanup.
-func mustState(t testing.TB) *StateDB {
+func mustState(t testing.TB) *stateDB {
 	t.Helper()
-	s, err := OpenState(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	s, err := openState(t.Context(), filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}

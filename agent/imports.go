@@ -263,7 +263,7 @@ func (a *Agent) VerifyBackup(destination, name string) (api.Task, error) {
 	if err != nil {
 		return api.Task{}, err
 	}
-	if _, _, ok := parseBackup(BackupFile{Name: name, Bundle: d.Kind == api.DestinationBundles}); !ok {
+	if _, _, ok := parseBackup(backupFile{Name: name, Bundle: d.Kind == api.DestinationBundles}); !ok {
 		return api.Task{}, fmt.Errorf("%q is not a backup file name: %w", name, wallet.ErrInvalidArgument)
 	}
 	path := filepath.Join(d.Path, name)

@@ -341,7 +341,7 @@ func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d api.Destina
 	if err != nil {
 		return err
 	}
-	if err := ApplyRetention(ctx, d.Path, decisions); err != nil {
+	if err := applyRetention(ctx, d.Path, decisions); err != nil {
 		return err
 	}
 	for _, dec := range decisions {
@@ -356,8 +356,8 @@ func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d api.Destina
 }
 
 // retentionPlan is what retention would do with d's folder now.
-func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]RetentionDecision, error) {
-	files, err := ReadBackupDir(d.Path)
+func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]retentionDecision, error) {
+	files, err := readBackupDir(d.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -372,7 +372,7 @@ func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]Retenti
 			break
 		}
 	}
-	return PlanRetention(files, a.config().Retention, newestVerified, a.now()), nil
+	return planRetention(files, a.config().Retention, newestVerified, a.now()), nil
 }
 
 // removeStaleTemps deletes the private temp files of backups that a crash interrupted
@@ -392,7 +392,7 @@ func removeStaleTemps(dir string, h *TaskHandle) {
 // backup within the same second takes the next free second rather than replacing the first.
 func freeBackupPath(dir, identity string, now time.Time) string {
 	for t := now; ; t = t.Add(time.Second) {
-		p := filepath.Join(dir, BackupFileName(identity, t))
+		p := filepath.Join(dir, backupFileName(identity, t))
 		if _, err := os.Lstat(p); os.IsNotExist(err) {
 			return p
 		}

@@ -15,7 +15,7 @@ import (
 // three finish; and a task cancelled while waiting ends cancelled without entering.
 func TestAgent_DeriveGateOneAtATime(t *testing.T) {
 	a := &Agent{kdf: make(chan struct{}, 1)}
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	var inside, most, entered atomic.Int32
 	proceed := make(chan struct{})
 	job := func(ctx context.Context, h *TaskHandle) error {

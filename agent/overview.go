@@ -95,7 +95,7 @@ func (a *Agent) startCommand() string {
 	if def, err := DefaultDataDir(); err != nil || def != a.opts.Dir {
 		cmd = append(cmd, "--data-dir", shellQuote(string(a.opts.Dir)))
 	}
-	if def, err := DefaultConfigPath(); err != nil || def != a.opts.ConfigPath {
+	if def, err := defaultConfigPath(); err != nil || def != a.opts.ConfigPath {
 		cmd = append(cmd, "--config", shellQuote(a.opts.ConfigPath))
 	}
 	return strings.Join(cmd, " ")

@@ -14,20 +14,20 @@ import (
 	"walletsync/wallet"
 )
 
-// StorageKeySecret names, in the secrets file, the private key that signs for the storage
+// storageKeySecret names, in the secrets file, the private key that signs for the storage
 // server destination id (64 hex digits): the identity's root key, since a toolbox server
 // gives out only the data of the identity that authenticates to it.
-func StorageKeySecret(id string) string { return "storage-key-" + id }
+func storageKeySecret(id string) string { return "storage-key-" + id }
 
 // storageSigner returns who signs for d: its BRC-100 wallet, or the key in the secrets file.
 func (a *Agent) storageSigner(d api.Destination) (auth.Signer, error) {
 	if d.WalletURL != "" {
 		return auth.NewHTTPWallet(d.WalletURL, auth.HTTPWalletOptions{})
 	}
-	sec, err := a.secrets.Get(StorageKeySecret(d.ID))
+	sec, err := a.secrets.Get(storageKeySecret(d.ID))
 	if err != nil {
 		return nil, api.WithHint(fmt.Errorf("storage server %s: no signing key: %w", d.Name, err),
-			fmt.Sprintf("put the identity's key in the secrets (%s), or name the BRC-100 wallet that signs (walletURL)", StorageKeySecret(d.ID)))
+			fmt.Sprintf("put the identity's key in the secrets (%s), or name the BRC-100 wallet that signs (walletURL)", storageKeySecret(d.ID)))
 	}
 	key, err := auth.ParseKeyFile([]byte(strings.TrimSpace(sec.Reveal()) + "\n"))
 	if err != nil {

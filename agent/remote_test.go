@@ -18,7 +18,7 @@ import (
 func TestAgent_StorageServerDestination(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall) // FixtureIdentity(4)
 	srv := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(40)))
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestAgent_StorageServerDestination(t *testing.T) {
 		t.Fatalf("without a key: %+v", task)
 	}
 	body := map[string]string{"value": hex.EncodeToString(localstore.FixtureRootKey(4))}
-	if err := c.Call(context.Background(), api.RouteSecretSet, body, nil, StorageKeySecret("server")); err != nil {
+	if err := c.Call(context.Background(), api.RouteSecretSet, body, nil, storageKeySecret("server")); err != nil {
 		t.Fatal(err)
 	}
 	task := runAndWait(t, c, a, api.RouteRun, "server")

@@ -77,11 +77,11 @@ type schedOptions struct {
 	gated  bool                 // runs wait for release (or the timetable's end) before returning
 }
 
-// schedHarness runs a Timetable in a synctest bubble: on fake time, with fake file events,
+// schedHarness runs a timetable in a synctest bubble: on fake time, with fake file events,
 // a wall clock that a test can move apart from the monotonic one, and an in-memory config.
 type schedHarness struct {
 	t      *testing.T
-	s      *Timetable
+	s      *timetable
 	events *fakeEvents
 	start  time.Time
 	skew   atomic.Int64 // the wall clock minus the bubble's clock
@@ -123,7 +123,7 @@ func newSchedHarness(t *testing.T, o schedOptions) *schedHarness {
 	h.cfg.Wallets = []api.WalletRef{{Path: o.wallet}}
 	h.cfg.Destinations = o.dests
 	var err error
-	h.s, err = NewTimetable(TimetableOptions{
+	h.s, err = newTimetable(timetableOptions{
 		Run: h.run,
 		LastRun: func(id string) time.Time {
 			if last, ok := o.last[id]; ok {
@@ -519,7 +519,7 @@ func TestTimetable_ChangeWithFsnotify(t *testing.T) {
 	cfg.Destinations = []api.Destination{folderDest("d1", api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(time.Second)})}
 	runs := make(chan api.Reason, 10)
 	started := time.Now()
-	s, err := NewTimetable(TimetableOptions{
+	s, err := newTimetable(timetableOptions{
 		Run: func(_ context.Context, id string, why api.Reason) {
 			if id == "d1" {
 				runs <- why
@@ -571,10 +571,10 @@ func TestTimetable_ChangeWithFsnotify(t *testing.T) {
 func TestTimetable_PauseForResumesByItself(t *testing.T) {
 	tests := []struct {
 		name  string
-		pause func(context.Context, *Timetable) error
+		pause func(context.Context, *timetable) error
 	}{
-		{"one", func(ctx context.Context, s *Timetable) error { return s.Pause(ctx, "d1", 2*time.Hour) }},
-		{"all", func(ctx context.Context, s *Timetable) error { return s.PauseAll(ctx, 2*time.Hour) }},
+		{"one", func(ctx context.Context, s *timetable) error { return s.Pause(ctx, "d1", 2*time.Hour) }},
+		{"all", func(ctx context.Context, s *timetable) error { return s.PauseAll(ctx, 2*time.Hour) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -639,14 +639,14 @@ func TestTimetable_RunNowWhilePaused(t *testing.T) {
 			t.Fatal(err)
 		}
 		h.sleep(10 * time.Minute)
-		for _, id := range []string{"d1", DrillID} {
+		for _, id := range []string{"d1", drillID} {
 			if err := h.s.RunNow(id); err != nil {
 				t.Fatal(err)
 			}
 		}
 		synctest.Wait()
 		h.wantRuns("d1", ranAt(api.ReasonManual, h.at(10*time.Minute)))
-		h.wantRuns(DrillID, ranAt(api.ReasonManual, h.at(10*time.Minute)))
+		h.wantRuns(drillID, ranAt(api.ReasonManual, h.at(10*time.Minute)))
 		if err := h.s.ResumeAll(t.Context()); err != nil {
 			t.Fatal(err)
 		}
@@ -879,11 +879,11 @@ func TestTimetable_Refuses(t *testing.T) {
 			{"next of an unknown destination", func() error { _, _, err := h.s.Next("nope"); return err }, wallet.ErrNotFound},
 			{"pause an unknown destination", func() error { return h.s.Pause(ctx, "nope", time.Hour) }, wallet.ErrNotFound},
 			{"pause no destination", func() error { return h.s.Pause(ctx, "", time.Hour) }, wallet.ErrNotFound},
-			{"pause the drill", func() error { return h.s.Pause(ctx, DrillID, time.Hour) }, wallet.ErrNotFound},
+			{"pause the drill", func() error { return h.s.Pause(ctx, drillID, time.Hour) }, wallet.ErrNotFound},
 			{"pause for a negative time", func() error { return h.s.Pause(ctx, "d1", -time.Hour) }, wallet.ErrInvalidArgument},
 			{"resume an unknown destination", func() error { return h.s.Resume(ctx, "nope") }, wallet.ErrNotFound},
 			{"an invalid config", func() error { return h.s.Update(bad) }, wallet.ErrInvalidArgument},
-			{"no Run", func() error { _, err := NewTimetable(TimetableOptions{}); return err }, wallet.ErrInvalidArgument},
+			{"no Run", func() error { _, err := newTimetable(timetableOptions{}); return err }, wallet.ErrInvalidArgument},
 		}
 		for _, tt := range tests {
 			if err := tt.call(); !errors.Is(err, tt.want) {

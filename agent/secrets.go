@@ -18,16 +18,16 @@ import (
 	"walletsync/wallet"
 )
 
-// MinSecretLength is the shortest secret Secrets accepts, in bytes. Besides being a floor
+// minSecretLength is the shortest secret Secrets accepts, in bytes. Besides being a floor
 // for a password, it keeps redaction meaningful: scrubbing a 2-letter value would mangle
 // every text it passes.
-const MinSecretLength = 8
+const minSecretLength = 8
 
 // Secrets is the secrets file in the data folder: named secrets (such as a destination's
 // backup password), stored 0600, never in the config. Get is the only way anything reads
 // a secret back. A file that others can read is refused rather than used.
 //
-// Secrets is also a Redactor: Redact scrubs every value it has held during this process,
+// Secrets is also a redactor: Redact scrubs every value it has held during this process,
 // including replaced and deleted ones, which a job may still carry.
 type Secrets struct {
 	path string
@@ -104,14 +104,14 @@ func (s *Secrets) saveLocked() error {
 }
 
 // Set stores value under key, replacing any value it had. key is 1-64 of a-z, 0-9, '-',
-// '_' (a destination id, say); value is at least MinSecretLength bytes. Both are refused
+// '_' (a destination id, say); value is at least minSecretLength bytes. Both are refused
 // otherwise with wallet.ErrInvalidArgument. Tell the person LostPasswordWarning.
 func (s *Secrets) Set(key string, value api.Secret) error {
 	if !validKey(key) {
 		return fmt.Errorf("set secret %q: key is not 1-64 of a-z, 0-9, '-', '_': %w", key, wallet.ErrInvalidArgument)
 	}
-	if len(value.Reveal()) < MinSecretLength {
-		return fmt.Errorf("set secret %s: shorter than %d bytes: %w", key, MinSecretLength, wallet.ErrInvalidArgument)
+	if len(value.Reveal()) < minSecretLength {
+		return fmt.Errorf("set secret %s: shorter than %d bytes: %w", key, minSecretLength, wallet.ErrInvalidArgument)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -14,22 +14,22 @@ import (
 	"github.com/kardianos/service"
 )
 
-// ServiceName is the agent's name with the platform's service manager.
-const ServiceName = "walletsync"
+// serviceName is the agent's name with the platform's service manager.
+const serviceName = "walletsync"
 
-// ServiceError reports a failed service action.
-type ServiceError struct {
+// serviceError reports a failed service action.
+type serviceError struct {
 	Op       string // control (no manager), install, uninstall, start, stop, status, run
 	Platform string // the service manager, as kardianos/service names it
 	Err      error
 }
 
-func (e *ServiceError) Error() string {
+func (e *serviceError) Error() string {
 	return fmt.Sprintf("%s service on %s: %v", e.Op, e.Platform, e.Err)
 }
 
 // Unwrap returns the cause (ErrNoServiceManager, or the service manager's error).
-func (e *ServiceError) Unwrap() error { return e.Err }
+func (e *serviceError) Unwrap() error { return e.Err }
 
 // ServiceOptions say what the installed service runs.
 type ServiceOptions struct {
@@ -66,7 +66,7 @@ type Service struct {
 
 // NewService returns the agent's service as opts describe it, for the platform's service
 // manager. Where walletsync cannot install a per-user service (see perUserPlatforms) it
-// refuses with a *ServiceError wrapping ErrNoServiceManager, carrying a hint; nothing is
+// refuses with a *serviceError wrapping ErrNoServiceManager, carrying a hint; nothing is
 // written anywhere.
 func NewService(opts ServiceOptions) (*Service, error) {
 	platform := service.Platform()
@@ -76,7 +76,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	}
 	svc, err := service.New(controlOnly{}, cfg)
 	if err != nil {
-		return nil, &ServiceError{Op: "control", Platform: platform, Err: err}
+		return nil, &serviceError{Op: "control", Platform: platform, Err: err}
 	}
 	return &Service{svc: svc, platform: platform}, nil
 }
@@ -85,7 +85,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 func serviceConfig(platform string, opts ServiceOptions) (*service.Config, error) {
 	option, ok := perUserPlatforms[platform]
 	if !ok {
-		return nil, api.WithHint(&ServiceError{Op: "control", Platform: platform, Err: api.ErrNoServiceManager},
+		return nil, api.WithHint(&serviceError{Op: "control", Platform: platform, Err: api.ErrNoServiceManager},
 			"walletsync installs itself with systemd user units, launchd or the Windows service manager; "+
 				"here, start \"walletsync agent\" with your desktop session (an autostart entry) instead.")
 	}
@@ -94,7 +94,7 @@ func serviceConfig(platform string, opts ServiceOptions) (*service.Config, error
 		args = []string{"agent"}
 	}
 	return &service.Config{
-		Name:        ServiceName,
+		Name:        serviceName,
 		DisplayName: "walletsync agent",
 		Description: "Keeps a BSV wallet's store safe: syncs and encrypted backups.",
 		Executable:  opts.Executable,
@@ -127,7 +127,7 @@ func (s *Service) Stop() error { return s.do("stop", s.svc.Stop) }
 
 func (s *Service) do(op string, f func() error) error {
 	if err := f(); err != nil {
-		return &ServiceError{Op: op, Platform: s.platform, Err: err}
+		return &serviceError{Op: op, Platform: s.platform, Err: err}
 	}
 	return nil
 }
@@ -140,13 +140,13 @@ func (s *Service) Status() (api.ServiceStatus, error) {
 	case errors.Is(err, service.ErrNotInstalled):
 		return api.ServiceNotInstalled, nil
 	case err != nil:
-		return "", &ServiceError{Op: "status", Platform: s.platform, Err: err}
+		return "", &serviceError{Op: "status", Platform: s.platform, Err: err}
 	case st == service.StatusRunning:
 		return api.ServiceRunning, nil
 	case st == service.StatusStopped:
 		return api.ServiceStopped, nil
 	}
-	return "", &ServiceError{Op: "status", Platform: s.platform, Err: errors.New("the service manager reports no status")}
+	return "", &serviceError{Op: "status", Platform: s.platform, Err: errors.New("the service manager reports no status")}
 }
 
 // Program is the agent's main loop: it runs until ctx is cancelled, then stops at a safe
@@ -165,7 +165,7 @@ func RunService(ctx context.Context, program Program) error {
 	defer stop()
 	p := &serviceProgram{run: program, ctx: signals, exited: make(chan struct{})}
 	svc, err := service.New(p, &service.Config{
-		Name: ServiceName,
+		Name: serviceName,
 		// RunWait replaces the library's own signal wait, which would ignore ctx and a
 		// program that has already returned.
 		Option: service.KeyValue{"RunWait": func() {
@@ -176,7 +176,7 @@ func RunService(ctx context.Context, program Program) error {
 		}},
 	})
 	if err != nil {
-		return &ServiceError{Op: "run", Platform: service.Platform(), Err: err}
+		return &serviceError{Op: "run", Platform: service.Platform(), Err: err}
 	}
 	if err := svc.Run(); err != nil {
 		return err

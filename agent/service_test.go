@@ -20,7 +20,7 @@ import (
 func TestNewService_RefusesWithoutServiceManager(t *testing.T) {
 	for _, platform := range []string{"unix-systemv", "linux-upstart", "linux-openrc", "linux-rcs", "linux-procd", "freebsd", ""} {
 		_, err := serviceConfig(platform, ServiceOptions{})
-		se, ok := errors.AsType[*ServiceError](err)
+		se, ok := errors.AsType[*serviceError](err)
 		if hint := api.HintFor(err); !ok || !errors.Is(err, api.ErrNoServiceManager) || se.Platform != platform || !strings.Contains(hint, "walletsync agent") {
 			t.Errorf("%q: %v (hint %q), want a *ServiceError wrapping ErrNoServiceManager with a hint", platform, err, hint)
 		}

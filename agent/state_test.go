@@ -17,7 +17,7 @@ import (
 func TestOpenState_MigratesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	for range 2 {
-		s, err := OpenState(t.Context(), path)
+		s, err := openState(t.Context(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +60,7 @@ func TestOpenState_RefusesForeignOrNewer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
-			s, err := OpenState(t.Context(), path)
+			s, err := openState(t.Context(), path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -72,7 +72,7 @@ func TestOpenState_RefusesForeignOrNewer(t *testing.T) {
 			}
 			s.Close()
 			before, _ := os.ReadFile(path)
-			if _, err := OpenState(t.Context(), path); !errors.Is(err, tc.want) {
+			if _, err := openState(t.Context(), path); !errors.Is(err, tc.want) {
 				t.Fatalf("OpenState = %v, want %v", err, tc.want)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
@@ -86,7 +86,7 @@ func TestOpenState_RefusesForeignOrNewer(t *testing.T) {
 // that stops and starts again records every event exactly once.
 func TestStateDB_RecordEvents(t *testing.T) {
 	s := mustState(t)
-	bus := NewBus(0)
+	bus := newBus(0)
 	record := func(ctx context.Context) chan error {
 		done := make(chan error, 1)
 		go func() { done <- s.RecordEvents(ctx, bus, 5) }()

@@ -160,7 +160,7 @@ func (a *Agent) walletFacts(ctx context.Context, ref api.WalletRef) (wallet.Chai
 
 // addServerDestination adds a storage-server destination once the server has passed the
 // check (checkServer) for the wallet it backs up. A key the person named goes into the
-// secrets (StorageKeySecret), never into the config; a BRC-100 wallet's URL goes into the
+// secrets (storageKeySecret), never into the config; a BRC-100 wallet's URL goes into the
 // config (Destination.WalletURL).
 func (a *Agent) addServerDestination(ctx context.Context, req api.ServerDestinationRequest) (api.Config, error) {
 	d := req.Destination
@@ -188,13 +188,13 @@ func (a *Agent) addServerDestination(ctx context.Context, req api.ServerDestinat
 		return api.Config{}, err
 	}
 	if key != nil {
-		if err := a.secrets.Set(StorageKeySecret(d.ID), *key); err != nil {
+		if err := a.secrets.Set(storageKeySecret(d.ID), *key); err != nil {
 			return api.Config{}, fmt.Errorf("keep the storage server's key: %w", err)
 		}
 	}
 	out, err := a.addDestination(d)
 	if err != nil && key != nil {
-		a.secrets.Delete(StorageKeySecret(d.ID)) // the destination it was for was not added
+		a.secrets.Delete(storageKeySecret(d.ID)) // the destination it was for was not added
 	}
 	return out, err
 }

@@ -97,7 +97,7 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 			if _, err := findDestination(a.config(), "server"); err == nil {
 				t.Fatal("a refused destination was saved")
 			}
-			if _, err := a.secrets.Get(StorageKeySecret("server")); err == nil {
+			if _, err := a.secrets.Get(storageKeySecret("server")); err == nil {
 				t.Fatal("a refused destination's key was kept")
 			}
 		})
@@ -121,7 +121,7 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 	if !strings.Contains(string(cfgText), srv.URL) || strings.Contains(string(cfgText), hex.EncodeToString(localstore.FixtureRootKey(4))) {
 		t.Fatalf("config: %s", cfgText)
 	}
-	if sec, err := a.secrets.Get(StorageKeySecret("server")); err != nil || sec.Reveal() != hex.EncodeToString(localstore.FixtureRootKey(4)) {
+	if sec, err := a.secrets.Get(storageKeySecret("server")); err != nil || sec.Reveal() != hex.EncodeToString(localstore.FixtureRootKey(4)) {
 		t.Fatalf("the key in the secrets: %v", err)
 	}
 
@@ -190,7 +190,7 @@ func TestAgent_ServerLastConfirmed_SurvivesRestart(t *testing.T) {
 	}
 	// A failed push later does not take the confirmation back (a key of another identity
 	// fails at once, without waiting out a stopped server's retries).
-	if err := a.secrets.Set(StorageKeySecret("server"), api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(5)))); err != nil {
+	if err := a.secrets.Set(storageKeySecret("server"), api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(5)))); err != nil {
 		t.Fatal(err)
 	}
 	if failed := runAndWait(t, c, a, api.RouteRun, "server"); failed.State != api.TaskFailed {
@@ -235,7 +235,7 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,16 +27,16 @@ import (
 // Returning nil means the work is done, even if a cancel came too late to stop it.
 type RunFunc func(ctx context.Context, h *TaskHandle) error
 
-// Redactor scrubs secret values out of a text before it is stored or published.
+// redactor scrubs secret values out of a text before it is stored or published.
 // *Secrets is one.
-type Redactor interface {
+type redactor interface {
 	Redact(text string) string
 }
 
-// Defaults of ManagerOptions.
+// Defaults of managerOptions.
 const (
-	DefaultHistory  = 500
-	DefaultLogLines = 200
+	defaultHistory  = 500
+	defaultLogLines = 200
 )
 
 // progressEvery bounds task.progress events to 4 a second per task: a local sync reports
@@ -48,19 +48,19 @@ const progressEvery = 250 * time.Millisecond
 // maxLogLine bounds one log line, in bytes.
 const maxLogLine = 1024
 
-// ManagerOptions configure a Manager.
-type ManagerOptions struct {
+// managerOptions configure a Manager.
+type managerOptions struct {
 	// Bus receives every change of every task. Required.
 	Bus *Bus
 	// State persists the task history; nil keeps it in memory only.
-	State *StateDB
+	State *stateDB
 	// History is how many ended tasks are kept (default 500); older ones are forgotten,
 	// in memory and in State.
 	History int
 	// LogLines is how many lines each task's log keeps (default 200); older lines drop out.
 	LogLines int
-	// Redactor, when set, scrubs every log line, detail and error text.
-	Redactor Redactor
+	// redactor, when set, scrubs every log line, detail and error text.
+	Redactor redactor
 	// Logger receives task starts and ends (default: discarded).
 	Logger *slog.Logger
 }
@@ -78,9 +78,9 @@ type ManagerOptions struct {
 // The creator calls Shutdown.
 type Manager struct {
 	bus      *Bus
-	state    *StateDB
+	state    *stateDB
 	log      *slog.Logger
-	redactor Redactor
+	redactor redactor
 	history  int
 	logLines int
 
@@ -116,9 +116,9 @@ var (
 	errShutdown        = errors.New("agent shutting down")
 )
 
-// NewManager returns a manager, loading the history from opts.State: tasks that were
+// newManager returns a manager, loading the history from opts.State: tasks that were
 // still queued or running there (the agent died under them) are recorded as interrupted.
-func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
+func newManager(ctx context.Context, opts managerOptions) (*Manager, error) {
 	if opts.Bus == nil {
 		return nil, fmt.Errorf("new task manager: no bus: %w", wallet.ErrInvalidArgument)
 	}
@@ -127,8 +127,8 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 		state:       opts.State,
 		log:         opts.Logger,
 		redactor:    opts.Redactor,
-		history:     positiveOr(opts.History, DefaultHistory),
-		logLines:    positiveOr(opts.LogLines, DefaultLogLines),
+		history:     positiveOr(opts.History, defaultHistory),
+		logLines:    positiveOr(opts.LogLines, defaultLogLines),
 		tasks:       map[string]*task{},
 		dirty:       map[string]*task{},
 		kick:        make(chan struct{}, 1),
@@ -606,7 +606,7 @@ func (h *TaskHandle) SetCounters(c syncer.Counters) {
 }
 
 // SetResult records what the job produced; v is marshalled to JSON and, like every text a
-// task publishes, scrubbed by the Redactor. A value that does not marshal is recorded as an
+// task publishes, scrubbed by the redactor. A value that does not marshal is recorded as an
 // error text instead, so that a result is never silently lost.
 func (h *TaskHandle) SetResult(v any) {
 	b, err := json.Marshal(v)
@@ -624,7 +624,7 @@ func (h *TaskHandle) SetTotal(rows int64) {
 
 // SetDetail records where the job is, in a word or two ("committing outputs"). Like log
 // lines, the detail is built from fixed words and values the agent computed, never from a
-// secret; it is scrubbed by the Redactor all the same.
+// secret; it is scrubbed by the redactor all the same.
 func (h *TaskHandle) SetDetail(detail string) {
 	detail = h.m.redact(detail)
 	h.update(func(t *task, _ time.Time) { t.snap.Detail = detail })
@@ -649,7 +649,7 @@ func (h *TaskHandle) SyncProgress(p syncer.Progress) {
 // The redaction rule: format is a constant and args are values the agent computed
 // (counts, ids, paths, durations); a secret travels only as a Secret, which formats as
 // [redacted] under every verb. As a second line of defence every line passes through the
-// manager's Redactor, which replaces the stored secret values. Lines are for milestones
+// manager's redactor, which replaces the stored secret values. Lines are for milestones
 // (a table done, a file renamed); per-page progress belongs in SetCounters.
 func (h *TaskHandle) Logf(format string, args ...any) {
 	text := h.m.redact(fmt.Sprintf(format, args...))

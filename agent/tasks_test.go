@@ -43,7 +43,7 @@ func TestManager_JobOutcomeDecidesState(t *testing.T) {
 			want: api.TaskFailed, wantError: "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, bus := mustManager(t, ManagerOptions{})
+			m, bus := mustManager(t, managerOptions{})
 			sub := bus.Subscribe(0)
 			j := newBlockingJob()
 			run := j.run
@@ -80,7 +80,7 @@ func TestManager_JobOutcomeDecidesState(t *testing.T) {
 }
 
 func TestManager_OneRunningTaskPerTarget(t *testing.T) {
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	first, second, absorbed, other, dropped := newBlockingJob(), newBlockingJob(), newBlockingJob(), newBlockingJob(), newBlockingJob()
 	start := func(kind api.TaskKind, target string, j *blockingJob, want api.TaskState) api.Task {
 		t.Helper()
@@ -137,7 +137,7 @@ func taskIDs(ts []api.Task) []string {
 }
 
 func TestManager_StartRefuses(t *testing.T) {
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	ok := func(context.Context, *TaskHandle) error { return nil }
 	for _, tc := range []struct {
 		kind   api.TaskKind
@@ -164,7 +164,7 @@ func TestManager_StartRefuses(t *testing.T) {
 }
 
 func TestManager_ShutdownInterrupts(t *testing.T) {
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	running, queued := newBlockingJob(), newBlockingJob()
 	r, _ := m.Start(api.KindSync, "d1", running.run)
 	<-running.started
@@ -183,15 +183,15 @@ func TestManager_ShutdownInterrupts(t *testing.T) {
 // the log it had written.
 func TestManager_RestartMarksInterrupted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	open := func() *StateDB {
-		s, err := OpenState(t.Context(), path)
+	open := func() *stateDB {
+		s, err := openState(t.Context(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	before, _ := mustManager(t, ManagerOptions{State: open()})
+	before, _ := mustManager(t, managerOptions{State: open()})
 	j := newBlockingJob()
 	task, _ := before.Start(api.KindSync, "d1", func(ctx context.Context, h *TaskHandle) error {
 		h.Logf("opened snapshot of %s", "wallet.sqlite")
@@ -203,7 +203,7 @@ func TestManager_RestartMarksInterrupted(t *testing.T) {
 	}
 	// The process dies here: before is never shut down. A new agent opens the database.
 	for range 2 { // and again: the interrupted state itself was recorded
-		after, _ := mustManager(t, ManagerOptions{State: open()})
+		after, _ := mustManager(t, managerOptions{State: open()})
 		got, err := after.Get(task.ID)
 		if err != nil || got.State != api.TaskInterrupted || got.Error == "" || !got.FinishedAt.IsZero() {
 			t.Fatalf("after restart: %+v, %v; want interrupted, finish time unknown", got, err)
@@ -216,7 +216,7 @@ func TestManager_RestartMarksInterrupted(t *testing.T) {
 
 func TestManager_HistoryBounded(t *testing.T) {
 	st := mustState(t)
-	m, bus := mustManager(t, ManagerOptions{State: st, History: 3})
+	m, bus := mustManager(t, managerOptions{State: st, History: 3})
 	sub := bus.Subscribe(0)
 	var ids []string
 	for i := range 5 {
@@ -234,14 +234,14 @@ func TestManager_HistoryBounded(t *testing.T) {
 	if err := m.Shutdown(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := mustManager(t, ManagerOptions{State: st, History: 3})
+	again, _ := mustManager(t, managerOptions{State: st, History: 3})
 	if got := taskIDs(again.List()); !slices.Equal(got, want) {
 		t.Fatalf("reloaded List = %v, want %v", got, want)
 	}
 }
 
 func TestTaskHandle_LogBounded(t *testing.T) {
-	m, bus := mustManager(t, ManagerOptions{LogLines: 3})
+	m, bus := mustManager(t, managerOptions{LogLines: 3})
 	sub := bus.Subscribe(0)
 	task, _ := m.Start(api.KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 		for i := range 5 {
@@ -273,7 +273,7 @@ func TestTaskHandle_LogBounded(t *testing.T) {
 // speed, the new speed once a change is a window old, zero once the job stalls.
 func TestTaskHandle_RateAndETA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, _ := mustManager(t, ManagerOptions{})
+		m, _ := mustManager(t, managerOptions{})
 		steps := make(chan func(*TaskHandle))
 		task, _ := m.Start(api.KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 			for f := range steps {
@@ -318,7 +318,7 @@ func TestTaskHandle_RateAndETA(t *testing.T) {
 // last counters, not one event each.
 func TestTaskHandle_ProgressThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, bus := mustManager(t, ManagerOptions{})
+		m, bus := mustManager(t, managerOptions{})
 		release := make(chan struct{})
 		task, _ := m.Start(api.KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 			for i := range 100 {
@@ -366,13 +366,13 @@ func TestManager_SecretNeverLeaks(t *testing.T) {
 	if err := secrets.Set("backup", api.NewSecret(password)); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenState(t.Context(), filepath.Join(dir, "state.db"))
+	st, err := openState(t.Context(), filepath.Join(dir, "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	logger, logs := debugLogger()
-	m, bus := mustManager(t, ManagerOptions{State: st, Redactor: secrets, Logger: logger})
+	m, bus := mustManager(t, managerOptions{State: st, Redactor: secrets, Logger: logger})
 	sub := bus.Subscribe(0)
 	task, _ := m.Start(api.KindBackup, "folder-1", func(_ context.Context, h *TaskHandle) error {
 		pw, err := secrets.Get("backup")

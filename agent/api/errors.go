@@ -163,7 +163,7 @@ func capitalize(s string) string {
 var (
 	// ErrWalletInUse: a bundle restore was refused because a task uses the wallet (or waits
 	// for it), or a job was refused the wallet because a bundle restore is replacing it
-	// (*WalletInUseError).
+	// (*walletInUseError).
 	ErrWalletInUse = errors.New("the wallet is in use")
 	// ErrWalletOpenElsewhere: a bundle restore was refused because another process has the
 	// wallet open (the wallet app, another walletsync); the wallet is unchanged.
@@ -186,7 +186,7 @@ var (
 	// read by other users of the machine; it is refused, not used.
 	ErrOpenToOthers = errors.New("file is open to other users")
 	// ErrNoServiceManager: the platform has no service manager walletsync can install a
-	// per-user service with (*ServiceError).
+	// per-user service with (*serviceError).
 	ErrNoServiceManager = errors.New("no supported service manager")
 	// ErrServerCheck: a storage server (or its signer) did not pass the agent's check
 	// (*ServerCheckError says why, in words).
