@@ -14,13 +14,13 @@ import (
 )
 
 // PreviewBundle starts the verify of the bundle req names, which shows what it holds before
-// a restore (see Agent.PreviewBundle); its Result is the bundle.Manifest.
+// a restore (see agent.Agent.PreviewBundle); its Result is the bundle.Manifest.
 func (c *Client) PreviewBundle(ctx context.Context, req BundleRequest) (Task, error) {
 	return call[Task](ctx, c, RouteBundlePreview, req)
 }
 
 // RestoreBundle starts the restore of the bundle req names into a configured wallet (see
-// Agent.RestoreBundle); req must carry Confirm. Its Result is a BundleRestored.
+// agent.Agent.RestoreBundle); req must carry Confirm. Its Result is a BundleRestored.
 func (c *Client) RestoreBundle(ctx context.Context, req BundleRequest) (Task, error) {
 	return call[Task](ctx, c, RouteBundleRestore, req)
 }
@@ -35,7 +35,7 @@ type Client struct {
 	http  *http.Client
 }
 
-// NewClient returns a client for the agent at e (see DataDir.Endpoint).
+// NewClient returns a client for the agent at e (see agent.DataDir.Endpoint).
 func NewClient(e Endpoint) *Client {
 	return &Client{base: "http://" + e.Addr, token: e.Token, http: &http.Client{}}
 }
@@ -190,7 +190,7 @@ func (c *Client) ReplaceWallet(ctx context.Context, req WalletReplaceRequest) (C
 	return call[Config](ctx, c, RouteWalletReplace, req)
 }
 
-// CheckPath asks whether a path will do for its purpose (see Agent.CheckPath).
+// CheckPath asks whether a path will do for its purpose (see agent.Agent.CheckPath).
 func (c *Client) CheckPath(ctx context.Context, req PathCheckRequest) (PathCheck, error) {
 	return call[PathCheck](ctx, c, RoutePathCheck, req)
 }

@@ -52,7 +52,7 @@ type Destination struct {
 	Wallet string `json:"wallet,omitempty"`
 	// WalletURL, for a storage server, is the BRC-100 wallet that signs as the identity
 	// (e.g. http://127.0.0.1:3321); when empty the identity's private key signs, kept in the
-	// secrets file under storageKeySecret(ID).
+	// secrets file under "storage-key-" + ID.
 	WalletURL string `json:"walletURL,omitempty"`
 	// Schedule is when the destination is brought up to date; a file that leaves it out
 	// gets on change, with the default debounce.

@@ -163,15 +163,15 @@ func capitalize(s string) string {
 var (
 	// ErrWalletInUse: a bundle restore was refused because a task uses the wallet (or waits
 	// for it), or a job was refused the wallet because a bundle restore is replacing it
-	// (*walletInUseError).
+	// (the daemon says which task, in an error that matches it).
 	ErrWalletInUse = errors.New("the wallet is in use")
 	// ErrWalletOpenElsewhere: a bundle restore was refused because another process has the
 	// wallet open (the wallet app, another walletsync); the wallet is unchanged.
 	ErrWalletOpenElsewhere = errors.New("another program has the wallet open")
 )
 
-// Typed errors of the agent. The wallet package's sentinels cover the stores; these cover
-// the daemon itself. Callers tell them apart with errors.Is.
+// Typed errors of the agent, which the API reports under their own codes (see
+// errorClasses). The wallet package's sentinels cover the stores; these cover the daemon. Callers tell them apart with errors.Is.
 var (
 	// ErrNotLoopback: an API bind address is not a loopback address. It also matches
 	// wallet.ErrInvalidArgument.
@@ -186,7 +186,7 @@ var (
 	// read by other users of the machine; it is refused, not used.
 	ErrOpenToOthers = errors.New("file is open to other users")
 	// ErrNoServiceManager: the platform has no service manager walletsync can install a
-	// per-user service with (*serviceError).
+	// per-user service with.
 	ErrNoServiceManager = errors.New("no supported service manager")
 	// ErrServerCheck: a storage server (or its signer) did not pass the agent's check
 	// (*ServerCheckError says why, in words).

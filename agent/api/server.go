@@ -33,7 +33,7 @@ type ServerOptions struct {
 	// "localhost" binds 127.0.0.1 without asking the resolver; anything that is not a
 	// loopback IP is refused with an *AddrError.
 	Addr string
-	// Token is the per-install API token (DataDir.Token). Required.
+	// Token is the per-install API token (agent.DataDir.Token). Required.
 	Token string
 	// Bus feeds /api/v1/events; Tasks serves /api/v1/tasks. Both required.
 	Bus   EventSource
