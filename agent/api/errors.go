@@ -171,7 +171,8 @@ var (
 )
 
 // Typed errors of the agent, which the API reports under their own codes (see
-// errorClasses). The wallet package's sentinels cover the stores; these cover the daemon. Callers tell them apart with errors.Is.
+// errorClasses). The wallet package's sentinels cover the stores; these cover the daemon.
+// Callers tell them apart with errors.Is.
 var (
 	// ErrNotLoopback: an API bind address is not a loopback address. It also matches
 	// wallet.ErrInvalidArgument.
