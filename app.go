@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/desktop"
 	"walletsync/wallet"
 )
@@ -206,9 +207,9 @@ func (a *App) raise() {
 
 // endpoint waits until startup has connected, then returns the agent's current address
 // and token; when connecting failed it returns why.
-func (a *App) endpoint(ctx context.Context) (agent.Endpoint, error) {
+func (a *App) endpoint(ctx context.Context) (api.Endpoint, error) {
 	if err := a.wait(ctx); err != nil {
-		return agent.Endpoint{}, err
+		return api.Endpoint{}, err
 	}
 	return a.link.Endpoint(ctx)
 }

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/desktop"
 	"walletsync/testkit/walletsynctest"
 )
@@ -32,7 +32,7 @@ func startApp(t *testing.T, f walletsynctest.Folder, window Window, notifier des
 
 // windowRequest sends a request as the page in the window does, through the App's asset
 // server handler: header holds what the page's engine adds (Origin, Referer).
-func windowRequest(t *testing.T, srv *httptest.Server, method, path, body string, header map[string]string) (int, agent.APIError, []byte) {
+func windowRequest(t *testing.T, srv *httptest.Server, method, path, body string, header map[string]string) (int, api.APIError, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -51,7 +51,7 @@ func windowRequest(t *testing.T, srv *httptest.Server, method, path, body string
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	var eb struct{ Error agent.APIError }
+	var eb struct{ Error api.APIError }
 	json.Unmarshal(b, &eb)
 	return resp.StatusCode, eb.Error, b
 }
@@ -70,12 +70,12 @@ func TestApp_StartsItsOwnAgentWhenNoneRuns(t *testing.T) {
 	srv := httptest.NewServer(app.apiHandler())
 	defer srv.Close()
 	code, _, body := windowRequest(t, srv, "GET", "/api/v1/overview", "", nil)
-	var ov agent.Overview
+	var ov api.Overview
 	if err := json.Unmarshal(body, &ov); code != http.StatusOK || err != nil || !strings.HasPrefix(ov.Health, "No wallet yet") {
 		t.Fatalf("GET overview through the window = %d %s", code, body)
 	}
 	app.shutdown(context.Background())
-	if _, err := f.Dir.Endpoint(); !errors.Is(err, agent.ErrAgentNotRunning) {
+	if _, err := f.Dir.Endpoint(); !errors.Is(err, api.ErrAgentNotRunning) {
 		t.Fatalf("after shutdown the in-process agent still publishes an address: %v", err)
 	}
 }
@@ -171,7 +171,7 @@ func TestApp_ReportsAnAgentItCannotReach(t *testing.T) {
 	defer lock.Release()
 	app := startApp(t, f, &fakeWindow{}, nil)
 	var unreachable *desktop.AgentUnreachableError
-	if _, err := app.Agent(); !errors.As(err, &unreachable) || !errors.Is(err, agent.ErrAgentRunning) {
+	if _, err := app.Agent(); !errors.As(err, &unreachable) || !errors.Is(err, api.ErrAgentRunning) {
 		t.Fatalf("Agent() error = %v; want an *desktop.AgentUnreachableError naming the agent that holds the folder", err)
 	}
 	srv := httptest.NewServer(app.apiHandler())
@@ -260,14 +260,14 @@ func TestApp_NotifiesFailedBackupsFromNowOn(t *testing.T) {
 	f := walletsynctest.NewFolder(t, walletsynctest.WalletConfig(t, []string{"Backup wallet"}, []string{"Old disk", "Missing disk"}))
 	f.StartAgent(t)
 	c := f.Client(t)
-	run := func(id string) agent.Task {
+	run := func(id string) api.Task {
 		task, err := c.Run(walletsynctest.Wait(t), id)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return walletsynctest.WaitTask(t, c, task.ID)
 	}
-	if task := run("broken-1"); task.State != agent.TaskFailed {
+	if task := run("broken-1"); task.State != api.TaskFailed {
 		t.Fatalf("the backup to the missing folder = %+v; want failed", task)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/scheduler"
@@ -21,7 +22,7 @@ type Options struct {
 	// Dir is the data folder: state database, secrets, token, lock (DefaultDataDir when
 	// empty).
 	Dir DataDir
-	// ConfigPath is the config file (DefaultConfigPath when empty).
+	// ConfigPath is the config file (defaultConfigPath when empty).
 	ConfigPath string
 	// Addr is the API's loopback address (127.0.0.1:0, a free port, when empty).
 	Addr string
@@ -59,19 +60,19 @@ type Agent struct {
 	log     *slog.Logger
 	now     func() time.Time
 	lock    *DirLock
-	state   *StateDB
+	state   *stateDB
 	bus     *Bus
 	tasks   *Manager
 	secrets *Secrets
-	srv     *Server
-	sched   *Timetable
+	srv     *api.Server
+	sched   *timetable
 	cancel  context.CancelFunc
 	serving sync.WaitGroup
 	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
 	kdf chan struct{}
 
 	mu      sync.Mutex // guards cfg, wallets and restoring
-	cfg     Config
+	cfg     api.Config
 	wallets map[string]*walletHandle // open wallets by path
 	// restoring holds the wallets a bundle restore is replacing, with its task's id: a.wallet
 	// refuses them (see claimForRestore).
@@ -102,7 +103,7 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		}
 	}
 	if opts.ConfigPath == "" {
-		if opts.ConfigPath, err = DefaultConfigPath(); err != nil {
+		if opts.ConfigPath, err = defaultConfigPath(); err != nil {
 			return nil, err
 		}
 	}
@@ -119,19 +120,19 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if a.lock, err = opts.Dir.Lock(); err != nil {
 		return nil, err
 	}
-	if a.cfg, err = LoadConfig(opts.ConfigPath); err != nil {
+	if a.cfg, err = loadConfig(opts.ConfigPath); err != nil {
 		return nil, err
 	}
 	for _, id := range opts.RunAtStart {
-		if _, err = a.cfg.destination(id); err != nil {
+		if _, err = findDestination(a.cfg, id); err != nil {
 			return nil, fmt.Errorf("run at start: %w", err)
 		}
 	}
 	a.recoverRestores(ctx)
-	if a.state, err = OpenState(ctx, opts.Dir.StatePath()); err != nil {
+	if a.state, err = openState(ctx, opts.Dir.StatePath()); err != nil {
 		return nil, err
 	}
-	a.bus = NewBus(0)
+	a.bus = newBus(0)
 	a.serving.Add(1)
 	go func() {
 		defer a.serving.Done()
@@ -141,14 +142,14 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 		}
 	}()
 	a.secrets = NewSecrets(opts.Dir.SecretsPath())
-	if a.tasks, err = NewManager(ctx, ManagerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: a.log}); err != nil {
+	if a.tasks, err = newManager(ctx, managerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: a.log}); err != nil {
 		return nil, err
 	}
 	token, err := opts.Dir.Token()
 	if err != nil {
 		return nil, err
 	}
-	a.srv, err = NewServer(ServerOptions{Addr: opts.Addr, Token: token, Bus: a.bus, Tasks: a.tasks, Secrets: a.secrets,
+	a.srv, err = api.NewServer(api.ServerOptions{Addr: opts.Addr, Token: token, Bus: busEvents{a.bus}, Tasks: a.tasks, Secrets: a.secrets,
 		Version: opts.Version, Logger: a.log})
 	if err != nil {
 		return nil, err
@@ -158,8 +159,8 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if err = opts.Dir.PublishAddr(a.srv.Addr()); err != nil {
 		return nil, err
 	}
-	if a.sched, err = NewTimetable(TimetableOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
-		Now: a.now, EditConfig: func(_ context.Context, edit func(*Config) error) error {
+	if a.sched, err = newTimetable(timetableOptions{Run: a.scheduledRun, LastRun: a.lastSuccess, Logger: a.log,
+		Now: a.now, EditConfig: func(_ context.Context, edit func(*api.Config) error) error {
 			_, err := a.updateConfig(edit)
 			return err
 		}}); err != nil {
@@ -266,10 +267,10 @@ func Run(ctx context.Context, opts Options, ready func(*Agent)) error {
 
 // scheduledRun is the timetable's Run: it starts the destination's job (or the drill) and
 // waits for it to end, which is how the timetable keeps one run per destination at a time.
-func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
-	var t Task
+func (a *Agent) scheduledRun(ctx context.Context, id string, reason api.Reason) {
+	var t api.Task
 	var err error
-	if id == DrillID {
+	if id == drillID {
 		t, err = a.RunDrill(string(reason))
 	} else {
 		t, err = a.RunDestination(id, string(reason))
@@ -286,12 +287,12 @@ func (a *Agent) scheduledRun(ctx context.Context, id string, reason Reason) {
 // lastSuccess is when destination id's (or the drill's) job last succeeded, zero if never:
 // the timetable counts schedules from it, so a failed or interrupted run is retried once.
 func (a *Agent) lastSuccess(id string) time.Time {
-	kinds := []TaskKind{KindSync, KindBackup}
-	if id == DrillID {
-		kinds = []TaskKind{KindDrill}
+	kinds := []api.TaskKind{api.KindSync, api.KindBackup}
+	if id == drillID {
+		kinds = []api.TaskKind{api.KindDrill}
 	}
 	for _, t := range a.tasks.List() { // newest first
-		if t.Target == id && t.State == TaskSucceeded && slices.Contains(kinds, t.Kind) {
+		if t.Target == id && t.State == api.TaskSucceeded && slices.Contains(kinds, t.Kind) {
 			return t.StartedAt
 		}
 	}
@@ -299,7 +300,7 @@ func (a *Agent) lastSuccess(id string) time.Time {
 }
 
 // config returns a copy of the current configuration.
-func (a *Agent) config() Config {
+func (a *Agent) config() api.Config {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return cloneConfig(a.cfg)
@@ -308,12 +309,12 @@ func (a *Agent) config() Config {
 // updateConfig applies change to a copy of the configuration, validates it, writes it
 // atomically, and only then makes it current and tells the timetable; nothing changes when
 // any step fails.
-func (a *Agent) updateConfig(change func(*Config) error) (Config, error) {
+func (a *Agent) updateConfig(change func(*api.Config) error) (api.Config, error) {
 	a.mu.Lock()
 	next := cloneConfig(a.cfg)
 	err := change(&next)
 	if err == nil {
-		err = next.Validate()
+		err = validateConfig(next)
 	}
 	if err == nil {
 		err = SaveConfig(a.opts.ConfigPath, next)
@@ -330,20 +331,20 @@ func (a *Agent) updateConfig(change func(*Config) error) (Config, error) {
 			a.log.Warn("schedules not fully applied", "err", err)
 		}
 	}
-	a.bus.Publish(EventDestinationChanged, map[string]int{"destinations": len(next.Destinations)})
+	a.bus.Publish(api.EventDestinationChanged, map[string]int{"destinations": len(next.Destinations)})
 	return cloneConfig(next), nil
 }
 
 // cloneConfig copies the slices and pointers of c, so that callers never share state with
 // the agent's current configuration.
-func cloneConfig(c Config) Config {
+func cloneConfig(c api.Config) api.Config {
 	out := c
-	out.Wallets = make([]WalletRef, len(c.Wallets))
+	out.Wallets = make([]api.WalletRef, len(c.Wallets))
 	for i, w := range c.Wallets {
 		w.Identities = append([]string(nil), w.Identities...)
 		out.Wallets[i] = w
 	}
-	out.Destinations = make([]Destination, len(c.Destinations))
+	out.Destinations = make([]api.Destination, len(c.Destinations))
 	for i, d := range c.Destinations {
 		if d.Pause != nil {
 			p := *d.Pause
@@ -363,7 +364,7 @@ func (a *Agent) wallet(ctx context.Context, path string) (*walletHandle, error) 
 		return w, nil
 	}
 	if id, ok := a.restoring[path]; ok {
-		return nil, &WalletInUseError{Wallet: path, TaskID: id, Kind: KindBundleRestore, State: TaskRunning}
+		return nil, &walletInUseError{Wallet: path, TaskID: id, Kind: api.KindBundleRestore, State: api.TaskRunning}
 	}
 	st, err := localstore.Open(ctx, path, localstore.Options{Logger: a.log})
 	if err != nil {
@@ -395,8 +396,8 @@ func (a *Agent) releaseUnconfigured() {
 	a.mu.Lock()
 	tasks := a.tasks.List() // under a.mu, as in claimForRestore: a task listed later cannot have a wallet yet
 	for path, w := range a.wallets {
-		if slices.ContainsFunc(cfg.Wallets, func(r WalletRef) bool { return r.Path == path }) ||
-			slices.ContainsFunc(tasks, func(t Task) bool { return !t.State.Terminal() && cfg.taskMayUse(t, path) }) {
+		if slices.ContainsFunc(cfg.Wallets, func(r api.WalletRef) bool { return r.Path == path }) ||
+			slices.ContainsFunc(tasks, func(t api.Task) bool { return !t.State.Terminal() && taskMayUse(cfg, t, path) }) {
 			continue
 		}
 		delete(a.wallets, path)
@@ -412,29 +413,29 @@ func (a *Agent) releaseUnconfigured() {
 }
 
 // walletOf returns the wallet a destination backs up: the one it names, or the only one.
-func (c Config) walletOf(d Destination) (WalletRef, error) {
+func walletOf(c api.Config, d api.Destination) (api.WalletRef, error) {
 	for _, w := range c.Wallets {
 		if w.Path == d.Wallet || (d.Wallet == "" && len(c.Wallets) == 1) {
 			return w, nil
 		}
 	}
-	return WalletRef{}, WithHint(fmt.Errorf("destination %s: no wallet %q configured: %w", d.ID, d.Wallet, wallet.ErrNotFound),
+	return api.WalletRef{}, api.WithHint(fmt.Errorf("destination %s: no wallet %q configured: %w", d.ID, d.Wallet, wallet.ErrNotFound),
 		"add the wallet first, or name it in the destination")
 }
 
-// destination returns the destination with id.
-func (c Config) destination(id string) (Destination, error) {
+// findDestination returns the destination with id.
+func findDestination(c api.Config, id string) (api.Destination, error) {
 	for _, d := range c.Destinations {
 		if d.ID == id {
 			return d, nil
 		}
 	}
-	return Destination{}, fmt.Errorf("destination %q: %w", id, wallet.ErrNotFound)
+	return api.Destination{}, fmt.Errorf("destination %q: %w", id, wallet.ErrNotFound)
 }
 
 // identities returns the identities of w to back up: the configured ones, or every user in
 // the wallet.
-func (h *walletHandle) identities(ctx context.Context, ref WalletRef) ([]string, error) {
+func (h *walletHandle) identities(ctx context.Context, ref api.WalletRef) ([]string, error) {
 	if len(ref.Identities) > 0 {
 		return ref.Identities, nil
 	}
@@ -447,7 +448,7 @@ func (h *walletHandle) identities(ctx context.Context, ref WalletRef) ([]string,
 		out = append(out, id.IdentityKey)
 	}
 	if len(out) == 0 {
-		return nil, WithHint(fmt.Errorf("wallet %s holds no identity: %w", ref.Path, wallet.ErrNotFound), "the wallet has no user yet")
+		return nil, api.WithHint(fmt.Errorf("wallet %s holds no identity: %w", ref.Path, wallet.ErrNotFound), "the wallet has no user yet")
 	}
 	return out, nil
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
@@ -50,13 +51,13 @@ func newAgentEnv(t *testing.T, f localstore.Fixture) agentEnv {
 	s.Close()
 	e.identity = res.IdentityKey
 	cfg := DefaultConfig()
-	cfg.Wallets = []WalletRef{{Path: e.wallet}}
-	hourly := Schedule{Kind: ScheduleInterval, Every: Duration(time.Hour)}
-	cfg.Destinations = []Destination{
-		{ID: "file", Name: "Backup wallet", Kind: DestinationSQLite, Path: e.backupWallet, Schedule: hourly, Pause: &Pause{}},
-		{ID: "folder", Name: "Backup folder", Kind: DestinationFolder, Path: e.folder, Schedule: hourly, Pause: &Pause{}},
+	cfg.Wallets = []api.WalletRef{{Path: e.wallet}}
+	hourly := api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}
+	cfg.Destinations = []api.Destination{
+		{ID: "file", Name: "Backup wallet", Kind: api.DestinationSQLite, Path: e.backupWallet, Schedule: hourly, Pause: &api.Pause{}},
+		{ID: "folder", Name: "Backup folder", Kind: api.DestinationFolder, Path: e.folder, Schedule: hourly, Pause: &api.Pause{}},
 	}
-	cfg.Drill.Kind, cfg.Drill.Every = ScheduleInterval, Duration(30*24*time.Hour)
+	cfg.Drill.Kind, cfg.Drill.Every = api.ScheduleInterval, api.Duration(30*24*time.Hour)
 	e.opts = Options{Dir: DataDir(filepath.Join(dir, "data")), ConfigPath: filepath.Join(dir, "config.json"), Version: "test"}
 	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
 		t.Fatal(err)
@@ -64,7 +65,7 @@ func newAgentEnv(t *testing.T, f localstore.Fixture) agentEnv {
 	if err := e.opts.Dir.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if err := NewSecrets(e.opts.Dir.SecretsPath()).Set(BackupPasswordKey, NewSecret(testPassword)); err != nil {
+	if err := NewSecrets(e.opts.Dir.SecretsPath()).Set(BackupPasswordKey, api.NewSecret(testPassword)); err != nil {
 		t.Fatal(err)
 	}
 	return e
@@ -81,18 +82,18 @@ func launchAgent(t *testing.T, opts Options) *Agent {
 }
 
 // client returns an API client that finds the agent the way the command line does.
-func apiClient(t *testing.T, dir DataDir) *Client {
+func apiClient(t *testing.T, dir DataDir) *api.Client {
 	t.Helper()
 	ep, err := dir.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewClient(ep)
+	return api.NewClient(ep)
 }
 
-func runAndWait(t *testing.T, c *Client, a *Agent, route Route, args ...string) Task {
+func runAndWait(t *testing.T, c *api.Client, a *Agent, route api.Route, args ...string) api.Task {
 	t.Helper()
-	var task Task
+	var task api.Task
 	if err := c.Call(context.Background(), route, nil, &task, args...); err != nil {
 		t.Fatalf("%s %v: %v", route, args, err)
 	}
@@ -110,8 +111,8 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 	var seen bytes.Buffer // every API answer, to search for the password afterwards
 
 	for _, dest := range []string{"file", "folder"} {
-		task := runAndWait(t, c, a, RouteRun, dest)
-		if task.State != TaskSucceeded {
+		task := runAndWait(t, c, a, api.RouteRun, dest)
+		if task.State != api.TaskSucceeded {
 			t.Fatalf("%s: %+v", dest, task)
 		}
 		// A first copy knows its total: the rows it moved are the rows it expected.
@@ -119,8 +120,8 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 			t.Errorf("%s: total %d, moved %d rows", dest, task.Total, task.Counters.Rows)
 		}
 	}
-	var ov Overview
-	if err := c.Call(context.Background(), RouteOverview, nil, &ov); err != nil {
+	var ov api.Overview
+	if err := c.Call(context.Background(), api.RouteOverview, nil, &ov); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&seen, "%+v", ov)
@@ -139,20 +140,20 @@ func TestAgent_SyncBackupDrillThroughTheAPI(t *testing.T) {
 		t.Fatalf("backup wallet differs (%v):\n%s", err, compare.Diff(wa, wb))
 	}
 
-	var listing BackupListing
-	if err := c.Call(context.Background(), RouteBackups, nil, &listing, "folder"); err != nil {
+	var listing api.BackupListing
+	if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, "folder"); err != nil {
 		t.Fatal(err)
 	}
 	fmt.Fprintf(&seen, "%+v", listing)
 	if len(listing.Files) != 1 || listing.Files[0].Record == nil || !listing.Files[0].Keep || listing.Files[0].Record.Rows[wallet.TableTransactions] == 0 {
 		t.Fatalf("backup listing: %+v", listing)
 	}
-	drill := runAndWait(t, c, a, RouteDrill)
+	drill := runAndWait(t, c, a, api.RouteDrill)
 	fmt.Fprintf(&seen, "%+v", drill)
-	if drill.State != TaskSucceeded || !strings.Contains(string(drill.Result), `"ok":true`) {
+	if drill.State != api.TaskSucceeded || !strings.Contains(string(drill.Result), `"ok":true`) {
 		t.Fatalf("drill: %+v %s", drill, drill.Result)
 	}
-	if err := c.Call(context.Background(), RouteBackups, nil, &listing, "folder"); err != nil || listing.Files[0].Record.VerifiedAt.IsZero() {
+	if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, "folder"); err != nil || listing.Files[0].Record.VerifiedAt.IsZero() {
 		t.Fatalf("the drilled file is not marked verified: %+v (%v)", listing, err)
 	}
 	for _, task := range a.tasks.List() {
@@ -185,17 +186,17 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	first := runAndWait(t, c, a, RouteRun, "folder")
-	if first.State != TaskSucceeded {
+	first := runAndWait(t, c, a, api.RouteRun, "folder")
+	if first.State != api.TaskSucceeded {
 		t.Fatal(first)
 	}
-	good := runAndWait(t, c, a, RouteDrill)
-	if good.State != TaskSucceeded {
+	good := runAndWait(t, c, a, api.RouteDrill)
+	if good.State != api.TaskSucceeded {
 		t.Fatalf("drill of a good file: %+v", good)
 	}
 	// A second backup (within the same second: it must not replace the first), then damage
 	// it: the drill takes the newest file.
-	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
 		t.Fatal(task)
 	}
 	recs, err := a.state.Backups(context.Background(), "folder")
@@ -208,8 +209,8 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 		t.Fatal(err)
 	}
 	sub := a.bus.Subscribe(a.bus.Last())
-	bad := runAndWait(t, c, a, RouteDrill)
-	if bad.State != TaskFailed || !strings.Contains(bad.Error, filepath.Base(recs[0].Path)) || bad.Hint == "" {
+	bad := runAndWait(t, c, a, api.RouteDrill)
+	if bad.State != api.TaskFailed || !strings.Contains(bad.Error, filepath.Base(recs[0].Path)) || bad.Hint == "" {
 		t.Fatalf("drill of a damaged file: %+v", bad)
 	}
 	for {
@@ -217,7 +218,7 @@ func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f, ok := ev.Data.(DrillFile); ok && ev.Type == EventDrillFinished {
+		if f, ok := ev.Data.(api.DrillFile); ok && ev.Type == api.EventDrillFinished {
 			if f.OK || f.Path != recs[0].Path {
 				t.Fatalf("drill event: %+v", f)
 			}
@@ -244,7 +245,7 @@ func TestAgent_CancelMidSyncKeepsTheAcknowledgedCheckpoint(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, ok := ev.Data.(Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
+		if p, ok := ev.Data.(api.Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
 			break
 		}
 	}
@@ -252,10 +253,10 @@ func TestAgent_CancelMidSyncKeepsTheAcknowledgedCheckpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, err := a.tasks.Wait(waitCtx(t), task.ID)
-	if err != nil || done.State != TaskCancelled {
+	if err != nil || done.State != api.TaskCancelled {
 		t.Fatalf("cancelled sync: %+v (%v)", done, err)
 	}
-	var res SyncResult
+	var res api.SyncResult
 	if err := jsonUnmarshal(done.Result, &res); err != nil || len(res.Sessions) != 1 {
 		t.Fatalf("result %s: %v", done.Result, err)
 	}
@@ -335,13 +336,13 @@ func TestAgent_KilledDuringBackupRestartsClean(t *testing.T) {
 	a := launchAgent(t, e.opts)
 	var interrupted bool
 	for _, task := range a.tasks.List() {
-		interrupted = interrupted || (task.Kind == KindBackup && task.State == TaskInterrupted)
+		interrupted = interrupted || (task.Kind == api.KindBackup && task.State == api.TaskInterrupted)
 	}
 	if !interrupted {
 		t.Fatalf("after the kill, tasks %+v: want the backup shown interrupted", a.tasks.List())
 	}
 	c := apiClient(t, e.opts.Dir)
-	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
 		t.Fatalf("backup after the restart: %+v", task)
 	}
 	entries, _ := os.ReadDir(e.folder)
@@ -369,9 +370,9 @@ func TestAgent_KilledDuringSyncResumesFromTheCheckpoint(t *testing.T) {
 	})
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	task := runAndWait(t, c, a, RouteRun, "file")
-	var res SyncResult
-	if err := jsonUnmarshal(task.Result, &res); task.State != TaskSucceeded || err != nil {
+	task := runAndWait(t, c, a, api.RouteRun, "file")
+	var res api.SyncResult
+	if err := jsonUnmarshal(task.Result, &res); task.State != api.TaskSucceeded || err != nil {
 		t.Fatalf("sync after the kill: %+v (%v)", task, err)
 	}
 	if cp := res.Sessions[0].Checkpoint; !cp.Done || cp.Seq <= 5 {
@@ -394,7 +395,7 @@ func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
 // so their schedules want them at once too, and asks for both at start: each runs once.
 func TestAgent_RunAtStartRunsEachDestinationOnce(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,7 +417,7 @@ func TestAgent_RunAtStartRunsEachDestinationOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, target := range opts.RunAtStart {
-		if done := waitFirstRun(t, a, target, time.Time{}); done.State != TaskSucceeded || done.Counters.Rows == 0 {
+		if done := waitFirstRun(t, a, target, time.Time{}); done.State != api.TaskSucceeded || done.Counters.Rows == 0 {
 			t.Fatalf("%s: %s %s", target, done.State, done.Error)
 		}
 	}
@@ -436,7 +437,7 @@ func TestAgent_RunAtStartRunsEachDestinationOnce(t *testing.T) {
 	restart := time.Now()
 	opts.RunAtStart = []string{"file"}
 	a = launchAgent(t, opts)
-	if done := waitFirstRun(t, a, "file", restart); done.State != TaskSucceeded {
+	if done := waitFirstRun(t, a, "file", restart); done.State != api.TaskSucceeded {
 		t.Fatalf("file at the second start: %s %s", done.State, done.Error)
 	}
 	for _, task := range a.tasks.List() {
@@ -448,7 +449,7 @@ func TestAgent_RunAtStartRunsEachDestinationOnce(t *testing.T) {
 
 // waitFirstRun waits for the first task of target queued after since, and returns it
 // finished.
-func waitFirstRun(t *testing.T, a *Agent, target string, since time.Time) Task {
+func waitFirstRun(t *testing.T, a *Agent, target string, since time.Time) api.Task {
 	t.Helper()
 	ctx := waitCtx(t)
 	for {
@@ -487,7 +488,7 @@ func TestAgent_ReplaceWallet_LetsGoOfTheOldOne(t *testing.T) {
 	if err := safefile.CopyNew(e.wallet, restored); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := apiClient(t, e.opts.Dir).ReplaceWallet(ctx, WalletReplaceRequest{Old: e.wallet, New: restored})
+	cfg, err := apiClient(t, e.opts.Dir).ReplaceWallet(ctx, api.WalletReplaceRequest{Old: e.wallet, New: restored})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,16 +16,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"testing/synctest"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
 
 // Routes that only the tests serve, beside the API's own.
 const (
-	routeFail        Route = "GET /api/v1/fail"    // answers with the error a test sets
-	routeLeakyBackup Route = "POST /api/v1/backup" // a job that formats the password every way it can
+	routeFail        api.Route = "GET /api/v1/fail"    // answers with the error a test sets
+	routeLeakyBackup api.Route = "POST /api/v1/backup" // a job that formats the password every way it can
 )
 
 // testAgent is the agent's blocks wired as doc.go shows, serving on 127.0.0.1:0.
@@ -33,15 +33,15 @@ type testAgent struct {
 	dir     DataDir
 	token   string
 	bus     *Bus
-	state   *StateDB
+	state   *stateDB
 	tasks   *Manager
 	secrets *Secrets
-	srv     *Server
+	srv     *api.Server
 	logs    *logBuffer
 	stop    func() // shuts everything down; idempotent
 }
 
-func startAgent(t *testing.T, tune func(*ServerOptions)) *testAgent {
+func startAgent(t *testing.T, tune func(*api.ServerOptions)) *testAgent {
 	t.Helper()
 	a := &testAgent{dir: DataDir(t.TempDir())}
 	lock, err := a.dir.Lock()
@@ -51,25 +51,25 @@ func startAgent(t *testing.T, tune func(*ServerOptions)) *testAgent {
 	var logger *slog.Logger
 	logger, a.logs = debugLogger()
 	ctx, cancel := context.WithCancel(context.Background())
-	if a.state, err = OpenState(ctx, a.dir.StatePath()); err != nil {
+	if a.state, err = openState(ctx, a.dir.StatePath()); err != nil {
 		t.Fatal(err)
 	}
-	a.bus = NewBus(0)
+	a.bus = newBus(0)
 	recorded := make(chan error, 1)
 	go func() { recorded <- a.state.RecordEvents(context.Background(), a.bus, 0) }()
 	a.secrets = NewSecrets(a.dir.SecretsPath())
-	if a.tasks, err = NewManager(ctx, ManagerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: logger}); err != nil {
+	if a.tasks, err = newManager(ctx, managerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: logger}); err != nil {
 		t.Fatal(err)
 	}
 	if a.token, err = a.dir.Token(); err != nil {
 		t.Fatal(err)
 	}
-	opts := ServerOptions{Addr: "127.0.0.1:0", Token: a.token, Bus: a.bus, Tasks: a.tasks, Secrets: a.secrets,
+	opts := api.ServerOptions{Addr: "127.0.0.1:0", Token: a.token, Bus: busEvents{a.bus}, Tasks: a.tasks, Secrets: a.secrets,
 		Version: "test", Logger: logger}
 	if tune != nil {
 		tune(&opts)
 	}
-	if a.srv, err = NewServer(opts); err != nil {
+	if a.srv, err = api.NewServer(opts); err != nil {
 		t.Fatal(err)
 	}
 	if err := a.dir.PublishAddr(a.srv.Addr()); err != nil {
@@ -98,13 +98,13 @@ func startAgent(t *testing.T, tune func(*ServerOptions)) *testAgent {
 }
 
 // client returns the command line's client for a, found through the data folder.
-func (a *testAgent) client(t *testing.T) *Client {
+func (a *testAgent) client(t *testing.T) *api.Client {
 	t.Helper()
 	e, err := a.dir.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return NewClient(e)
+	return api.NewClient(e)
 }
 
 // response is what a raw request got.
@@ -147,7 +147,9 @@ func (a *testAgent) sameOrigin(r *http.Request) {
 
 func errorCode(t *testing.T, body string) string {
 	t.Helper()
-	var eb errorBody
+	var eb struct {
+		Error *api.APIError `json:"error"`
+	}
 	if err := json.Unmarshal([]byte(body), &eb); err != nil || eb.Error == nil || eb.Error.Message == "" {
 		t.Fatalf("not a typed JSON error: %q", body)
 	}
@@ -155,8 +157,9 @@ func errorCode(t *testing.T, body string) string {
 }
 
 func TestNewServer_RefusesNonLoopback(t *testing.T) {
-	base := ServerOptions{Token: "t", Bus: NewBus(0)}
-	base.Tasks, _ = NewManager(t.Context(), ManagerOptions{Bus: base.Bus})
+	bus := newBus(0)
+	base := api.ServerOptions{Token: "t", Bus: busEvents{bus}}
+	base.Tasks, _ = newManager(t.Context(), managerOptions{Bus: bus})
 	for _, tc := range []struct {
 		addr string
 		ok   bool
@@ -173,7 +176,7 @@ func TestNewServer_RefusesNonLoopback(t *testing.T) {
 	} {
 		opts := base
 		opts.Addr = tc.addr
-		srv, err := NewServer(opts)
+		srv, err := api.NewServer(opts)
 		if tc.ok {
 			if err != nil {
 				t.Errorf("NewServer(%q) = %v", tc.addr, err)
@@ -185,7 +188,7 @@ func TestNewServer_RefusesNonLoopback(t *testing.T) {
 			srv.Close()
 			continue
 		}
-		if !errors.Is(err, ErrNotLoopback) || !errors.Is(err, wallet.ErrInvalidArgument) {
+		if !errors.Is(err, api.ErrNotLoopback) || !errors.Is(err, wallet.ErrInvalidArgument) {
 			t.Errorf("NewServer(%q) = %v, want ErrNotLoopback", tc.addr, err)
 		}
 	}
@@ -343,7 +346,7 @@ func TestServer_NeverSendsCORSHeaders(t *testing.T) {
 
 func TestServer_BoundsBodies(t *testing.T) {
 	const limit = 1 << 10
-	a := startAgent(t, func(o *ServerOptions) { o.MaxBodyBytes = limit })
+	a := startAgent(t, func(o *api.ServerOptions) { o.MaxBodyBytes = limit })
 	read := 0
 	a.srv.Handle("PUT /api/v1/blob", func(r *http.Request) (any, error) {
 		b, err := io.ReadAll(r.Body)
@@ -408,43 +411,16 @@ func TestServer_LoginURLWorksOnce(t *testing.T) {
 		}
 	}
 	var fresh map[string]string
-	if err := a.client(t).Call(t.Context(), RouteLoginURL, nil, &fresh); err != nil || !strings.HasPrefix(fresh["url"], a.srv.URL()+"/login?code=") {
+	if err := a.client(t).Call(t.Context(), api.RouteLoginURL, nil, &fresh); err != nil || !strings.HasPrefix(fresh["url"], a.srv.URL()+"/login?code=") {
 		t.Fatalf("POST /api/v1/login-url = %v, %v", fresh, err)
 	}
-}
-
-func TestLoginCodes_SingleUseAndShortLived(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		l := newLoginCodes(DefaultLoginTTL)
-		used, late := l.issue(), l.issue()
-		if !l.redeem(used) || l.redeem(used) {
-			t.Fatal("a code must work exactly once")
-		}
-		time.Sleep(DefaultLoginTTL - time.Second)
-		fresh := l.issue()
-		time.Sleep(time.Second)
-		if l.redeem(late) {
-			t.Fatal("a code worked at its expiry")
-		}
-		if !l.redeem(fresh) {
-			t.Fatal("a code issued later was expired with the older one")
-		}
-		var codes []string
-		for range maxLoginCodes + 1 {
-			codes = append(codes, l.issue())
-			time.Sleep(time.Millisecond)
-		}
-		if l.redeem(codes[0]) || !l.redeem(codes[1]) || len(l.codes) != maxLoginCodes-1 {
-			t.Fatal("issuing beyond the bound must drop the code that expires first")
-		}
-	})
 }
 
 func TestServer_MapsTypedErrors(t *testing.T) {
 	a := startAgent(t, nil)
 	var fail error
 	a.srv.Handle(routeFail, func(*http.Request) (any, error) { return nil, fail })
-	diskHint := explain(wallet.ErrDiskFull).Hint
+	diskHint := api.Explain(wallet.ErrDiskFull).Hint
 	for _, tc := range []struct {
 		err    error
 		status int
@@ -457,13 +433,13 @@ func TestServer_MapsTypedErrors(t *testing.T) {
 		{fmt.Errorf("commit: %w", wallet.ErrBusy), 409, "busy", ""},
 		{fmt.Errorf("write: %w", wallet.ErrDiskFull), 507, "disk_full", diskHint},
 		{&wallet.SchemaError{Path: "/w", Reason: "v9", Err: wallet.ErrSchemaTooNew}, 422, "schema_too_new", ""},
-		{WithHint(fmt.Errorf("open: %w", wallet.ErrNotFound), "create it first"), 404, "not_found", "create it first"},
-		{&APIError{Status: 418, Code: "teapot", Message: "short and stout"}, 418, "teapot", ""},
+		{api.WithHint(fmt.Errorf("open: %w", wallet.ErrNotFound), "create it first"), 404, "not_found", "create it first"},
+		{&api.APIError{Status: 418, Code: "teapot", Message: "short and stout"}, 418, "teapot", ""},
 		{errors.New("something unexpected"), 500, "internal", ""},
 	} {
 		t.Run(tc.code, func(t *testing.T) {
 			fail = tc.err
-			var ae *APIError
+			var ae *api.APIError
 			err := a.client(t).Call(t.Context(), routeFail, nil, nil)
 			// The technical text is the message, or the detail behind a message in plain words.
 			if !errors.As(err, &ae) || ae.Status != tc.status || ae.Code != tc.code || ae.Message != tc.err.Error() && ae.Detail != tc.err.Error() {
@@ -494,36 +470,36 @@ func TestServer_TaskRoutes(t *testing.T) {
 	a := startAgent(t, nil)
 	c := a.client(t)
 	j := newBlockingJob()
-	task, _ := a.tasks.Start(KindSync, "usb-copy", func(ctx context.Context, h *TaskHandle) error {
+	task, _ := a.tasks.Start(api.KindSync, "usb-copy", func(ctx context.Context, h *TaskHandle) error {
 		h.Logf("copying %d tables", 14)
 		return j.run(ctx, h)
 	})
 	<-j.started
-	var list []Task
-	var got Task
-	var log []LogLine
-	if err := c.Call(t.Context(), RouteTasks, nil, &list); err != nil || len(list) != 1 || list[0].ID != task.ID {
+	var list []api.Task
+	var got api.Task
+	var log []api.LogLine
+	if err := c.Call(t.Context(), api.RouteTasks, nil, &list); err != nil || len(list) != 1 || list[0].ID != task.ID {
 		t.Fatalf("tasks = %+v, %v", list, err)
 	}
-	if err := c.Call(t.Context(), RouteTaskLog, nil, &log, task.ID); err != nil || len(log) != 1 || log[0].Text != "copying 14 tables" {
+	if err := c.Call(t.Context(), api.RouteTaskLog, nil, &log, task.ID); err != nil || len(log) != 1 || log[0].Text != "copying 14 tables" {
 		t.Fatalf("log = %+v, %v", log, err)
 	}
-	if err := c.Call(t.Context(), RouteTaskCancel, nil, &got, task.ID); err != nil || got.State != TaskCancelling {
+	if err := c.Call(t.Context(), api.RouteTaskCancel, nil, &got, task.ID); err != nil || got.State != api.TaskCancelling {
 		t.Fatalf("cancel = %+v, %v", got, err)
 	}
 	sub := a.bus.Subscribe(0)
-	nextTaskEvent(t, sub, task.ID, EventTaskFinished)
-	if err := c.Call(t.Context(), RouteTask, nil, &got, task.ID); err != nil || got.State != TaskCancelled {
+	nextTaskEvent(t, sub, task.ID, api.EventTaskFinished)
+	if err := c.Call(t.Context(), api.RouteTask, nil, &got, task.ID); err != nil || got.State != api.TaskCancelled {
 		t.Fatalf("task = %+v, %v", got, err)
 	}
-	var ae *APIError
-	for _, r := range []Route{RouteTask, RouteTaskLog} {
+	var ae *api.APIError
+	for _, r := range []api.Route{api.RouteTask, api.RouteTaskLog} {
 		if err := c.Call(t.Context(), r, nil, nil, "nope"); !errors.As(err, &ae) || ae.Status != 404 {
 			t.Errorf("%s nope = %v, want 404", r, err)
 		}
 	}
-	var st Status
-	if err := c.Call(t.Context(), RouteStatus, nil, &st); err != nil || st.Version != "test" || st.PID != os.Getpid() ||
+	var st api.Status
+	if err := c.Call(t.Context(), api.RouteStatus, nil, &st); err != nil || st.Version != "test" || st.PID != os.Getpid() ||
 		st.Events != fmt.Sprintf("%s-%d", a.bus.Epoch(), a.bus.Last()) {
 		t.Fatalf("status = %+v, %v", st, err)
 	}
@@ -537,8 +513,8 @@ type sseStream struct {
 
 type sseMessage struct {
 	id      string
-	event   Event
-	missed  Missed
+	event   api.Event
+	missed  api.Missed
 	comment string
 }
 
@@ -575,7 +551,7 @@ func (s *sseStream) next(t *testing.T) sseMessage {
 		switch {
 		case line == "" && data != "":
 			var raw struct {
-				Event
+				api.Event
 				Data json.RawMessage `json:"data"`
 			}
 			if err := json.Unmarshal([]byte(data), &raw); err != nil {
@@ -583,7 +559,7 @@ func (s *sseStream) next(t *testing.T) sseMessage {
 			}
 			m.event = raw.Event
 			m.event.Data = raw.Data
-			if m.event.Type == EventMissed {
+			if m.event.Type == api.EventMissed {
 				json.Unmarshal(raw.Data, &m.missed)
 			}
 			return m
@@ -604,7 +580,7 @@ func TestServer_EventsResumeWithLastEventID(t *testing.T) {
 	a := startAgent(t, nil)
 	publish := func(from, to int) {
 		for i := from; i <= to; i++ {
-			a.bus.Publish(EventBackupWritten, map[string]int{"n": i})
+			a.bus.Publish(api.EventBackupWritten, map[string]int{"n": i})
 		}
 	}
 	cursor := func(seq uint64) string { return a.bus.Epoch() + "-" + strconv.FormatUint(seq, 10) }
@@ -623,7 +599,7 @@ func TestServer_EventsResumeWithLastEventID(t *testing.T) {
 	again := a.openEvents(t, "", last)
 	go publish(8, 8) // and one live event after the catch-up
 	for want := uint64(3); want <= 8; want++ {
-		if m := again.next(t); m.event.Seq != want || m.id != cursor(want) || m.event.Type != EventBackupWritten {
+		if m := again.next(t); m.event.Seq != want || m.id != cursor(want) || m.event.Type != api.EventBackupWritten {
 			t.Fatalf("after reconnecting: %+v, want seq %d", m, want)
 		}
 	}
@@ -638,10 +614,10 @@ func TestServer_EventsResumeWithLastEventID(t *testing.T) {
 
 func TestServer_EventsAfterAgentRestartReset(t *testing.T) {
 	a := startAgent(t, nil)
-	a.bus.Publish(EventTaskStarted, nil)
+	a.bus.Publish(api.EventTaskStarted, nil)
 	s := a.openEvents(t, "", "0badcafe-1234") // a cursor from an earlier run
 	m := s.next(t)
-	if m.event.Type != EventMissed || !m.missed.Reset || m.id != a.bus.Epoch()+"-0" {
+	if m.event.Type != api.EventMissed || !m.missed.Reset || m.id != a.bus.Epoch()+"-0" {
 		t.Fatalf("first: %+v, want a reset", m)
 	}
 	if m := s.next(t); m.event.Seq != 1 {
@@ -654,7 +630,7 @@ func TestServer_EventsAfterAgentRestartReset(t *testing.T) {
 }
 
 func TestServer_EventsHeartbeatAndEnd(t *testing.T) {
-	a := startAgent(t, func(o *ServerOptions) { o.Heartbeat = 10 * time.Millisecond })
+	a := startAgent(t, func(o *api.ServerOptions) { o.Heartbeat = 10 * time.Millisecond })
 	s := a.openEvents(t, "", "")
 	if m := s.next(t); m.comment != "heartbeat" {
 		t.Fatalf("idle stream: %+v, want a heartbeat comment", m)
@@ -693,10 +669,10 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 	}()
 
 	var set map[string]string
-	if err := c.Call(t.Context(), RouteSecretSet, map[string]string{"value": password}, &set, "backup"); err != nil {
+	if err := c.Call(t.Context(), api.RouteSecretSet, map[string]string{"value": password}, &set, "backup"); err != nil {
 		t.Fatal(err)
 	}
-	if set["warning"] != LostPasswordWarning {
+	if set["warning"] != api.LostPasswordWarning {
 		t.Errorf("setting the password did not warn: %v", set)
 	}
 	record(set)
@@ -704,14 +680,14 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 		{"Bad Key", password},
 		{"backup", "short"},
 	} {
-		err := c.Call(t.Context(), RouteSecretSet, map[string]string{"value": bad.value}, nil, bad.key)
+		err := c.Call(t.Context(), api.RouteSecretSet, map[string]string{"value": bad.value}, nil, bad.key)
 		record(err)
 		if err == nil {
 			t.Fatalf("PUT secret %q accepted", bad.key)
 		}
 	}
 	a.srv.Handle(routeLeakyBackup, func(r *http.Request) (any, error) {
-		return a.tasks.Start(KindBackup, "nas", func(_ context.Context, h *TaskHandle) error {
+		return a.tasks.Start(api.KindBackup, "nas", func(_ context.Context, h *TaskHandle) error {
 			pw, err := a.secrets.Get("backup")
 			if err != nil {
 				return err
@@ -722,12 +698,12 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 			return fmt.Errorf("wrong password %s: %w", pw.Reveal(), wallet.ErrInvalidArgument)
 		})
 	})
-	var task Task
+	var task api.Task
 	if err := c.Call(t.Context(), routeLeakyBackup, nil, &task); err != nil {
 		t.Fatal(err)
 	}
-	nextTaskEvent(t, a.bus.Subscribe(0), task.ID, EventTaskFinished)
-	for _, r := range []Route{RouteTasks, RouteTask, RouteTaskLog, RouteSecrets, RouteStatus} {
+	nextTaskEvent(t, a.bus.Subscribe(0), task.ID, api.EventTaskFinished)
+	for _, r := range []api.Route{api.RouteTasks, api.RouteTask, api.RouteTaskLog, api.RouteSecrets, api.RouteStatus} {
 		var args []string
 		if strings.Contains(string(r), "{id}") {
 			args = []string{task.ID}
@@ -738,7 +714,7 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 		}
 		record(v)
 	}
-	if got, _ := a.tasks.Get(task.ID); got.State != TaskFailed || !strings.Contains(got.Error, "wrong password "+redacted) {
+	if got, _ := a.tasks.Get(task.ID); got.State != api.TaskFailed || !strings.Contains(got.Error, "wrong password "+api.Redacted) {
 		t.Fatalf("task: %+v", got)
 	}
 	a.stop()
@@ -752,7 +728,7 @@ func TestAgent_SecretNeverLeaks(t *testing.T) {
 		b, _ := os.ReadFile(filepath.Join(string(a.dir), e.Name()))
 		seen.Write(b)
 	}
-	if !strings.Contains(seen.String(), `"type":"task.finished"`) || !strings.Contains(seen.String(), "encrypting with "+redacted) {
+	if !strings.Contains(seen.String(), `"type":"task.finished"`) || !strings.Contains(seen.String(), "encrypting with "+api.Redacted) {
 		t.Fatal("the capture is missing the task's events")
 	}
 	assertNoSecret(t, seen.String(), password)

@@ -5,81 +5,49 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/wallet"
 )
 
-// Typed errors of a whole-wallet restore from a bundle.
-var (
-	// ErrWalletInUse: a bundle restore was refused because a task uses the wallet (or waits
-	// for it), or a job was refused the wallet because a bundle restore is replacing it
-	// (*WalletInUseError).
-	ErrWalletInUse = errors.New("the wallet is in use")
-	// ErrWalletOpenElsewhere: a bundle restore was refused because another process has the
-	// wallet open (the wallet app, another walletsync); the wallet is unchanged.
-	ErrWalletOpenElsewhere = errors.New("another program has the wallet open")
-)
-
-// WalletInUseError names what keeps a wallet from being replaced, or replaces it.
-type WalletInUseError struct {
+// walletInUseError names what keeps a wallet from being replaced, or replaces it.
+type walletInUseError struct {
 	Wallet string
 	// TaskID, Kind and State are the task in the way: a job of the wallet that runs or is
 	// queued (which refuses a restore), or the bundle restore itself (which refuses the job).
 	TaskID string
-	Kind   TaskKind
-	State  TaskState
+	Kind   api.TaskKind
+	State  api.TaskState
 }
 
-func (e *WalletInUseError) Error() string {
-	if e.Kind == KindBundleRestore {
+func (e *walletInUseError) Error() string {
+	if e.Kind == api.KindBundleRestore {
 		return fmt.Sprintf("%s is being replaced by a restore from a bundle (task %s)", e.Wallet, e.TaskID)
 	}
 	return fmt.Sprintf("%s is in use: a %s task (%s) is %s", e.Wallet, e.Kind, e.TaskID, e.State)
 }
 
 // Unwrap makes errors.Is(err, ErrWalletInUse) true.
-func (e *WalletInUseError) Unwrap() error { return ErrWalletInUse }
-
-// BundleRequest is the body of POST /api/v1/bundles/preview and /api/v1/bundles/restore.
-type BundleRequest struct {
-	// Destination and Name name one bundle of a bundle folder destination; Path names a
-	// bundle folder on this machine instead.
-	Destination string `json:"destination,omitempty"`
-	Name        string `json:"name,omitempty"`
-	Path        string `json:"path,omitempty"`
-	// Wallet is the configured wallet a restore replaces (the only one when empty).
-	Wallet string `json:"wallet,omitempty"`
-	// Confirm must be true for a restore: the person saw the preview and said yes.
-	Confirm bool `json:"confirm,omitempty"`
-}
-
-// BundleRestored is the result of a bundle restore task: the bundle's manifest and the rows
-// of every table of the wallet as it reopened after the restore.
-type BundleRestored struct {
-	Bundle   string           `json:"bundle"`
-	Wallet   string           `json:"wallet"`
-	Manifest bundle.Manifest  `json:"manifest"`
-	Tables   map[string]int64 `json:"tables"`
-}
+func (e *walletInUseError) Unwrap() error { return api.ErrWalletInUse }
 
 // bundleDir resolves the bundle folder a request names.
-func (a *Agent) bundleDir(req BundleRequest) (string, error) {
+func (a *Agent) bundleDir(req api.BundleRequest) (string, error) {
 	if (req.Destination == "") == (req.Path == "") {
 		return "", fmt.Errorf("name a bundle folder destination and one of its bundles, or a bundle's folder: %w", wallet.ErrInvalidArgument)
 	}
 	if req.Path != "" {
 		return filepath.Clean(req.Path), nil
 	}
-	d, err := a.config().destination(req.Destination)
+	d, err := findDestination(a.config(), req.Destination)
 	if err != nil {
 		return "", err
 	}
-	if d.Kind != DestinationBundles {
+	if d.Kind != api.DestinationBundles {
 		return "", fmt.Errorf("destination %s is a %s, not a bundle folder: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 	}
-	if _, _, ok := parseBackup(BackupFile{Name: req.Name, Bundle: true}); !ok {
+	if _, _, ok := parseBackup(backupFile{Name: req.Name, Bundle: true}); !ok {
 		return "", fmt.Errorf("%q is not a bundle name: %w", req.Name, wallet.ErrInvalidArgument)
 	}
 	return filepath.Join(d.Path, req.Name), nil
@@ -89,47 +57,47 @@ func (a *Agent) bundleDir(req BundleRequest) (string, error) {
 // manifest (bundle.Verify's, which reads nothing of any wallet), and it fails with the
 // bundle's typed error when the bundle is damaged or lies. A bundle of a destination has its
 // outcome recorded as a verify from the Backups page does.
-func (a *Agent) PreviewBundle(req BundleRequest) (Task, error) {
+func (a *Agent) PreviewBundle(req api.BundleRequest) (api.Task, error) {
 	if req.Destination != "" {
 		if _, err := a.bundleDir(req); err != nil {
-			return Task{}, err
+			return api.Task{}, err
 		}
 		return a.VerifyBackup(req.Destination, req.Name)
 	}
 	dir, err := a.bundleDir(req)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	return a.tasks.Start(KindVerify, dir, func(ctx context.Context, h *TaskHandle) error {
+	return a.tasks.Start(api.KindVerify, dir, func(ctx context.Context, h *TaskHandle) error {
 		m, err := bundle.Verify(ctx, dir)
 		h.SetResult(m)
-		return atPath(dir, err)
+		return api.AtPath(dir, err)
 	})
 }
 
 // RestoreBundle starts the restore of the bundle req names into a configured wallet, in
 // place: the agent lets go of the wallet, bundle.Restore swaps the bundle's copy in (staged,
 // checked, with a recovery marker: see localstore.Replace), and the agent opens the wallet
-// again, whatever the outcome. It is refused with a *WalletInUseError while a task of the
+// again, whatever the outcome. It is refused with a *walletInUseError while a task of the
 // wallet runs or waits, and none may start until the restore ends. The task fails, the
 // wallet unchanged, with ErrWalletOpenElsewhere while another process has the wallet open,
 // and with the bundle's typed error for a damaged bundle or one of a newer schema.
-func (a *Agent) RestoreBundle(req BundleRequest) (Task, error) {
+func (a *Agent) RestoreBundle(req api.BundleRequest) (api.Task, error) {
 	if !req.Confirm {
-		return Task{}, WithHint(fmt.Errorf("restore a bundle without confirm: %w", wallet.ErrInvalidArgument), "look at the bundle first, then confirm")
+		return api.Task{}, api.WithHint(fmt.Errorf("restore a bundle without confirm: %w", wallet.ErrInvalidArgument), "look at the bundle first, then confirm")
 	}
 	dir, err := a.bundleDir(req)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	ref, err := a.config().walletRef(req.Wallet)
+	ref, err := findWalletRef(a.config(), req.Wallet)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	if err := a.claimForRestore(ref.Path); err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	t, err := a.tasks.Start(KindBundleRestore, ref.Path, func(ctx context.Context, h *TaskHandle) error {
+	t, err := a.tasks.Start(api.KindBundleRestore, ref.Path, func(ctx context.Context, h *TaskHandle) error {
 		return a.restoreBundleJob(ctx, h, dir, ref.Path)
 	})
 	a.mu.Lock()
@@ -155,11 +123,11 @@ func (a *Agent) claimForRestore(path string) error {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if id, ok := a.restoring[path]; ok {
-		return &WalletInUseError{Wallet: path, TaskID: id, Kind: KindBundleRestore, State: TaskRunning}
+		return &walletInUseError{Wallet: path, TaskID: id, Kind: api.KindBundleRestore, State: api.TaskRunning}
 	}
 	for _, t := range a.tasks.List() {
-		if !t.State.Terminal() && cfg.taskMayUse(t, path) {
-			return WithHint(&WalletInUseError{Wallet: path, TaskID: t.ID, Kind: t.Kind, State: t.State},
+		if !t.State.Terminal() && taskMayUse(cfg, t, path) {
+			return api.WithHint(&walletInUseError{Wallet: path, TaskID: t.ID, Kind: t.Kind, State: t.State},
 				"Wait for that task to finish, or cancel it on the Activity page, then restore again. Pause the schedules first if they keep starting tasks.")
 		}
 	}
@@ -173,18 +141,18 @@ func (a *Agent) claimForRestore(path string) error {
 // taskMayUse reports whether task t may use the wallet at path: a destination's job uses its
 // wallet, an abandon or a restore the one it names, a verify only a backup; any other task
 // (an import, an export, a drill) may use any wallet.
-func (c Config) taskMayUse(t Task, path string) bool {
+func taskMayUse(c api.Config, t api.Task, path string) bool {
 	switch t.Kind {
-	case KindVerify:
+	case api.KindVerify:
 		return false
-	case KindImportAbandon, KindBundleRestore:
+	case api.KindImportAbandon, api.KindBundleRestore:
 		return t.Target == path
-	case KindSync, KindBackup, KindBundle:
-		d, err := c.destination(t.Target)
+	case api.KindSync, api.KindBackup, api.KindBundle:
+		d, err := findDestination(c, t.Target)
 		if err != nil {
 			return true
 		}
-		ref, err := c.walletOf(d)
+		ref, err := walletOf(c, d)
 		return err != nil || ref.Path == path
 	}
 	return true
@@ -207,7 +175,7 @@ func (a *Agent) restoreBundleJob(ctx context.Context, h *TaskHandle, dir, path s
 	h.Logf("restoring %s from the bundle %s", path, dir)
 	m, err := bundle.Restore(ctx, dir, path, bundle.RestoreOptions{})
 	if errors.Is(err, wallet.ErrWriterLocked) || errors.Is(err, wallet.ErrBusy) {
-		err = fmt.Errorf("%w: %w", ErrWalletOpenElsewhere, err)
+		err = fmt.Errorf("%w: %w", api.ErrWalletOpenElsewhere, err)
 	}
 	a.mu.Lock()
 	delete(a.restoring, path)
@@ -215,18 +183,18 @@ func (a *Agent) restoreBundleJob(ctx context.Context, h *TaskHandle, dir, path s
 
 	// Whatever happened, the agent goes on protecting the wallet: the new one, or the old.
 	h.SetDetail("opening the wallet")
-	res := BundleRestored{Bundle: dir, Wallet: path, Manifest: m}
+	res := api.BundleRestored{Bundle: dir, Wallet: path, Manifest: m}
 	reopened, oerr := a.wallet(ctx, path)
 	if oerr == nil {
 		c, cerr := reopened.store.Census(ctx)
 		res.Tables, oerr = c.Tables, cerr
 	}
 	if err != nil {
-		return atPath(path, err)
+		return api.AtPath(path, err)
 	}
 	h.SetResult(res)
 	if oerr != nil {
-		return atPath(path, fmt.Errorf("open the restored wallet: %w", oerr))
+		return api.AtPath(path, fmt.Errorf("open the restored wallet: %w", oerr))
 	}
 	h.Logf("restored %s from %s: %d identities, made %s", path, filepath.Base(dir), len(m.Identities), m.CreatedAt.Format("2006-01-02 15:04:05Z"))
 	return nil
@@ -246,16 +214,4 @@ func (a *Agent) recoverRestores(ctx context.Context) {
 			a.log.Info("interrupted restore recovered", "wallet", ref.Path, "outcome", done)
 		}
 	}
-}
-
-// PreviewBundle starts the verify of the bundle req names, which shows what it holds before
-// a restore (see Agent.PreviewBundle); its Result is the bundle.Manifest.
-func (c *Client) PreviewBundle(ctx context.Context, req BundleRequest) (Task, error) {
-	return call[Task](ctx, c, RouteBundlePreview, req)
-}
-
-// RestoreBundle starts the restore of the bundle req names into a configured wallet (see
-// Agent.RestoreBundle); req must carry Confirm. Its Result is a BundleRestored.
-func (c *Client) RestoreBundle(ctx context.Context, req BundleRequest) (Task, error) {
-	return call[Task](ctx, c, RouteBundleRestore, req)
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/localstore"
@@ -53,12 +54,12 @@ func newBundleEnv(t *testing.T) bundleEnv {
 	if _, err := bundle.Create(ctx, src, e.dir, bundle.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Destinations = append(cfg.Destinations, Destination{ID: "bundles", Name: "Bundles", Kind: DestinationBundles, Path: folder,
-		Schedule: Schedule{Kind: ScheduleInterval, Every: Duration(time.Hour)}, Pause: &Pause{}})
+	cfg.Destinations = append(cfg.Destinations, api.Destination{ID: "bundles", Name: "Bundles", Kind: api.DestinationBundles, Path: folder,
+		Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, Pause: &api.Pause{}})
 	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func newBundleEnv(t *testing.T) bundleEnv {
 }
 
 // waitTask waits for task id to end.
-func waitTask(t *testing.T, a *Agent, id string) Task {
+func waitTask(t *testing.T, a *Agent, id string) api.Task {
 	t.Helper()
 	done, err := a.tasks.Wait(waitCtx(t), id)
 	if err != nil {
@@ -85,19 +86,19 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 	c := apiClient(t, e.opts.Dir)
 	ctx := waitCtx(t)
 	// A sync opens the wallet: the restore must let go of the agent's own handle.
-	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, api.RouteRun, "file"); task.State != api.TaskSucceeded {
 		t.Fatalf("sync before: %+v", task)
 	}
 
 	before := compare.Digests(t, e.wallet)
-	for _, req := range []BundleRequest{{Destination: "bundles", Name: e.name}, {Path: e.dir}} {
+	for _, req := range []api.BundleRequest{{Destination: "bundles", Name: e.name}, {Path: e.dir}} {
 		pt, err := c.PreviewBundle(ctx, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		done := waitTask(t, a, pt.ID)
 		var m bundle.Manifest
-		if done.State != TaskSucceeded || json.Unmarshal(done.Result, &m) != nil {
+		if done.State != api.TaskSucceeded || json.Unmarshal(done.Result, &m) != nil {
 			t.Fatalf("preview %+v: %+v", req, done)
 		}
 		if len(m.Identities) != 2 || m.Identities[0].IdentityKey != localstore.FixtureIdentity(10) || m.Chain != wallet.ChainTest || m.Tables["transactions"] == 0 {
@@ -106,20 +107,20 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 	}
 	compare.Same(t, "the wallet after the previews", compare.Digests(t, e.wallet), before)
 
-	var apiErr *APIError
-	if _, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: e.name}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
+	var apiErr *api.APIError
+	if _, err := c.RestoreBundle(ctx, api.BundleRequest{Destination: "bundles", Name: e.name}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
 		t.Fatalf("restore without confirm: %v", err)
 	}
-	if _, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: "../escape", Confirm: true}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
+	if _, err := c.RestoreBundle(ctx, api.BundleRequest{Destination: "bundles", Name: "../escape", Confirm: true}); !errors.As(err, &apiErr) || apiErr.Code != "invalid_argument" {
 		t.Fatalf("restore of a name that is not a bundle's: %v", err)
 	}
-	rt, err := c.RestoreBundle(ctx, BundleRequest{Destination: "bundles", Name: e.name, Confirm: true})
+	rt, err := c.RestoreBundle(ctx, api.BundleRequest{Destination: "bundles", Name: e.name, Confirm: true})
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := waitTask(t, a, rt.ID)
-	var res BundleRestored
-	if done.State != TaskSucceeded || done.Kind != KindBundleRestore || json.Unmarshal(done.Result, &res) != nil {
+	var res api.BundleRestored
+	if done.State != api.TaskSucceeded || done.Kind != api.KindBundleRestore || json.Unmarshal(done.Result, &res) != nil {
 		t.Fatalf("restore: %+v", done)
 	}
 	if res.Wallet != e.wallet || res.Tables["transactions"] != res.Manifest.Tables["transactions"] || len(res.Manifest.Identities) != 2 {
@@ -131,7 +132,7 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 	}
 
 	// The agent reopened the wallet: its jobs run on the restored one.
-	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, api.RouteRun, "file"); task.State != api.TaskSucceeded {
 		t.Fatalf("sync after: %+v", task)
 	}
 	ov, err := c.Overview(ctx)
@@ -151,23 +152,23 @@ func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
 	before := compare.Digests(t, e.wallet)
 
 	running := newBlockingJob()
-	first, err := a.tasks.Start(KindSync, "file", running.run)
+	first, err := a.tasks.Start(api.KindSync, "file", running.run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	<-running.started
-	queued, err := a.tasks.Start(KindBackup, "file", newBlockingJob().run)
-	if err != nil || queued.State != TaskQueued {
+	queued, err := a.tasks.Start(api.KindBackup, "file", newBlockingJob().run)
+	if err != nil || queued.State != api.TaskQueued {
 		t.Fatalf("second task: %+v, %v", queued, err)
 	}
-	req := BundleRequest{Destination: "bundles", Name: e.name, Confirm: true}
-	for _, want := range []Task{queued, first} { // the newest task is named
+	req := api.BundleRequest{Destination: "bundles", Name: e.name, Confirm: true}
+	for _, want := range []api.Task{queued, first} { // the newest task is named
 		_, err := a.RestoreBundle(req)
-		var inUse *WalletInUseError
-		if !errors.As(err, &inUse) || !errors.Is(err, ErrWalletInUse) || inUse.Wallet != e.wallet || inUse.TaskID != want.ID {
+		var inUse *walletInUseError
+		if !errors.As(err, &inUse) || !errors.Is(err, api.ErrWalletInUse) || inUse.Wallet != e.wallet || inUse.TaskID != want.ID {
 			t.Fatalf("restore beside task %s (%s): %v, want a WalletInUseError naming it", want.ID, want.State, err)
 		}
-		var apiErr *APIError
+		var apiErr *api.APIError
 		if _, err := c.RestoreBundle(ctx, req); !errors.As(err, &apiErr) || apiErr.Status != http.StatusConflict || apiErr.Code != "wallet_in_use" ||
 			!strings.Contains(apiErr.Message, want.ID) || apiErr.Hint == "" {
 			t.Fatalf("restore beside task %s through the API: %#v", want.ID, err)
@@ -183,16 +184,16 @@ func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
 	if err := a.claimForRestore(e.wallet); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.wallet(ctx, e.wallet); !errors.Is(err, ErrWalletInUse) {
+	if _, err := a.wallet(ctx, e.wallet); !errors.Is(err, api.ErrWalletInUse) {
 		t.Fatalf("a job's open of a wallet being restored: %v", err)
 	}
-	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskFailed || !strings.Contains(task.Error, "restore") {
+	if task := runAndWait(t, c, a, api.RouteRun, "file"); task.State != api.TaskFailed || !strings.Contains(task.Error, "restore") {
 		t.Fatalf("sync of a wallet being restored: %+v", task)
 	}
 	a.mu.Lock()
 	delete(a.restoring, e.wallet)
 	a.mu.Unlock()
-	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+	if task := runAndWait(t, c, a, api.RouteRun, "file"); task.State != api.TaskSucceeded {
 		t.Fatalf("sync once the wallet is free: %+v", task)
 	}
 }
@@ -230,7 +231,7 @@ func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing
 		t.Run(tc.name, func(t *testing.T) {
 			before := compare.Digests(t, e.wallet)
 			release := tc.hold(t)
-			rt, err := c.RestoreBundle(ctx, BundleRequest{Path: e.dir, Confirm: true})
+			rt, err := c.RestoreBundle(ctx, api.BundleRequest{Path: e.dir, Confirm: true})
 			if err != nil {
 				release()
 				t.Fatal(err)
@@ -238,7 +239,7 @@ func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing
 			done := waitTask(t, a, rt.ID)
 			compare.Same(t, "the wallet after the refused restore", compare.Digests(t, e.wallet), before)
 			release()
-			if done.State != TaskFailed || !strings.Contains(done.Message, "open in another program") || !strings.Contains(done.Hint, "Close the wallet app") ||
+			if done.State != api.TaskFailed || !strings.Contains(done.Message, "open in another program") || !strings.Contains(done.Hint, "Close the wallet app") ||
 				done.Path != e.wallet {
 				t.Fatalf("restore while held: %+v", done)
 			}
@@ -246,7 +247,7 @@ func TestAgent_RestoreBundle_RefusedWhileAnotherProcessHoldsTheWallet(t *testing
 				t.Errorf("the refused restore left %v", left)
 			}
 			// The agent went on protecting the old wallet.
-			if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskSucceeded {
+			if task := runAndWait(t, c, a, api.RouteRun, "file"); task.State != api.TaskSucceeded {
 				t.Fatalf("sync after the refusal: %+v", task)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/localstore"
@@ -20,14 +21,14 @@ import (
 // and a damaged bundle fails the drill loudly, by name.
 func TestAgent_BundleFolder(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
 	folder := filepath.Join(e.dir, "bundles")
-	cfg.Destinations = append(cfg.Destinations, Destination{ID: "bundles", Name: "Bundles", Kind: DestinationBundles, Path: folder,
-		Schedule: Schedule{Kind: ScheduleInterval, Every: Duration(time.Hour)}, Pause: &Pause{}})
-	cfg.Retention = Retention{Last: 1}
+	cfg.Destinations = append(cfg.Destinations, api.Destination{ID: "bundles", Name: "Bundles", Kind: api.DestinationBundles, Path: folder,
+		Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, Pause: &api.Pause{}})
+	cfg.Retention = api.Retention{Last: 1}
 	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -38,10 +39,10 @@ func TestAgent_BundleFolder(t *testing.T) {
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 
-	run := func() BackupRecord {
+	run := func() api.BackupRecord {
 		t.Helper()
 		hours.Add(1)
-		if task := runAndWait(t, c, a, RouteRun, "bundles"); task.State != TaskSucceeded || task.Kind != KindBundle {
+		if task := runAndWait(t, c, a, api.RouteRun, "bundles"); task.State != api.TaskSucceeded || task.Kind != api.KindBundle {
 			t.Fatalf("bundle run: %+v", task)
 		}
 		recs, err := a.state.Backups(context.Background(), "bundles")
@@ -54,9 +55,9 @@ func TestAgent_BundleFolder(t *testing.T) {
 		}
 		return recs[0]
 	}
-	drill := func(want TaskState) Task {
+	drill := func(want api.TaskState) api.Task {
 		t.Helper()
-		task := runAndWait(t, c, a, RouteDrill)
+		task := runAndWait(t, c, a, api.RouteDrill)
 		if task.State != want {
 			t.Fatalf("drill: %+v %s", task, task.Result)
 		}
@@ -64,8 +65,8 @@ func TestAgent_BundleFolder(t *testing.T) {
 	}
 	names := func() []string {
 		t.Helper()
-		var listing BackupListing
-		if err := c.Call(context.Background(), RouteBackups, nil, &listing, "bundles"); err != nil {
+		var listing api.BackupListing
+		if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, "bundles"); err != nil {
 			t.Fatal(err)
 		}
 		var out []string
@@ -76,12 +77,12 @@ func TestAgent_BundleFolder(t *testing.T) {
 	}
 
 	first := run()
-	drill(TaskSucceeded)
+	drill(api.TaskSucceeded)
 	second := run()
 	if got := names(); len(got) != 2 { // the newest, and the newest verified
 		t.Fatalf("after the second bundle: %v", got)
 	}
-	drill(TaskSucceeded)
+	drill(api.TaskSucceeded)
 	third := run()
 	got := names()
 	if len(got) != 2 || got[0] != filepath.Base(third.Path) || got[1] != filepath.Base(second.Path) {
@@ -101,7 +102,7 @@ func TestAgent_BundleFolder(t *testing.T) {
 	if err := os.WriteFile(data, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	bad := drill(TaskFailed)
+	bad := drill(api.TaskFailed)
 	if !strings.Contains(bad.Error, filepath.Base(third.Path)) {
 		t.Fatalf("the failed drill does not name the bundle: %+v", bad)
 	}

@@ -12,50 +12,20 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/wallet"
 )
 
-func TestRoute_Path(t *testing.T) {
-	for _, tc := range []struct {
-		route Route
-		args  []string
-		want  string
-	}{
-		{RouteStatus, nil, "/api/v1/status"},
-		{RouteRun, []string{"usb"}, "/api/v1/destinations/usb/run"},
-		{RouteRun, []string{"a/b"}, "/api/v1/destinations/a%2Fb/run"},
-		{RouteTaskCancel, []string{"../status"}, "/api/v1/tasks/..%2Fstatus/cancel"},
-		{RouteSecretSet, []string{"Bad Key?x=1"}, "/api/v1/secrets/Bad%20Key%3Fx=1"},
-	} {
-		if got := tc.route.Path(tc.args...); got != tc.want {
-			t.Errorf("%s.Path(%q) = %q, want %q", tc.route, tc.args, got, tc.want)
-		}
-	}
-	if m := RouteBackupVerify.Method(); m != "POST" {
-		t.Errorf("Method = %q", m)
-	}
-	for _, args := range [][]string{nil, {"a", "b"}} {
-		func() {
-			defer func() {
-				if recover() == nil {
-					t.Errorf("RouteRun.Path(%q) did not panic", args)
-				}
-			}()
-			RouteRun.Path(args...)
-		}()
-	}
-}
-
-// routeConstants returns every Route constant that routes.go declares: the table.
-func routeConstants(t *testing.T) []Route {
+// routeConstants returns every Route constant that api/routes.go declares: the table.
+func routeConstants(t *testing.T) []api.Route {
 	t.Helper()
-	f, err := parser.ParseFile(token.NewFileSet(), "routes.go", nil, 0)
+	f, err := parser.ParseFile(token.NewFileSet(), filepath.Join("api", "routes.go"), nil, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var routes []Route
+	var routes []api.Route
 	ast.Inspect(f, func(n ast.Node) bool {
 		if vs, ok := n.(*ast.ValueSpec); ok {
 			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "Route" {
@@ -64,14 +34,14 @@ func routeConstants(t *testing.T) []Route {
 					if err != nil {
 						t.Fatal(err)
 					}
-					routes = append(routes, Route(s))
+					routes = append(routes, api.Route(s))
 				}
 			}
 		}
 		return true
 	})
 	if len(routes) < 30 {
-		t.Fatalf("found %d routes in routes.go", len(routes))
+		t.Fatalf("found %d routes in api/routes.go", len(routes))
 	}
 	return routes
 }
@@ -89,7 +59,7 @@ func TestRoutes_TableIsServed(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, pattern := a.srv.mux.Handler(req); pattern != string(r) {
+		if pattern := a.srv.Pattern(req); pattern != string(r) {
 			t.Errorf("%s is served as %q", r, pattern)
 		}
 	}
@@ -102,8 +72,8 @@ func TestAgent_WithoutDashboardServesTheAPIAlone(t *testing.T) {
 	if _, err := c.Status(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	var ae *APIError
-	if err := c.Call(t.Context(), Route("GET /"), nil, nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
+	var ae *api.APIError
+	if err := c.Call(t.Context(), api.Route("GET /"), nil, nil); !errors.As(err, &ae) || ae.Status != http.StatusNotFound {
 		t.Fatalf("GET / without a dashboard = %v, want 404", err)
 	}
 	a.Close(t.Context())
@@ -111,7 +81,7 @@ func TestAgent_WithoutDashboardServesTheAPIAlone(t *testing.T) {
 	e.opts.Dashboard = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(`"the dashboard"`)) })
 	launchAgent(t, e.opts)
 	var got string
-	if err := apiClient(t, e.opts.Dir).Call(t.Context(), Route("GET /"), nil, &got); err != nil || got != "the dashboard" {
+	if err := apiClient(t, e.opts.Dir).Call(t.Context(), api.Route("GET /"), nil, &got); err != nil || got != "the dashboard" {
 		t.Fatalf("GET / = %q, %v; want the handler's answer", got, err)
 	}
 }
@@ -123,7 +93,7 @@ func TestClient_AgainstARealAgent(t *testing.T) {
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 	ctx := waitCtx(t)
-	wait := func(task Task, err error) Task {
+	wait := func(task api.Task, err error) api.Task {
 		t.Helper()
 		if err != nil {
 			t.Fatal(err)
@@ -144,7 +114,7 @@ func TestClient_AgainstARealAgent(t *testing.T) {
 		t.Fatalf("Destinations = %+v, %v", dests, err)
 	}
 	run := wait(c.Run(ctx, "file"))
-	if run.State != TaskSucceeded || run.Kind != KindSync {
+	if run.State != api.TaskSucceeded || run.Kind != api.KindSync {
 		t.Fatalf("Run = %+v", run)
 	}
 	if ov, err := c.Overview(ctx); err != nil || ov.Destinations[0].LastSuccess.IsZero() {
@@ -156,7 +126,7 @@ func TestClient_AgainstARealAgent(t *testing.T) {
 
 	// An id with a slash stays one path segment: the agent looks it up and does not find it,
 	// where an unescaped one would reach another route or none.
-	var ae *APIError
+	var ae *api.APIError
 	if _, err := c.Run(ctx, "file/../folder"); !errors.As(err, &ae) || ae.Code != "not_found" || !strings.Contains(ae.Message, `"file/../folder"`) {
 		t.Fatalf("Run(file/../folder) = %v, want the destination not found", err)
 	}
@@ -166,28 +136,28 @@ func TestClient_AgainstARealAgent(t *testing.T) {
 
 	// The password reaches the agent in clear: the export is readable with it.
 	file := filepath.Join(e.dir, "export.brc39")
-	pw := NewSecret(testPassword)
-	if ex := wait(c.Export(ctx, ExportRequest{IdentityKey: e.identity, Path: file, Password: pw})); ex.State != TaskSucceeded {
+	pw := api.NewSecret(testPassword)
+	if ex := wait(c.Export(ctx, api.ExportRequest{IdentityKey: e.identity, Path: file, Password: pw})); ex.State != api.TaskSucceeded {
 		t.Fatalf("Export = %+v", ex)
 	}
-	if pre := wait(c.PreviewImport(ctx, ImportRequest{Path: file, Password: pw})); pre.State != TaskSucceeded || pre.Kind != KindImportPreview {
+	if pre := wait(c.PreviewImport(ctx, api.ImportRequest{Path: file, Password: pw})); pre.State != api.TaskSucceeded || pre.Kind != api.KindImportPreview {
 		t.Fatalf("PreviewImport = %+v", pre)
 	}
-	if _, err := c.Import(ctx, ImportRequest{Path: file, Password: pw}); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
+	if _, err := c.Import(ctx, api.ImportRequest{Path: file, Password: pw}); !errors.As(err, &ae) || ae.Status != http.StatusBadRequest {
 		t.Fatalf("Import without confirm = %v, want 400", err)
 	}
-	imp := wait(c.Import(ctx, ImportRequest{Path: file, Password: pw, Confirm: true, Mode: wallet.ImportMerge}))
-	if imp.State != TaskSucceeded || imp.Kind != KindImport {
+	imp := wait(c.Import(ctx, api.ImportRequest{Path: file, Password: pw, Confirm: true, Mode: wallet.ImportMerge}))
+	if imp.State != api.TaskSucceeded || imp.Kind != api.KindImport {
 		t.Fatalf("Import = %+v", imp)
 	}
 
 	// Events: the whole retained history, then again from a cursor in the middle: the
 	// second stream starts right after it.
-	collect := func(cursor string, until func(StreamedEvent) bool) (events []StreamedEvent, next string) {
+	collect := func(cursor string, until func(api.StreamedEvent) bool) (events []api.StreamedEvent, next string) {
 		t.Helper()
 		sctx, stop := context.WithCancel(ctx)
 		defer stop()
-		next, opened, err := c.Events(sctx, cursor, func(ev StreamedEvent) {
+		next, opened, err := c.Events(sctx, cursor, func(ev api.StreamedEvent) {
 			events = append(events, ev)
 			if until(ev) {
 				stop()
@@ -198,11 +168,11 @@ func TestClient_AgainstARealAgent(t *testing.T) {
 		}
 		return events, next
 	}
-	all, _ := collect("", func(ev StreamedEvent) bool {
-		return ev.Type == EventTaskFinished && strings.Contains(string(ev.Data), imp.ID)
+	all, _ := collect("", func(ev api.StreamedEvent) bool {
+		return ev.Type == api.EventTaskFinished && strings.Contains(string(ev.Data), imp.ID)
 	})
 	mid := all[len(all)/2]
-	rest, next := collect(a.bus.Epoch()+"-"+strconv.FormatUint(mid.Seq, 10), func(ev StreamedEvent) bool { return ev.Seq == all[len(all)-1].Seq })
+	rest, next := collect(a.bus.Epoch()+"-"+strconv.FormatUint(mid.Seq, 10), func(ev api.StreamedEvent) bool { return ev.Seq == all[len(all)-1].Seq })
 	if rest[0].Seq != mid.Seq+1 || next != a.bus.Epoch()+"-"+strconv.FormatUint(all[len(all)-1].Seq, 10) {
 		t.Fatalf("resumed at seq %d (cursor %s), want %d", rest[0].Seq, next, mid.Seq+1)
 	}

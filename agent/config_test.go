@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
@@ -16,14 +17,14 @@ import (
 const identity = "0269f6b35e38c9dbeeca889c4fbeb7ed95e69a7340600eec94e85d1251c074a395"
 
 // validConfig is a config that passes Validate, for cases to break one field of.
-func validConfig() Config {
+func validConfig() api.Config {
 	c := DefaultConfig()
-	c.Wallets = []WalletRef{{Path: "/w/wallet.sqlite", Identities: []string{identity}}}
-	c.Destinations = []Destination{
-		{ID: "usb-copy", Name: "USB copy", Kind: DestinationSQLite, Path: "/media/usb/backup.sqlite",
-			Schedule: Schedule{Kind: ScheduleChange, Debounce: Duration(DefaultDebounce)}},
-		{ID: "cloud", Name: "Cloud folder", Kind: DestinationFolder, Path: "/home/a/Cloud/walletsync",
-			Schedule: Schedule{Kind: ScheduleDaily, At: "02:30"}, Pause: &Pause{Until: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}},
+	c.Wallets = []api.WalletRef{{Path: "/w/wallet.sqlite", Identities: []string{identity}}}
+	c.Destinations = []api.Destination{
+		{ID: "usb-copy", Name: "USB copy", Kind: api.DestinationSQLite, Path: "/media/usb/backup.sqlite",
+			Schedule: api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(api.DefaultDebounce)}},
+		{ID: "cloud", Name: "Cloud folder", Kind: api.DestinationFolder, Path: "/home/a/Cloud/walletsync",
+			Schedule: api.Schedule{Kind: api.ScheduleDaily, At: "02:30"}, Pause: &api.Pause{Until: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)}},
 	}
 	return c
 }
@@ -38,11 +39,11 @@ func writeConfig(t *testing.T, text string) string {
 }
 
 func TestLoadConfig_MissingFileGivesDefaults(t *testing.T) {
-	c, err := LoadConfig(filepath.Join(t.TempDir(), "none.json"))
+	c, err := loadConfig(filepath.Join(t.TempDir(), "none.json"))
 	if err != nil || !reflect.DeepEqual(c, DefaultConfig()) {
 		t.Fatalf("LoadConfig = %+v, %v; want the defaults", c, err)
 	}
-	if d := DefaultConfig(); d.Retention != (Retention{10, 7, 8}) || time.Duration(d.Drill.Every) != 7*24*time.Hour {
+	if d := DefaultConfig(); d.Retention != (api.Retention{Last: 10, Daily: 7, Weekly: 8}) || time.Duration(d.Drill.Every) != 7*24*time.Hour {
 		t.Fatalf("defaults: %+v", d)
 	}
 }
@@ -59,13 +60,13 @@ func TestLoadConfig_MigratesUnversioned(t *testing.T) {
 		"retention": {"last": 5},
 		"drill": {"kind": "daily", "at": "04:00"}
 	}`)
-	c, err := LoadConfig(path)
+	c, err := loadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	onChange := Schedule{Kind: ScheduleChange, Debounce: Duration(30 * time.Second)}
-	if c.Version != ConfigVersion || c.Destinations[0].Schedule != onChange || c.Destinations[1].Schedule != onChange ||
-		c.Retention != (Retention{5, 7, 8}) || c.Drill != (Schedule{Kind: ScheduleDaily, At: "04:00"}) || c.LogLevel != "info" {
+	onChange := api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(30 * time.Second)}
+	if c.Version != configVersion || c.Destinations[0].Schedule != onChange || c.Destinations[1].Schedule != onChange ||
+		c.Retention != (api.Retention{Last: 5, Daily: 7, Weekly: 8}) || c.Drill != (api.Schedule{Kind: api.ScheduleDaily, At: "04:00"}) || c.LogLevel != "info" {
 		t.Fatalf("migrated config: %+v", c)
 	}
 	if err := SaveConfig(path, c); err != nil {
@@ -75,7 +76,7 @@ func TestLoadConfig_MigratesUnversioned(t *testing.T) {
 	if !strings.Contains(string(b), `"version": 1`) || !strings.Contains(string(b), `"debounce": "30s"`) {
 		t.Fatalf("saved file:\n%s", b)
 	}
-	if back, err := LoadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
+	if back, err := loadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("round trip: %+v, %v", back, err)
 	}
 }
@@ -121,7 +122,7 @@ func TestLoadConfig_Refuses(t *testing.T) {
 		{"a bad duration", `{"version": 1, "drill": {"kind": "interval", "every": "weekly"}}`, wallet.ErrInvalidArgument},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := LoadConfig(writeConfig(t, tc.text)); !errors.Is(err, tc.want) {
+			if _, err := loadConfig(writeConfig(t, tc.text)); !errors.Is(err, tc.want) {
 				t.Fatalf("LoadConfig = %v, want %v", err, tc.want)
 			}
 		})
@@ -129,39 +130,41 @@ func TestLoadConfig_Refuses(t *testing.T) {
 }
 
 func TestConfig_ValidateRefusals(t *testing.T) {
-	if err := validConfig().Validate(); err != nil {
+	if err := validateConfig(validConfig()); err != nil {
 		t.Fatalf("valid config refused: %v", err)
 	}
 	for _, tc := range []struct {
 		name  string
-		spoil func(c *Config)
+		spoil func(c *api.Config)
 	}{
-		{"version", func(c *Config) { c.Version = 0 }},
-		{"repeated wallet", func(c *Config) { c.Wallets = append(c.Wallets, c.Wallets[0]) }},
-		{"short identity", func(c *Config) { c.Wallets[0].Identities = []string{"02ab"} }},
-		{"repeated destination id", func(c *Config) { c.Destinations[1].ID = c.Destinations[0].ID }},
-		{"id with a slash", func(c *Config) { c.Destinations[0].ID = "a/b" }},
-		{"no name", func(c *Config) { c.Destinations[0].Name = "" }},
-		{"unknown kind", func(c *Config) { c.Destinations[0].Kind = "s3" }},
-		{"no path", func(c *Config) { c.Destinations[0].Path = "" }},
-		{"unknown wallet", func(c *Config) { c.Destinations[0].Wallet = "/other.sqlite" }},
-		{"wallet unnamed among two", func(c *Config) { c.Wallets = append(c.Wallets, WalletRef{Path: "/w2.sqlite"}) }},
-		{"interval under a minute", func(c *Config) {
-			c.Destinations[0].Schedule = Schedule{Kind: ScheduleInterval, Every: Duration(time.Second)}
+		{"version", func(c *api.Config) { c.Version = 0 }},
+		{"repeated wallet", func(c *api.Config) { c.Wallets = append(c.Wallets, c.Wallets[0]) }},
+		{"short identity", func(c *api.Config) { c.Wallets[0].Identities = []string{"02ab"} }},
+		{"repeated destination id", func(c *api.Config) { c.Destinations[1].ID = c.Destinations[0].ID }},
+		{"id with a slash", func(c *api.Config) { c.Destinations[0].ID = "a/b" }},
+		{"no name", func(c *api.Config) { c.Destinations[0].Name = "" }},
+		{"unknown kind", func(c *api.Config) { c.Destinations[0].Kind = "s3" }},
+		{"no path", func(c *api.Config) { c.Destinations[0].Path = "" }},
+		{"unknown wallet", func(c *api.Config) { c.Destinations[0].Wallet = "/other.sqlite" }},
+		{"wallet unnamed among two", func(c *api.Config) { c.Wallets = append(c.Wallets, api.WalletRef{Path: "/w2.sqlite"}) }},
+		{"interval under a minute", func(c *api.Config) {
+			c.Destinations[0].Schedule = api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Second)}
 		}},
-		{"daily at 24:00", func(c *Config) { c.Destinations[1].Schedule.At = "24:00" }},
-		{"daily at 2:30", func(c *Config) { c.Destinations[1].Schedule.At = "2:30" }},
-		{"debounce under a second", func(c *Config) { c.Destinations[0].Schedule.Debounce = Duration(time.Millisecond) }},
-		{"no schedule kind", func(c *Config) { c.Destinations[0].Schedule = Schedule{} }},
-		{"keep no last file", func(c *Config) { c.Retention.Last = 0 }},
-		{"negative weekly", func(c *Config) { c.Retention.Weekly = -1 }},
-		{"drill on change", func(c *Config) { c.Drill = Schedule{Kind: ScheduleChange, Debounce: Duration(time.Minute)} }},
-		{"log level", func(c *Config) { c.LogLevel = "chatty" }},
+		{"daily at 24:00", func(c *api.Config) { c.Destinations[1].Schedule.At = "24:00" }},
+		{"daily at 2:30", func(c *api.Config) { c.Destinations[1].Schedule.At = "2:30" }},
+		{"debounce under a second", func(c *api.Config) { c.Destinations[0].Schedule.Debounce = api.Duration(time.Millisecond) }},
+		{"no schedule kind", func(c *api.Config) { c.Destinations[0].Schedule = api.Schedule{} }},
+		{"keep no last file", func(c *api.Config) { c.Retention.Last = 0 }},
+		{"negative weekly", func(c *api.Config) { c.Retention.Weekly = -1 }},
+		{"drill on change", func(c *api.Config) {
+			c.Drill = api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(time.Minute)}
+		}},
+		{"log level", func(c *api.Config) { c.LogLevel = "chatty" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := validConfig()
 			tc.spoil(&c)
-			if err := c.Validate(); !errors.Is(err, wallet.ErrInvalidArgument) {
+			if err := validateConfig(c); !errors.Is(err, wallet.ErrInvalidArgument) {
 				t.Fatalf("Validate = %v, want ErrInvalidArgument", err)
 			}
 		})
@@ -199,7 +202,7 @@ func TestSaveConfig_Atomic(t *testing.T) {
 			t.Fatalf("modes: file %v, folder %v", fi.Mode(), di.Mode())
 		}
 	}
-	if back, err := LoadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
+	if back, err := loadConfig(path); err != nil || !reflect.DeepEqual(back, c) {
 		t.Fatalf("LoadConfig = %+v, %v; want %+v", back, err, c)
 	}
 }
@@ -207,15 +210,15 @@ func TestSaveConfig_Atomic(t *testing.T) {
 func TestDestination_Paused(t *testing.T) {
 	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
-		pause *Pause
+		pause *api.Pause
 		want  bool
 	}{
 		{nil, false},
-		{&Pause{}, true}, // until resumed
-		{&Pause{Until: now.Add(time.Hour)}, true},
-		{&Pause{Until: now}, false}, // resumes by itself
+		{&api.Pause{}, true}, // until resumed
+		{&api.Pause{Until: now.Add(time.Hour)}, true},
+		{&api.Pause{Until: now}, false}, // resumes by itself
 	} {
-		if got := (Destination{Pause: tc.pause}).Paused(now); got != tc.want {
+		if got := (api.Destination{Pause: tc.pause}).Paused(now); got != tc.want {
 			t.Errorf("Paused with %+v = %v, want %v", tc.pause, got, tc.want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
@@ -177,26 +178,20 @@ func (d DataDir) RemoveAddr() error {
 	return nil
 }
 
-// Endpoint is where the command line reaches a running agent.
-type Endpoint struct {
-	Addr  string // host:port on loopback
-	Token string
-}
-
 // Endpoint returns the running agent's endpoint, or ErrAgentNotRunning when none has
 // published its address. An agent that died leaves its address behind: connecting to it
 // then fails, and that error is the caller's to report.
-func (d DataDir) Endpoint() (Endpoint, error) {
+func (d DataDir) Endpoint() (api.Endpoint, error) {
 	b, err := os.ReadFile(d.addrPath())
 	if errors.Is(err, fs.ErrNotExist) {
-		return Endpoint{}, fmt.Errorf("%s: %w", d, ErrAgentNotRunning)
+		return api.Endpoint{}, fmt.Errorf("%s: %w", d, api.ErrAgentNotRunning)
 	}
 	if err != nil {
-		return Endpoint{}, fmt.Errorf("read API address: %w", err)
+		return api.Endpoint{}, fmt.Errorf("read API address: %w", err)
 	}
 	tok, err := d.readToken()
 	if err != nil {
-		return Endpoint{}, err
+		return api.Endpoint{}, err
 	}
-	return Endpoint{Addr: strings.TrimSpace(string(b)), Token: tok}, nil
+	return api.Endpoint{Addr: strings.TrimSpace(string(b)), Token: tok}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
@@ -19,7 +20,7 @@ func TestDataDir_LockOnePerFolder(t *testing.T) {
 	}
 	_, err = d.Lock()
 	held, ok := errors.AsType[*AgentRunningError](err)
-	if !ok || !errors.Is(err, ErrAgentRunning) || held.PID != os.Getpid() || held.Dir != string(d) {
+	if !ok || !errors.Is(err, api.ErrAgentRunning) || held.PID != os.Getpid() || held.Dir != string(d) {
 		t.Fatalf("second Lock = %v, want an *AgentRunningError naming pid %d", err, os.Getpid())
 	}
 	if err := first.Release(); err != nil {
@@ -58,14 +59,14 @@ func TestDataDir_TokenCreatedOnce(t *testing.T) {
 
 func TestDataDir_Endpoint(t *testing.T) {
 	d := DataDir(t.TempDir())
-	if _, err := d.Endpoint(); !errors.Is(err, ErrAgentNotRunning) {
+	if _, err := d.Endpoint(); !errors.Is(err, api.ErrAgentNotRunning) {
 		t.Fatalf("Endpoint before an agent = %v", err)
 	}
 	tok, _ := d.Token()
 	if err := d.PublishAddr("127.0.0.1:43121"); err != nil {
 		t.Fatal(err)
 	}
-	if e, err := d.Endpoint(); err != nil || e != (Endpoint{Addr: "127.0.0.1:43121", Token: tok}) {
+	if e, err := d.Endpoint(); err != nil || e != (api.Endpoint{Addr: "127.0.0.1:43121", Token: tok}) {
 		t.Fatalf("Endpoint = %+v, %v", e, err)
 	}
 	for range 2 {
@@ -73,7 +74,7 @@ func TestDataDir_Endpoint(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := d.Endpoint(); !errors.Is(err, ErrAgentNotRunning) {
+	if _, err := d.Endpoint(); !errors.Is(err, api.ErrAgentNotRunning) {
 		t.Fatalf("Endpoint after the agent stopped = %v", err)
 	}
 }

@@ -10,7 +10,7 @@
 //     retention (package portable, retention.go), the restore drill that restores the
 //     newest backup file of each folder into a scratch wallet and compares its counts,
 //     and exports and imports asked for by hand;
-//   - the Timetable (schedule.go), which starts each destination's job on its schedule
+//   - the timetable (schedule.go), which starts each destination's job on its schedule
 //     (an interval, daily, or when the wallet changes), by hand, never while paused, and
 //     once for runs missed while the agent was stopped;
 //   - the task manager (tasks.go): every job runs as a task with counters, a rate and an
@@ -19,14 +19,15 @@
 //   - the event bus (events.go), with a sequence id and replay, which the dashboard, the
 //     tray and the notifications follow, and the wallet latency probe (latency.go);
 //   - the config, the secrets and the data folder (config.go, secrets.go, datadir.go);
-//   - the loopback HTTP API that serves the dashboard, and its Go client (api.go,
-//     routes.go, client.go), the overview the dashboard and the tray show (overview.go).
+//   - the loopback HTTP API that serves the dashboard (package agent/api, which holds the
+//     routes, the bodies, the server and the Go client; handlers.go serves the agent's own
+//     routes through it), and the overview the dashboard and the tray show (overview.go).
 //
 // The wallets it opens are written only through it, each behind an access queue (package
 // scheduler) that lets foreground reads through between the pages of background work.
 //
 // Close stops in this order, so that the last task events reach the event log: the API
-// server (it ends the event streams), the Timetable and the probe together; the tasks
+// server (it ends the event streams), the timetable and the probe together; the tasks
 // (running jobs stop at a safe point and are recorded as interrupted); the bus (the event
 // log drains); the state database and the wallets; the published address; the lock.
 //

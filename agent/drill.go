@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/localstore"
@@ -13,33 +14,15 @@ import (
 	"walletsync/wallet"
 )
 
-// DrillResult is what a restore drill found, one file per backup folder.
-type DrillResult struct {
-	Files []DrillFile `json:"files"`
-	// Skipped says why the drill checked nothing (no backup folder has a backup yet): the
-	// task succeeds, yet proves nothing, and the dashboard says "skipped", not "done".
-	Skipped string `json:"skipped,omitempty"`
-}
-
 // drillNothingYet is the Skipped reason of a drill that found no backup file to check.
 const drillNothingYet = "no backup file to check yet"
-
-// DrillFile is the drill of one backup file.
-type DrillFile struct {
-	Destination string `json:"destination"`
-	Path        string `json:"path"`
-	OK          bool   `json:"ok"`
-	// Error says why the drill failed: the file would not restore, or restored with other
-	// row counts than the export recorded.
-	Error string `json:"error,omitempty"`
-}
 
 // RunDrill starts a restore drill (restic's check done right): the newest backup file of
 // every backup folder is decrypted, validated and restored into a scratch wallet, and its
 // row counts are compared with what the export recorded. A failure is loud: the task fails,
 // the file is marked unverified, a drill.finished event says which and why.
-func (a *Agent) RunDrill(reason string) (Task, error) {
-	return a.tasks.Start(KindDrill, DrillID, func(ctx context.Context, h *TaskHandle) error { return a.drillJob(ctx, h, reason) })
+func (a *Agent) RunDrill(reason string) (api.Task, error) {
+	return a.tasks.Start(api.KindDrill, drillID, func(ctx context.Context, h *TaskHandle) error { return a.drillJob(ctx, h, reason) })
 }
 
 func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) error {
@@ -47,12 +30,12 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 	// Which files first: an agent with nothing backed up yet has nothing to drill, which is
 	// not a failure, and needs no password.
 	type target struct {
-		dest   Destination
-		newest BackupRecord
+		dest   api.Destination
+		newest api.BackupRecord
 	}
 	var targets []target
 	for _, d := range a.config().Destinations {
-		if d.Kind != DestinationFolder && d.Kind != DestinationBundles {
+		if d.Kind != api.DestinationFolder && d.Kind != api.DestinationBundles {
 			continue
 		}
 		recs, err := a.state.Backups(ctx, d.ID)
@@ -66,27 +49,27 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 		targets = append(targets, target{dest: d, newest: recs[0]})
 	}
 	if len(targets) == 0 {
-		h.SetResult(DrillResult{Files: []DrillFile{}, Skipped: drillNothingYet})
+		h.SetResult(api.DrillResult{Files: []api.DrillFile{}, Skipped: drillNothingYet})
 		h.Logf("skipped: %s", drillNothingYet)
 		return nil
 	}
 	// Bundles need no password; BRC-39 files do.
-	var pw Secret
+	var pw api.Secret
 	for _, t := range targets {
-		if t.dest.Kind == DestinationFolder && pw.IsZero() {
+		if t.dest.Kind == api.DestinationFolder && pw.IsZero() {
 			var err error
 			if pw, err = a.secrets.Get(BackupPasswordKey); err != nil {
-				return WithHint(fmt.Errorf("restore drill: no unattended backup password: %w", err), "set the backup password in Settings")
+				return api.WithHint(fmt.Errorf("restore drill: no unattended backup password: %w", err), "set the backup password in Settings")
 			}
 		}
 	}
-	var res DrillResult
+	var res api.DrillResult
 	var failed []error
 	for _, t := range targets {
 		d, newest := t.dest, t.newest
 		h.SetDetail("restoring " + filepath.Base(newest.Path))
 		var err error
-		if d.Kind == DestinationBundles {
+		if d.Kind == api.DestinationBundles {
 			err = drillBundle(ctx, newest)
 		} else {
 			err = a.drillFile(ctx, newest, pw)
@@ -94,7 +77,7 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 		if ctx.Err() != nil {
 			return ctx.Err() // a cancelled drill says nothing about the file
 		}
-		f := DrillFile{Destination: d.ID, Path: newest.Path, OK: err == nil}
+		f := api.DrillFile{Destination: d.ID, Path: newest.Path, OK: err == nil}
 		if err != nil {
 			f.Error = err.Error()
 			failed = append(failed, fmt.Errorf("%s: %w", filepath.Base(newest.Path), err))
@@ -107,10 +90,10 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 		}
 		res.Files = append(res.Files, f)
 		h.SetResult(res)
-		a.bus.Publish(EventDrillFinished, f)
+		a.bus.Publish(api.EventDrillFinished, f)
 	}
 	if len(failed) > 0 {
-		return WithHint(fmt.Errorf("restore drill: %w", errors.Join(failed...)),
+		return api.WithHint(fmt.Errorf("restore drill: %w", errors.Join(failed...)),
 			"a backup that does not restore is no backup: run a backup now and check the backup folder's disk")
 	}
 	return nil
@@ -118,7 +101,7 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 
 // drillFile restores one backup into a scratch wallet and compares its rows per table with
 // the counts recorded when the file was written.
-func (a *Agent) drillFile(ctx context.Context, rec BackupRecord, pw Secret) error {
+func (a *Agent) drillFile(ctx context.Context, rec api.BackupRecord, pw api.Secret) error {
 	// One fixed scratch folder, emptied before and after: a drill a crash interrupted leaves
 	// a restored wallet there, which the next drill clears.
 	scratch := filepath.Join(string(a.opts.Dir), "drill")
@@ -143,7 +126,7 @@ func (a *Agent) drillFile(ctx context.Context, rec BackupRecord, pw Secret) erro
 // drillBundle verifies one bundle (digests, decompression, SQLite's integrity and foreign-key
 // checks, counts against its manifest; bundle.Verify never touches the live wallet) and
 // compares its rows per table with the counts recorded when it was written.
-func drillBundle(ctx context.Context, rec BackupRecord) error {
+func drillBundle(ctx context.Context, rec api.BackupRecord) error {
 	m, err := bundle.Verify(ctx, rec.Path)
 	if err != nil {
 		return err

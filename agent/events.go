@@ -6,54 +6,11 @@ import (
 	"encoding/hex"
 	"sync"
 	"time"
+	"walletsync/agent/api"
 )
 
-// EventType names what an event reports. The strings are a wire format: the dashboard, the
-// SSE stream and the state database's event log use them, so they never change.
-type EventType string
-
-// Event types. Task events carry a Task snapshot; task.log carries a TaskLog.
-const (
-	EventTaskQueued   EventType = "task.queued"   // a task waits for another on its target
-	EventTaskStarted  EventType = "task.started"  // a task began running
-	EventTaskProgress EventType = "task.progress" // counters, detail or cancelling (throttled)
-	EventTaskLog      EventType = "task.log"      // a line was appended to a task's log
-	EventTaskFinished EventType = "task.finished" // a task reached a terminal state
-
-	EventDestinationChanged EventType = "destination.changed" // a destination was added, edited, paused or removed
-	EventBackupWritten      EventType = "backup.written"      // a backup file was written and renamed into place
-	EventDrillFinished      EventType = "drill.finished"      // a restore drill passed or failed
-	EventMetrics            EventType = "metrics"             // a wallet's foreground latency while a task runs (LatencyMetrics)
-
-	// EventMissed is synthetic: a subscriber fell behind the ring, or asked for events
-	// that are no longer retained. Its Data is a Missed.
-	EventMissed EventType = "missed"
-)
-
-// Event is one thing that happened, numbered by the bus that published it.
-type Event struct {
-	// Seq is strictly increasing within one bus: 1, 2, 3... A missed event carries the
-	// Seq of the last event it stands for, so that a client resuming from it continues
-	// with the first event after the gap.
-	Seq  uint64    `json:"seq"`
-	Time time.Time `json:"time"`
-	Type EventType `json:"type"`
-	Data any       `json:"data,omitempty"`
-}
-
-// Missed is the Data of an EventMissed event: the events First..Last (inclusive) were not
-// delivered. A client that needs them asks again with since = First-1: they arrive if the
-// ring still holds them; otherwise it reloads the state it shows (tasks, destinations).
-type Missed struct {
-	First uint64 `json:"first"`
-	Last  uint64 `json:"last"`
-	// Reset: the subscriber's cursor came from another bus (an earlier run of the agent),
-	// so what it missed is unknown: reload everything. First and Last are zero.
-	Reset bool `json:"reset,omitempty"`
-}
-
-// DefaultRingSize is the default and the minimum number of events a Bus retains.
-const DefaultRingSize = 1000
+// defaultRingSize is the default and the minimum number of events a Bus retains.
+const defaultRingSize = 1000
 
 // Bus is the agent's in-process event bus, after Syncthing's lib/events. Publishers never
 // block: every event goes into a ring of the last N events and wakes the subscribers.
@@ -68,20 +25,20 @@ type Bus struct {
 	epoch string
 
 	mu     sync.Mutex
-	ring   []Event // event seq s lives at ring[s % len(ring)]
-	last   uint64  // seq of the newest event, 0 before the first
+	ring   []api.Event // event seq s lives at ring[s % len(ring)]
+	last   uint64      // seq of the newest event, 0 before the first
 	wake   chan struct{}
 	closed bool
 }
 
-// NewBus returns a bus that retains the last ringSize events; a ringSize below
-// DefaultRingSize (0 included) means DefaultRingSize.
-func NewBus(ringSize int) *Bus {
+// newBus returns a bus that retains the last ringSize events; a ringSize below
+// defaultRingSize (0 included) means defaultRingSize.
+func newBus(ringSize int) *Bus {
 	var e [4]byte
 	rand.Read(e[:]) // never fails (crypto/rand)
 	return &Bus{
 		epoch: hex.EncodeToString(e[:]),
-		ring:  make([]Event, max(ringSize, DefaultRingSize)),
+		ring:  make([]api.Event, max(ringSize, defaultRingSize)),
 		wake:  make(chan struct{}),
 	}
 }
@@ -92,14 +49,14 @@ func (b *Bus) Epoch() string { return b.epoch }
 // Publish appends an event, numbers it and wakes the subscribers. It never blocks on a
 // subscriber. data must not be mutated afterwards (subscribers share it) and must marshal
 // to JSON. After Close, Publish drops the event and returns a zero Event.
-func (b *Bus) Publish(typ EventType, data any) Event {
+func (b *Bus) Publish(typ api.EventType, data any) api.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.closed {
-		return Event{}
+		return api.Event{}
 	}
 	b.last++
-	ev := Event{Seq: b.last, Time: time.Now(), Type: typ, Data: data}
+	ev := api.Event{Seq: b.last, Time: time.Now(), Type: typ, Data: data}
 	b.ring[b.last%uint64(len(b.ring))] = ev
 	close(b.wake)
 	b.wake = make(chan struct{})
@@ -115,13 +72,13 @@ func (b *Bus) Last() uint64 {
 
 // Since returns the retained events with Seq > since, oldest first, led by an EventMissed
 // event when some of them are no longer retained. It does not wait.
-func (b *Bus) Since(since uint64) []Event {
+func (b *Bus) Since(since uint64) []api.Event {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if since >= b.last {
 		return nil
 	}
-	var out []Event
+	var out []api.Event
 	next := since + 1
 	for {
 		ev, n, ok := b.nextLocked(next)
@@ -153,9 +110,9 @@ func (b *Bus) Subscribe(since uint64) *Subscription {
 // nextLocked returns the event a cursor at next receives, and the cursor after it: the
 // event itself, or a missed event when next has left the ring. ok is false when next is
 // beyond the newest event.
-func (b *Bus) nextLocked(next uint64) (ev Event, after uint64, ok bool) {
+func (b *Bus) nextLocked(next uint64) (ev api.Event, after uint64, ok bool) {
 	if next > b.last {
-		return Event{}, next, false
+		return api.Event{}, next, false
 	}
 	size := uint64(len(b.ring))
 	oldest := uint64(1)
@@ -163,7 +120,7 @@ func (b *Bus) nextLocked(next uint64) (ev Event, after uint64, ok bool) {
 		oldest = b.last - size + 1
 	}
 	if next < oldest {
-		return Event{Seq: oldest - 1, Time: time.Now(), Type: EventMissed, Data: Missed{First: next, Last: oldest - 1}}, oldest, true
+		return api.Event{Seq: oldest - 1, Time: time.Now(), Type: api.EventMissed, Data: api.Missed{First: next, Last: oldest - 1}}, oldest, true
 	}
 	return b.ring[next%size], next + 1, true
 }
@@ -189,37 +146,50 @@ type Subscription struct {
 // Next returns the next event, waiting for one to be published. It returns ctx's error
 // when ctx ends first, and ErrClosed once the bus is closed and every retained event has
 // been delivered.
-func (s *Subscription) Next(ctx context.Context) (Event, error) {
+func (s *Subscription) Next(ctx context.Context) (api.Event, error) {
 	for {
 		ev, ok, wake, closed := s.poll()
 		switch {
 		case ok:
 			return ev, nil
 		case closed:
-			return Event{}, ErrClosed
+			return api.Event{}, api.ErrClosed
 		}
 		select {
 		case <-ctx.Done():
-			return Event{}, ctx.Err()
+			return api.Event{}, ctx.Err()
 		case <-wake:
 		}
 	}
 }
 
 // TryNext returns the next event if one is ready, without waiting.
-func (s *Subscription) TryNext() (Event, bool) {
+func (s *Subscription) TryNext() (api.Event, bool) {
 	ev, ok, _, _ := s.poll()
 	return ev, ok
 }
 
-func (s *Subscription) poll() (ev Event, ok bool, wake <-chan struct{}, closed bool) {
+func (s *Subscription) poll() (ev api.Event, ok bool, wake <-chan struct{}, closed bool) {
 	b := s.bus
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if s.reset {
 		s.reset = false
-		return Event{Time: time.Now(), Type: EventMissed, Data: Missed{Reset: true}}, true, nil, false
+		return api.Event{Time: time.Now(), Type: api.EventMissed, Data: api.Missed{Reset: true}}, true, nil, false
 	}
 	ev, s.next, ok = b.nextLocked(s.next)
 	return ev, ok, b.wake, b.closed
 }
+
+// busEvents serves a Bus to the API server, whose Subscribe answers the api.Subscription
+// interface rather than the concrete *Subscription the daemon's own followers use.
+type busEvents struct{ *Bus }
+
+func (b busEvents) Subscribe(since uint64) api.Subscription { return b.Bus.Subscribe(since) }
+
+// The daemon's parts are what the API server serves.
+var (
+	_ api.EventSource = busEvents{}
+	_ api.TaskSource  = (*Manager)(nil)
+	_ api.SecretStore = (*Secrets)(nil)
+)

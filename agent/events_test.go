@@ -7,10 +7,11 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 )
 
 // publishN publishes n events of type typ whose Data is their index.
-func publishN(b *Bus, typ EventType, n int) {
+func publishN(b *Bus, typ api.EventType, n int) {
 	for i := range n {
 		b.Publish(typ, i)
 	}
@@ -18,10 +19,10 @@ func publishN(b *Bus, typ EventType, n int) {
 
 // seqs returns the Seq of each event, a missed event written as its negated First and
 // Last, so that a want list reads like the stream.
-func seqs(evs []Event) []int64 {
+func seqs(evs []api.Event) []int64 {
 	var out []int64
 	for _, ev := range evs {
-		if m, ok := ev.Data.(Missed); ok && ev.Type == EventMissed {
+		if m, ok := ev.Data.(api.Missed); ok && ev.Type == api.EventMissed {
 			out = append(out, -int64(m.First), -int64(m.Last))
 			continue
 		}
@@ -39,8 +40,8 @@ func seqRange(from, to int64) []int64 {
 }
 
 func TestBus_SinceReplaysExactly(t *testing.T) {
-	b := NewBus(0)
-	publishN(b, EventTaskStarted, 2500) // the ring holds 1501..2500
+	b := newBus(0)
+	publishN(b, api.EventTaskStarted, 2500) // the ring holds 1501..2500
 	for _, tc := range []struct {
 		name  string
 		since uint64
@@ -67,8 +68,8 @@ func tail(s []int64) []int64 { return s[max(0, len(s)-3):] }
 
 func TestNewBus_RingSizeHasAFloor(t *testing.T) {
 	for _, tc := range []struct{ asked, kept int }{{0, 1000}, {10, 1000}, {1000, 1000}, {1500, 1500}} {
-		b := NewBus(tc.asked)
-		publishN(b, EventTaskLog, 3000)
+		b := newBus(tc.asked)
+		publishN(b, api.EventTaskLog, 3000)
 		if got := len(b.Since(3000 - uint64(tc.kept))); got != tc.kept {
 			t.Errorf("NewBus(%d) retains %d events, want %d", tc.asked, got, tc.kept)
 		}
@@ -76,11 +77,11 @@ func TestNewBus_RingSizeHasAFloor(t *testing.T) {
 }
 
 func TestSubscription_ReplaysThenFollowsLive(t *testing.T) {
-	b := NewBus(0)
-	publishN(b, EventTaskStarted, 5)
+	b := newBus(0)
+	publishN(b, api.EventTaskStarted, 5)
 	sub := b.Subscribe(2)
 	ctx := t.Context()
-	var got []Event
+	var got []api.Event
 	for range 3 {
 		ev, err := sub.Next(ctx)
 		if err != nil {
@@ -88,17 +89,17 @@ func TestSubscription_ReplaysThenFollowsLive(t *testing.T) {
 		}
 		got = append(got, ev)
 	}
-	done := make(chan Event)
+	done := make(chan api.Event)
 	go func() {
 		ev, _ := sub.Next(ctx)
 		done <- ev
 	}()
-	b.Publish(EventBackupWritten, "live")
+	b.Publish(api.EventBackupWritten, "live")
 	got = append(got, <-done)
 	if want := seqRange(3, 6); !slices.Equal(seqs(got), want) {
 		t.Fatalf("got %v, want %v", seqs(got), want)
 	}
-	if got[3].Type != EventBackupWritten || got[3].Data != "live" {
+	if got[3].Type != api.EventBackupWritten || got[3].Data != "live" {
 		t.Fatalf("live event = %+v", got[3])
 	}
 }
@@ -106,14 +107,14 @@ func TestSubscription_ReplaysThenFollowsLive(t *testing.T) {
 // A subscriber that never reads must not hold up publishers; when it reads at last it
 // learns exactly what it lost, then gets the retained events in order.
 func TestSubscription_SlowSubscriberNeverBlocksPublishers(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	sub := b.Subscribe(0)
 	var wg sync.WaitGroup
 	for range 4 {
-		wg.Go(func() { publishN(b, EventTaskProgress, 2500) })
+		wg.Go(func() { publishN(b, api.EventTaskProgress, 2500) })
 	}
 	wg.Wait() // would hang if a publisher waited for the subscriber
-	var got []Event
+	var got []api.Event
 	for {
 		ev, ok := sub.TryNext()
 		if !ok {
@@ -132,7 +133,7 @@ func TestSubscription_SlowSubscriberNeverBlocksPublishers(t *testing.T) {
 // Under concurrent publishers, every subscriber, fast or slow, sees a stream where each
 // event follows the one before or a missed event covers exactly the gap.
 func TestSubscription_ContiguousUnderConcurrency(t *testing.T) {
-	b := NewBus(0)
+	b := newBus(0)
 	const publishers, each = 4, 3000
 	ctx := t.Context()
 	check := func(sub *Subscription, pause int) error {
@@ -142,7 +143,7 @@ func TestSubscription_ContiguousUnderConcurrency(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if m, ok := ev.Data.(Missed); ok && ev.Type == EventMissed {
+			if m, ok := ev.Data.(api.Missed); ok && ev.Type == api.EventMissed {
 				if m.First != next || m.Last < m.First || ev.Seq != m.Last {
 					return errors.New("missed event does not start at the gap")
 				}
@@ -167,7 +168,7 @@ func TestSubscription_ContiguousUnderConcurrency(t *testing.T) {
 	}
 	var pubs sync.WaitGroup
 	for range publishers {
-		pubs.Go(func() { publishN(b, EventTaskProgress, each) })
+		pubs.Go(func() { publishN(b, api.EventTaskProgress, each) })
 	}
 	pubs.Wait()
 	subs.Wait()
@@ -180,10 +181,10 @@ func TestSubscription_ContiguousUnderConcurrency(t *testing.T) {
 }
 
 func TestSubscription_ForeignCursorResets(t *testing.T) {
-	b := NewBus(0)
-	publishN(b, EventTaskStarted, 3)
+	b := newBus(0)
+	publishN(b, api.EventTaskStarted, 3)
 	sub := b.Subscribe(500) // a cursor from an earlier bus
-	var got []Event
+	var got []api.Event
 	for range 4 {
 		ev, ok := sub.TryNext()
 		if !ok {
@@ -191,7 +192,7 @@ func TestSubscription_ForeignCursorResets(t *testing.T) {
 		}
 		got = append(got, ev)
 	}
-	if m, ok := got[0].Data.(Missed); !ok || !m.Reset || got[0].Seq != 0 {
+	if m, ok := got[0].Data.(api.Missed); !ok || !m.Reset || got[0].Seq != 0 {
 		t.Fatalf("first event = %+v, want a reset", got[0])
 	}
 	if want := []int64{1, 2, 3}; !slices.Equal(seqs(got[1:]), want) {
@@ -201,7 +202,7 @@ func TestSubscription_ForeignCursorResets(t *testing.T) {
 
 func TestSubscription_NextEnds(t *testing.T) {
 	t.Run("ctx ends", func(t *testing.T) {
-		b := NewBus(0)
+		b := newBus(0)
 		ctx, cancel := context.WithCancel(t.Context())
 		cancel()
 		if _, err := b.Subscribe(0).Next(ctx); !errors.Is(err, context.Canceled) {
@@ -209,9 +210,9 @@ func TestSubscription_NextEnds(t *testing.T) {
 		}
 	})
 	t.Run("close drains the ring, then ErrClosed", func(t *testing.T) {
-		b := NewBus(0)
+		b := newBus(0)
 		sub := b.Subscribe(0)
-		publishN(b, EventTaskStarted, 2)
+		publishN(b, api.EventTaskStarted, 2)
 		blocked := b.Subscribe(2)
 		res := make(chan error)
 		go func() {
@@ -219,10 +220,10 @@ func TestSubscription_NextEnds(t *testing.T) {
 			res <- err
 		}()
 		b.Close()
-		if err := <-res; !errors.Is(err, ErrClosed) {
+		if err := <-res; !errors.Is(err, api.ErrClosed) {
 			t.Fatalf("blocked Next: %v, want ErrClosed", err)
 		}
-		if ev := b.Publish(EventTaskStarted, nil); ev.Seq != 0 {
+		if ev := b.Publish(api.EventTaskStarted, nil); ev.Seq != 0 {
 			t.Fatalf("Publish after Close numbered %d", ev.Seq)
 		}
 		for want := uint64(1); want <= 2; want++ {
@@ -230,7 +231,7 @@ func TestSubscription_NextEnds(t *testing.T) {
 				t.Fatalf("Next = %d, %v; want %d", ev.Seq, err, want)
 			}
 		}
-		if _, err := sub.Next(t.Context()); !errors.Is(err, ErrClosed) {
+		if _, err := sub.Next(t.Context()); !errors.Is(err, api.ErrClosed) {
 			t.Fatalf("after the ring: %v, want ErrClosed", err)
 		}
 	})

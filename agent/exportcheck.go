@@ -2,6 +2,7 @@ package agent
 
 import (
 	"fmt"
+	"walletsync/agent/api"
 
 	"walletsync/portable"
 	"walletsync/wallet"
@@ -18,7 +19,7 @@ func (a *Agent) exportOptions(overwrite bool) portable.ExportOptions {
 // checkExport refuses an export request before a task starts, as the command line refuses
 // before it asks for the password: a missing path, an empty password (a backup anybody can
 // open), a path the export may not write.
-func (a *Agent) checkExport(req ExportRequest) error {
+func (a *Agent) checkExport(req api.ExportRequest) error {
 	switch {
 	case req.Path == "":
 		return fmt.Errorf("export needs the path of the file to write: %w", wallet.ErrInvalidArgument)

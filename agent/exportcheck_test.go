@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/portable/brc39"
@@ -20,7 +21,7 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 	ctx := context.Background()
-	if task := runAndWait(t, c, a, RouteRun, "folder"); task.State != TaskSucceeded { // the agent now holds the wallet
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded { // the agent now holds the wallet
 		t.Fatalf("backup: %+v", task)
 	}
 	backup := filepath.Join(e.dir, "old.brc39")
@@ -46,8 +47,8 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 			for _, p := range []string{e.wallet, token, backup} {
 				before[p], _ = os.ReadFile(p)
 			}
-			err := c.Call(ctx, Route("POST /api/v1/export"), tc.body, nil)
-			var ae *APIError
+			err := c.Call(ctx, api.Route("POST /api/v1/export"), tc.body, nil)
+			var ae *api.APIError
 			if !errors.As(err, &ae) || ae.Code != tc.code {
 				t.Fatalf("POST /api/v1/export: %v; want the code %s", err, tc.code)
 			}
@@ -61,11 +62,11 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 			}
 		})
 	}
-	var task Task
-	if err := c.Call(ctx, Route("POST /api/v1/export"), map[string]any{"path": backup, "password": testPassword, "overwrite": true}, &task); err != nil {
+	var task api.Task
+	if err := c.Call(ctx, api.Route("POST /api/v1/export"), map[string]any{"path": backup, "password": testPassword, "overwrite": true}, &task); err != nil {
 		t.Fatal(err)
 	}
-	if done, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil || done.State != TaskSucceeded {
+	if done, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil || done.State != api.TaskSucceeded {
 		t.Fatalf("export over a backup with overwrite: %+v, %v", done, err)
 	}
 	if b, _ := os.ReadFile(backup); len(b) < 1000 || string(b[:4]) != brc39.Magic {

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 )
 
 // waitCtx bounds a test's waits, so that a broken contract fails the test instead of
@@ -21,12 +22,12 @@ func waitCtx(t testing.TB) context.Context {
 }
 
 // mustManager returns a manager on a new bus (unless opts has one), shut down at cleanup.
-func mustManager(t testing.TB, opts ManagerOptions) (*Manager, *Bus) {
+func mustManager(t testing.TB, opts managerOptions) (*Manager, *Bus) {
 	t.Helper()
 	if opts.Bus == nil {
-		opts.Bus = NewBus(0)
+		opts.Bus = newBus(0)
 	}
-	m, err := NewManager(t.Context(), opts)
+	m, err := newManager(t.Context(), opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,9 +36,9 @@ func mustManager(t testing.TB, opts ManagerOptions) (*Manager, *Bus) {
 }
 
 // mustState opens a state database in a new temp folder, closed at cleanup.
-func mustState(t testing.TB) *StateDB {
+func mustState(t testing.TB) *stateDB {
 	t.Helper()
-	s, err := OpenState(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	s, err := openState(t.Context(), filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func mustState(t testing.TB) *StateDB {
 }
 
 // nextTaskEvent returns the next event about task id of type typ, skipping others.
-func nextTaskEvent(t testing.TB, sub *Subscription, id string, typ EventType) Task {
+func nextTaskEvent(t testing.TB, sub *Subscription, id string, typ api.EventType) api.Task {
 	t.Helper()
 	ctx := waitCtx(t)
 	for {
@@ -54,7 +55,7 @@ func nextTaskEvent(t testing.TB, sub *Subscription, id string, typ EventType) Ta
 		if err != nil {
 			t.Fatalf("waiting for %s of task %s: %v", typ, id, err)
 		}
-		if task, ok := ev.Data.(Task); ok && task.ID == id && ev.Type == typ {
+		if task, ok := ev.Data.(api.Task); ok && task.ID == id && ev.Type == typ {
 			return task
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/localstore"
@@ -30,54 +31,16 @@ func (a *Agent) stagingDir() string { return filepath.Join(string(a.opts.Dir), "
 // they are imported; the folder is private (0700) and its files 0600.
 func (a *Agent) uploadsDir() string { return filepath.Join(string(a.opts.Dir), "uploads") }
 
-// Upload is the body of POST /api/v1/import/upload's answer.
-type Upload struct {
-	Upload string `json:"upload"` // the id an import request names
-	Bytes  int64  `json:"bytes"`
-}
-
 var uploadID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
-// ImportRequest is the body of POST /api/v1/import/preview and /api/v1/import.
-type ImportRequest struct {
-	// Upload names an uploaded file; Path a file on this machine (the desktop window's open
-	// dialog); Destination a backup wallet file destination, whose copy of the wallet is
-	// read as a document (see sourceDocument). Exactly one is set.
-	Upload      string `json:"upload,omitempty"`
-	Path        string `json:"path,omitempty"`
-	Destination string `json:"destination,omitempty"`
-	// Password decrypts the file (none for a Destination, which is not encrypted).
-	Password Secret `json:"password"`
-	// Wallet is the configured wallet to import into (the only one when empty), or, with
-	// mode restore, a new wallet file to build.
-	Wallet string            `json:"wallet,omitempty"`
-	Mode   wallet.ImportMode `json:"mode,omitempty"`
-	// Confirm must be true for an import: the person saw the preview and said yes.
-	Confirm bool `json:"confirm,omitempty"`
-	// AllowOtherIdentity lets a merge bring another identity than the wallet's into it (the
-	// preview's otherIdentity); without it such an import is refused.
-	AllowOtherIdentity bool `json:"allowOtherIdentity,omitempty"`
-}
-
-// AbandonRequest is the body of POST /api/v1/import/abandon: the configured wallet whose
-// unfinished import to take back (the only one when empty).
-type AbandonRequest struct {
-	Wallet string `json:"wallet,omitempty"`
-}
-
-// VerifyRequest is the body of POST /api/v1/destinations/{id}/backups/verify.
-type VerifyRequest struct {
-	Name string `json:"name"`
-}
-
 // receiveUpload streams an uploaded backup file into the private uploads folder.
-func (a *Agent) receiveUpload(r *http.Request) (Upload, error) {
+func (a *Agent) receiveUpload(r *http.Request) (api.Upload, error) {
 	if err := os.MkdirAll(a.uploadsDir(), 0o700); err != nil {
-		return Upload{}, err
+		return api.Upload{}, err
 	}
 	b := make([]byte, 16)
 	rand.Read(b)
-	up := Upload{Upload: hex.EncodeToString(b)}
+	up := api.Upload{Upload: hex.EncodeToString(b)}
 	f, err := os.OpenFile(filepath.Join(a.uploadsDir(), up.Upload), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return up, err
@@ -95,7 +58,7 @@ func (a *Agent) receiveUpload(r *http.Request) (Upload, error) {
 
 // importFile resolves the file of an import request ("" for a Destination: its document
 // is written by the task).
-func (a *Agent) importFile(req ImportRequest) (string, error) {
+func (a *Agent) importFile(req api.ImportRequest) (string, error) {
 	named := 0
 	for _, s := range []string{req.Upload, req.Path, req.Destination} {
 		if s != "" {
@@ -106,12 +69,12 @@ func (a *Agent) importFile(req ImportRequest) (string, error) {
 	case named != 1:
 		return "", fmt.Errorf("name one of an upload, a path or a destination: %w", wallet.ErrInvalidArgument)
 	case req.Destination != "":
-		d, err := a.config().destination(req.Destination)
+		d, err := findDestination(a.config(), req.Destination)
 		if err != nil {
 			return "", err
 		}
-		if d.Kind != DestinationSQLite {
-			return "", WithHint(fmt.Errorf("destination %s is a %s, not a backup wallet file: %w", d.ID, d.Kind, wallet.ErrInvalidArgument),
+		if d.Kind != api.DestinationSQLite {
+			return "", api.WithHint(fmt.Errorf("destination %s is a %s, not a backup wallet file: %w", d.ID, d.Kind, wallet.ErrInvalidArgument),
 				"restore a backup folder's file by its path")
 		}
 		return "", nil
@@ -127,18 +90,18 @@ func (a *Agent) importFile(req ImportRequest) (string, error) {
 // the wallet's own open store and, for a merge, takes a background write grant for each page
 // commit, so the import never makes the wallet feel slow; a restore may instead build a new
 // wallet file.
-func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
+func (a *Agent) startImport(kind api.TaskKind, req api.ImportRequest) (api.Task, error) {
 	file, err := a.importFile(req)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	if req.Password.IsZero() && req.Destination == "" {
-		return Task{}, fmt.Errorf("import needs the backup's password: %w", wallet.ErrInvalidArgument)
+		return api.Task{}, fmt.Errorf("import needs the backup's password: %w", wallet.ErrInvalidArgument)
 	}
 	cfg := a.config()
-	ref, refErr := cfg.walletRef(req.Wallet)
+	ref, refErr := findWalletRef(cfg, req.Wallet)
 	if refErr != nil && (req.Mode != wallet.ImportRestore || req.Wallet == "") {
-		return Task{}, refErr
+		return api.Task{}, refErr
 	}
 	target := "import:" + file
 	if req.Destination != "" {
@@ -173,7 +136,7 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 				h.SyncProgress(*p.Sync)
 			}
 		}
-		if kind == KindImportPreview {
+		if kind == api.KindImportPreview {
 			res, err := portable.Preview(ctx, file, req.Password.Reveal(), t, opts, progress)
 			h.SetResult(res)
 			return importError(err, req)
@@ -199,26 +162,26 @@ func (a *Agent) startImport(kind TaskKind, req ImportRequest) (Task, error) {
 // preview and its import are those of a backup file. It holds the first identity of the
 // backup wallet that the configured wallet also has, else its first. The caller removes it.
 func (a *Agent) sourceDocument(ctx context.Context, h *TaskHandle, id string) (string, error) {
-	d, err := a.config().destination(id)
+	d, err := findDestination(a.config(), id)
 	if err != nil {
 		return "", err
 	}
 	h.SetDetail("reading the backup wallet")
 	src, err := localstore.Open(ctx, d.Path, localstore.Options{ReadOnly: true, Logger: a.log})
 	if err != nil {
-		return "", atPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
+		return "", api.AtPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
 	}
 	defer src.Close()
 	ids, err := src.Identities(ctx)
 	if err != nil {
-		return "", atPath(d.Path, err)
+		return "", api.AtPath(d.Path, err)
 	}
 	if len(ids) == 0 {
-		return "", WithHint(atPath(d.Path, fmt.Errorf("backup wallet %s holds no identity: %w", d.Path, wallet.ErrNotFound)),
+		return "", api.WithHint(api.AtPath(d.Path, fmt.Errorf("backup wallet %s holds no identity: %w", d.Path, wallet.ErrNotFound)),
 			"run this destination once, so that it holds a copy of the wallet")
 	}
 	identity := ids[0]
-	if ref, err := a.config().walletOf(d); err == nil {
+	if ref, err := walletOf(a.config(), d); err == nil {
 		if w, err := a.wallet(ctx, ref.Path); err == nil {
 			if mine, err := w.identities(ctx, ref); err == nil {
 				if i := slices.IndexFunc(ids, func(k string) bool { return slices.Contains(mine, k) }); i >= 0 {
@@ -251,14 +214,14 @@ func (a *Agent) sourceDocument(ctx context.Context, h *TaskHandle, id string) (s
 // importError marks what an import's failure concerns: the wallet it goes into (not
 // empty, not a wallet, read-only, a full disk), else the backup file when the person named
 // it by its path (an upload's path is the agent's own and is never shown).
-func importError(err error, req ImportRequest) error {
+func importError(err error, req api.ImportRequest) error {
 	for _, target := range []error{wallet.ErrNotEmpty, wallet.ErrUnknownSchema, wallet.ErrSchemaTooNew, wallet.ErrReadOnly, wallet.ErrDiskFull} {
 		if errors.Is(err, target) && req.Wallet != "" {
-			return atPath(req.Wallet, err)
+			return api.AtPath(req.Wallet, err)
 		}
 	}
 	if req.Path != "" {
-		return atPath(req.Path, err)
+		return api.AtPath(req.Path, err)
 	}
 	return err
 }
@@ -266,18 +229,18 @@ func importError(err error, req ImportRequest) error {
 // AbandonImport starts a task that takes back the unfinished import of a configured wallet
 // (the only one when walletPath is empty): the wallet becomes exactly what it was before the
 // import started (see portable.Abandon). Its result is the abandoned imports.
-func (a *Agent) AbandonImport(walletPath string) (Task, error) {
-	ref, err := a.config().walletRef(walletPath)
+func (a *Agent) AbandonImport(walletPath string) (api.Task, error) {
+	ref, err := findWalletRef(a.config(), walletPath)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	// An import that runs would go on writing pages after its merge was taken back.
 	for _, t := range a.tasks.List() {
-		if t.Kind == KindImport && !t.State.Terminal() {
-			return Task{}, WithHint(fmt.Errorf("an import is running (task %s): %w", t.ID, wallet.ErrImportInProgress), "cancel it first, then abandon")
+		if t.Kind == api.KindImport && !t.State.Terminal() {
+			return api.Task{}, api.WithHint(fmt.Errorf("an import is running (task %s): %w", t.ID, wallet.ErrImportInProgress), "cancel it first, then abandon")
 		}
 	}
-	return a.tasks.Start(KindImportAbandon, ref.Path, func(ctx context.Context, h *TaskHandle) error {
+	return a.tasks.Start(api.KindImportAbandon, ref.Path, func(ctx context.Context, h *TaskHandle) error {
 		w, err := a.wallet(ctx, ref.Path)
 		if err != nil {
 			return err
@@ -295,27 +258,27 @@ func (a *Agent) AbandonImport(walletPath string) (Task, error) {
 
 // VerifyBackup starts a task that decrypts and validates one backup file of a folder
 // destination with the unattended password, and records the outcome.
-func (a *Agent) VerifyBackup(destination, name string) (Task, error) {
-	d, err := a.config().destination(destination)
+func (a *Agent) VerifyBackup(destination, name string) (api.Task, error) {
+	d, err := findDestination(a.config(), destination)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	if _, _, ok := parseBackup(BackupFile{Name: name, Bundle: d.Kind == DestinationBundles}); !ok {
-		return Task{}, fmt.Errorf("%q is not a backup file name: %w", name, wallet.ErrInvalidArgument)
+	if _, _, ok := parseBackup(backupFile{Name: name, Bundle: d.Kind == api.DestinationBundles}); !ok {
+		return api.Task{}, fmt.Errorf("%q is not a backup file name: %w", name, wallet.ErrInvalidArgument)
 	}
 	path := filepath.Join(d.Path, name)
-	if d.Kind == DestinationBundles {
+	if d.Kind == api.DestinationBundles {
 		// A bundle needs no password: its digests, SQLite's checks and its counts say it all.
-		return a.tasks.Start(KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
+		return a.tasks.Start(api.KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
 			m, err := bundle.Verify(ctx, path)
 			h.SetResult(m)
 			return a.markVerified(ctx, path, err)
 		})
 	}
-	return a.tasks.Start(KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
+	return a.tasks.Start(api.KindVerify, path, func(ctx context.Context, h *TaskHandle) error {
 		pw, err := a.secrets.Get(BackupPasswordKey)
 		if err != nil {
-			return WithHint(fmt.Errorf("verify: no unattended backup password: %w", err), "set the backup password in Settings")
+			return api.WithHint(fmt.Errorf("verify: no unattended backup password: %w", err), "set the backup password in Settings")
 		}
 		sum, err := portable.Verify(ctx, path, pw.Reveal(), a.importOptions(a.stagingDir(), ""), nil)
 		h.SetResult(sum)

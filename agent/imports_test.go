@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/portable"
@@ -54,33 +55,33 @@ func TestAgent_ImportRefusalsAndAbandon(t *testing.T) {
 
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	var ov Overview
-	if err := c.Call(ctx, RouteOverview, nil, &ov); err != nil {
+	var ov api.Overview
+	if err := c.Call(ctx, api.RouteOverview, nil, &ov); err != nil {
 		t.Fatal(err)
 	}
 	if ov.Healthy || !strings.HasPrefix(ov.Health, "Import in progress into") || ov.Wallets[0].ImportInProgress == nil {
 		t.Fatalf("overview mid-merge: %q %+v", ov.Health, ov.Wallets)
 	}
-	if task := runAndWait(t, c, a, RouteRun, "file"); task.State != TaskFailed || !strings.Contains(task.Error, "import in progress: finish or abandon") {
+	if task := runAndWait(t, c, a, api.RouteRun, "file"); task.State != api.TaskFailed || !strings.Contains(task.Error, "import in progress: finish or abandon") {
 		t.Fatalf("sync mid-merge: %+v", task)
 	}
-	var task Task
-	if err := c.Call(ctx, RouteImportAbandon, AbandonRequest{}, &task); err != nil {
+	var task api.Task
+	if err := c.Call(ctx, api.RouteImportAbandon, api.AbandonRequest{}, &task); err != nil {
 		t.Fatal(err)
 	}
-	if done, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil || done.State != TaskSucceeded {
+	if done, err := a.tasks.Wait(waitCtx(t), task.ID); err != nil || done.State != api.TaskSucceeded {
 		t.Fatalf("abandon: %+v, %v", done, err)
 	}
-	var after Overview
-	if err := c.Call(ctx, RouteOverview, nil, &after); err != nil || after.Wallets[0].ImportInProgress != nil || len(after.Wallets[0].Identities) != 1 {
+	var after api.Overview
+	if err := c.Call(ctx, api.RouteOverview, nil, &after); err != nil || after.Wallets[0].ImportInProgress != nil || len(after.Wallets[0].Identities) != 1 {
 		t.Fatalf("overview after abandon: %+v, %v", after.Wallets, err)
 	}
 
 	// A Secret never marshals its value, so the body is written as the browser writes it.
 	req := map[string]any{"path": backup, "password": testPassword}
-	start := func(path Route, req map[string]any) Task {
+	start := func(path api.Route, req map[string]any) api.Task {
 		t.Helper()
-		var task Task
+		var task api.Task
 		if err := c.Call(ctx, path, req, &task); err != nil {
 			t.Fatal(err)
 		}
@@ -90,21 +91,21 @@ func TestAgent_ImportRefusalsAndAbandon(t *testing.T) {
 		}
 		return done
 	}
-	prev := start(RouteImportPreview, req)
+	prev := start(api.RouteImportPreview, req)
 	var p portable.PreviewResult
-	if err := json.Unmarshal(prev.Result, &p); prev.State != TaskSucceeded || err != nil || !p.OtherIdentity || p.ConflictTotal != 0 {
+	if err := json.Unmarshal(prev.Result, &p); prev.State != api.TaskSucceeded || err != nil || !p.OtherIdentity || p.ConflictTotal != 0 {
 		t.Fatalf("preview: %+v %+v (%v)", prev, p, err)
 	}
 	req["confirm"] = true
-	if refused := start(RouteImport, req); refused.State != TaskFailed || !strings.Contains(refused.Error, "two identities") {
+	if refused := start(api.RouteImport, req); refused.State != api.TaskFailed || !strings.Contains(refused.Error, "two identities") {
 		t.Fatalf("import of another identity: %+v", refused)
 	}
 	req["allowOtherIdentity"] = true
-	if done := start(RouteImport, req); done.State != TaskSucceeded {
+	if done := start(api.RouteImport, req); done.State != api.TaskSucceeded {
 		t.Fatalf("import asked for: %+v", done)
 	}
-	var imported Overview
-	if err := c.Call(ctx, RouteOverview, nil, &imported); err != nil || len(imported.Wallets[0].Identities) != 2 {
+	var imported api.Overview
+	if err := c.Call(ctx, api.RouteOverview, nil, &imported); err != nil || len(imported.Wallets[0].Identities) != 2 {
 		t.Fatalf("overview after the import: %+v, %v", imported.Wallets, err)
 	}
 }

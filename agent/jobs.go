@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/localstore"
@@ -23,38 +24,33 @@ const BackupPasswordKey = "backup-password"
 // RunDestination starts the job that brings destination id up to date (reason says why:
 // "manual", "interval", "change"...) and returns its task. A destination already being
 // brought up to date gets at most one more run queued behind the running one.
-func (a *Agent) RunDestination(id, reason string) (Task, error) {
+func (a *Agent) RunDestination(id, reason string) (api.Task, error) {
 	cfg := a.config()
-	d, err := cfg.destination(id)
+	d, err := findDestination(cfg, id)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	ref, err := cfg.walletOf(d)
+	ref, err := walletOf(cfg, d)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	switch d.Kind {
-	case DestinationSQLite:
-		return a.tasks.Start(KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) })
-	case DestinationFolder:
-		return a.tasks.Start(KindBackup, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })
-	case DestinationBundles:
-		return a.tasks.Start(KindBundle, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) })
-	case DestinationStorageServer:
-		return a.tasks.Start(KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.storageServerJob(ctx, h, d, ref, reason) })
+	case api.DestinationSQLite:
+		return a.tasks.Start(api.KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) })
+	case api.DestinationFolder:
+		return a.tasks.Start(api.KindBackup, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })
+	case api.DestinationBundles:
+		return a.tasks.Start(api.KindBundle, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) })
+	case api.DestinationStorageServer:
+		return a.tasks.Start(api.KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.storageServerJob(ctx, h, d, ref, reason) })
 	}
-	return Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
-}
-
-// SyncResult is the result of a sync task: one session per identity.
-type SyncResult struct {
-	Sessions []syncer.Result `json:"sessions"`
+	return api.Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 }
 
 // syncJob pushes every identity of the wallet into the destination's backup wallet file,
 // page by page; reading never holds a grant on the wallet (snapshot views), and the commits
 // go to the destination file, so foreground work on the wallet is not held up.
-func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d api.Destination, ref api.WalletRef, reason string) error {
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
 		return err
@@ -70,11 +66,11 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d Destination, ref W
 	dst, err := localstore.OpenOrCreate(ctx, d.Path, localstore.CreateOptions{Chain: settings.Chain, StorageName: "walletsync backup " + d.Name},
 		localstore.Options{Logger: a.log})
 	if err != nil {
-		return atPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
+		return api.AtPath(d.Path, fmt.Errorf("open backup wallet %s: %w", d.Path, err))
 	}
 	defer dst.Close()
 	h.Logf("sync to %s started (%s)", d.Name, reason)
-	var res SyncResult
+	var res api.SyncResult
 	var done syncer.Counters
 	for _, id := range ids {
 		r, err := a.pushPages(ctx, h, w, dst, id, done)
@@ -160,24 +156,13 @@ func addCounters(a, b syncer.Counters) syncer.Counters {
 		Updates: a.Updates + b.Updates, Bytes: a.Bytes + b.Bytes, Requests: a.Requests + b.Requests}
 }
 
-// Backup is one encrypted backup file the agent wrote.
-type Backup struct {
-	Path        string                     `json:"path"`
-	Destination string                     `json:"destination"`
-	IdentityKey string                     `json:"identityKey"`
-	Size        int64                      `json:"size"`
-	SHA256      string                     `json:"sha256"`
-	Rows        map[wallet.TableName]int64 `json:"rows"`
-	CreatedAt   time.Time                  `json:"createdAt"`
-}
-
 // backupJob writes one BRC-39 file per identity into the destination folder (private temp
 // file, fsync, rename, folder fsync: a crash never leaves a partial backup under a backup's
 // name), records it, and applies the folder's retention.
-func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d api.Destination, ref api.WalletRef, reason string) error {
 	pw, err := a.secrets.Get(BackupPasswordKey)
 	if err != nil {
-		return WithHint(fmt.Errorf("backup to %s: no unattended backup password: %w", d.Name, err),
+		return api.WithHint(fmt.Errorf("backup to %s: no unattended backup password: %w", d.Name, err),
 			"set the backup password in Settings; a lost password means lost backups")
 	}
 	w, err := a.wallet(ctx, ref.Path)
@@ -189,12 +174,12 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 		return err
 	}
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return atPath(d.Path, fmt.Errorf("backup folder %s: %w", d.Path, err))
+		return api.AtPath(d.Path, fmt.Errorf("backup folder %s: %w", d.Path, err))
 	}
 	removeStaleTemps(d.Path, h)
 	h.SetTotal(identityRows(ctx, w.store, ids))
 	h.Logf("backup to %s started (%s)", d.Name, reason)
-	var written []Backup
+	var written []api.Backup
 	for _, id := range ids {
 		h.SetDetail("deriving the key and writing " + wallet.ShortKey(id, 8))
 		file, err := a.exportFile(ctx, w, id, pw, freeBackupPath(d.Path, id, a.now()), false)
@@ -215,7 +200,7 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 			done.Bytes += f.Size
 		}
 		h.SetCounters(done)
-		a.bus.Publish(EventBackupWritten, file)
+		a.bus.Publish(api.EventBackupWritten, file)
 		h.Logf("wrote %s (%d bytes, sha256 %s)", filepath.Base(file.Path), file.Size, file.SHA256[:16])
 	}
 	return a.applyRetention(ctx, h, d)
@@ -225,13 +210,13 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d Destination, ref
 // it, and applies the folder's retention. The online copy reads the wallet in steps, each
 // under a background read grant of its queue, so foreground work goes between steps; the
 // bundle is renamed into place whole, or not at all (bundle.Create).
-func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d api.Destination, ref api.WalletRef, reason string) error {
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return WithHint(fmt.Errorf("bundle folder %s: %w", d.Path, err), "check that the disk is connected and writable")
+		return api.WithHint(fmt.Errorf("bundle folder %s: %w", d.Path, err), "check that the disk is connected and writable")
 	}
 	removeStaleBundleTemps(d.Path, h)
 	h.Logf("bundle to %s started (%s)", d.Name, reason)
@@ -253,7 +238,7 @@ func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d Destination, ref
 	if err != nil {
 		return err
 	}
-	rec := Backup{Path: out, Destination: d.ID, Rows: map[wallet.TableName]int64{}, CreatedAt: now}
+	rec := api.Backup{Path: out, Destination: d.ID, Rows: map[wallet.TableName]int64{}, CreatedAt: now}
 	for _, id := range m.Identities {
 		for t, n := range id.Rows {
 			rec.Rows[t] += n
@@ -266,14 +251,14 @@ func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d Destination, ref
 	if err := a.state.RecordBackup(ctx, rec); err != nil {
 		return err
 	}
-	h.SetResult([]Backup{rec})
+	h.SetResult([]api.Backup{rec})
 	var done syncer.Counters
 	for _, n := range rec.Rows {
 		done.Rows += n
 	}
 	done.Bytes = rec.Size
 	h.SetCounters(done)
-	a.bus.Publish(EventBackupWritten, rec)
+	a.bus.Publish(api.EventBackupWritten, rec)
 	h.Logf("wrote %s (%d identities, %d bytes compressed from %d)", filepath.Base(out), len(m.Identities), rec.Size, m.SourceSizeBytes)
 	return a.applyRetention(ctx, h, d)
 }
@@ -292,48 +277,38 @@ func removeStaleBundleTemps(dir string, h *TaskHandle) {
 
 // exportFile writes identity's wallet to path as a BRC-39 file under password, replacing a
 // backup file there only when overwrite says so (see exportOptions).
-func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string, password Secret, path string, overwrite bool) (Backup, error) {
+func (a *Agent) exportFile(ctx context.Context, w *walletHandle, identity string, password api.Secret, path string, overwrite bool) (api.Backup, error) {
 	settings, err := w.store.Settings(ctx)
 	if err != nil {
-		return Backup{}, err
+		return api.Backup{}, err
 	}
 	v, err := w.store.OpenSnapshot(ctx, localstore.SnapshotOptions{Wait: true, Lifetime: localstore.MaxSnapshotLifetime})
 	if err != nil {
-		return Backup{}, err
+		return api.Backup{}, err
 	}
 	defer v.Close()
 	res, err := portable.ExportBRC39(ctx, v, settings, identity, password.Reveal(), brc39.DefaultKDFParams, path, a.exportOptions(overwrite))
 	if err != nil {
-		return Backup{}, fmt.Errorf("export %s: %w", wallet.ShortKey(identity, 12), err)
+		return api.Backup{}, fmt.Errorf("export %s: %w", wallet.ShortKey(identity, 12), err)
 	}
-	return Backup{Path: res.Path, IdentityKey: identity, Size: res.Size, SHA256: hex.EncodeToString(res.SHA256[:]),
+	return api.Backup{Path: res.Path, IdentityKey: identity, Size: res.Size, SHA256: hex.EncodeToString(res.SHA256[:]),
 		Rows: res.Stats.Rows, CreatedAt: a.now().UTC()}, nil
-}
-
-// ExportRequest asks for one BRC-39 file of one identity, written where the person chose.
-type ExportRequest struct {
-	Wallet      string `json:"wallet"` // the wallet's path; the only wallet when empty
-	IdentityKey string `json:"identityKey"`
-	Path        string `json:"path"`
-	Password    Secret `json:"password"`
-	// Overwrite asks to replace a file at Path; only a backup file is ever replaced.
-	Overwrite bool `json:"overwrite"`
 }
 
 // Export starts an export task, after the refusals that need no work: a missing path, an
 // empty password, and a path the export may not write (checkExport).
-func (a *Agent) Export(req ExportRequest) (Task, error) {
+func (a *Agent) Export(req api.ExportRequest) (api.Task, error) {
 	if err := a.checkExport(req); err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	if err := brc39.DefaultKDFParams.CheckExport(); err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	ref, err := a.config().walletRef(req.Wallet)
+	ref, err := findWalletRef(a.config(), req.Wallet)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	return a.tasks.Start(KindExport, req.Path, func(ctx context.Context, h *TaskHandle) error {
+	return a.tasks.Start(api.KindExport, req.Path, func(ctx context.Context, h *TaskHandle) error {
 		w, err := a.wallet(ctx, ref.Path)
 		if err != nil {
 			return err
@@ -357,24 +332,24 @@ func (a *Agent) Export(req ExportRequest) (Task, error) {
 	})
 }
 
-// walletRef returns the configured wallet at path, or the only one when path is empty.
-func (c Config) walletRef(path string) (WalletRef, error) {
+// findWalletRef returns the configured wallet at path, or the only one when path is empty.
+func findWalletRef(c api.Config, path string) (api.WalletRef, error) {
 	for _, w := range c.Wallets {
 		if w.Path == path || (path == "" && len(c.Wallets) == 1) {
 			return w, nil
 		}
 	}
-	return WalletRef{}, WithHint(fmt.Errorf("wallet %q: %w", path, wallet.ErrNotFound), "add the wallet first")
+	return api.WalletRef{}, api.WithHint(fmt.Errorf("wallet %q: %w", path, wallet.ErrNotFound), "add the wallet first")
 }
 
 // applyRetention deletes the backup files of d's folder that the retention policy no longer
 // keeps (never the newest verified one), and forgets their records.
-func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d Destination) error {
+func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d api.Destination) error {
 	decisions, err := a.retentionPlan(ctx, d)
 	if err != nil {
 		return err
 	}
-	if err := ApplyRetention(ctx, d.Path, decisions); err != nil {
+	if err := applyRetention(ctx, d.Path, decisions); err != nil {
 		return err
 	}
 	for _, dec := range decisions {
@@ -389,8 +364,8 @@ func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d Destination
 }
 
 // retentionPlan is what retention would do with d's folder now.
-func (a *Agent) retentionPlan(ctx context.Context, d Destination) ([]RetentionDecision, error) {
-	files, err := ReadBackupDir(d.Path)
+func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]retentionDecision, error) {
+	files, err := readBackupDir(d.Path)
 	if err != nil {
 		return nil, err
 	}
@@ -405,7 +380,7 @@ func (a *Agent) retentionPlan(ctx context.Context, d Destination) ([]RetentionDe
 			break
 		}
 	}
-	return PlanRetention(files, a.config().Retention, newestVerified, a.now()), nil
+	return planRetention(files, a.config().Retention, newestVerified, a.now()), nil
 }
 
 // removeStaleTemps deletes the private temp files of backups that a crash interrupted
@@ -425,7 +400,7 @@ func removeStaleTemps(dir string, h *TaskHandle) {
 // backup within the same second takes the next free second rather than replacing the first.
 func freeBackupPath(dir, identity string, now time.Time) string {
 	for t := now; ; t = t.Add(time.Second) {
-		p := filepath.Join(dir, BackupFileName(identity, t))
+		p := filepath.Join(dir, backupFileName(identity, t))
 		if _, err := os.Lstat(p); os.IsNotExist(err) {
 			return p
 		}

@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 )
 
 // TestAgent_DeriveGateOneAtATime starts three tasks that each pass the agent's key
@@ -14,7 +15,7 @@ import (
 // three finish; and a task cancelled while waiting ends cancelled without entering.
 func TestAgent_DeriveGateOneAtATime(t *testing.T) {
 	a := &Agent{kdf: make(chan struct{}, 1)}
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	var inside, most, entered atomic.Int32
 	proceed := make(chan struct{})
 	job := func(ctx context.Context, h *TaskHandle) error {
@@ -67,7 +68,7 @@ func TestAgent_DeriveGateOneAtATime(t *testing.T) {
 	if _, err := m.Cancel(victim); err != nil {
 		t.Fatal(err)
 	}
-	if task, err := m.Wait(ctx, victim); err != nil || task.State != TaskCancelled {
+	if task, err := m.Wait(ctx, victim); err != nil || task.State != api.TaskCancelled {
 		t.Fatalf("the cancelled waiter: %+v, %v", task, err)
 	}
 	close(proceed)
@@ -76,7 +77,7 @@ func TestAgent_DeriveGateOneAtATime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id != victim && task.State != TaskSucceeded {
+		if id != victim && task.State != api.TaskSucceeded {
 			t.Fatalf("task %s: %+v", id, task)
 		}
 	}

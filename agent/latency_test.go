@@ -4,14 +4,15 @@ import (
 	"context"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 )
 
 func TestDirectionOf(t *testing.T) {
-	for kind, want := range map[TaskKind]string{
-		KindImport: DirectionRestore, KindImportAbandon: DirectionRestore, KindSync: DirectionBackup, KindBackup: DirectionBackup,
-		KindExport: DirectionBackup, KindDrill: DirectionBackup,
+	for kind, want := range map[api.TaskKind]string{
+		api.KindImport: api.DirectionRestore, api.KindImportAbandon: api.DirectionRestore, api.KindSync: api.DirectionBackup, api.KindBackup: api.DirectionBackup,
+		api.KindExport: api.DirectionBackup, api.KindDrill: api.DirectionBackup,
 	} {
 		if got := directionOf(kind); got != want {
 			t.Errorf("directionOf(%q) = %q, want %q", kind, got, want)
@@ -30,15 +31,15 @@ func TestSummarize_Percentiles(t *testing.T) {
 	tests := []struct {
 		name    string
 		samples []time.Duration
-		want    LatencySummary
+		want    api.LatencySummary
 	}{
-		{"none", nil, LatencySummary{}},
-		{"one", ms(7), LatencySummary{P50Ms: 7, P95Ms: 7, Samples: 1}},
-		{"unsorted", ms(9, 1, 5, 3, 7), LatencySummary{P50Ms: 5, P95Ms: 9, Samples: 5}},
+		{"none", nil, api.LatencySummary{}},
+		{"one", ms(7), api.LatencySummary{P50Ms: 7, P95Ms: 7, Samples: 1}},
+		{"unsorted", ms(9, 1, 5, 3, 7), api.LatencySummary{P50Ms: 5, P95Ms: 9, Samples: 5}},
 		// Nearest rank: the 95th percentile of 20 is the 19th sample, so one slow probe in
 		// 20 is beyond it and two are not.
-		{"one outlier in twenty", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), LatencySummary{P50Ms: 1, P95Ms: 1, Samples: 20}},
-		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40, 40), LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
+		{"one outlier in twenty", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40), api.LatencySummary{P50Ms: 1, P95Ms: 1, Samples: 20}},
+		{"a tail", ms(1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 40, 40), api.LatencySummary{P50Ms: 1, P95Ms: 40, Samples: 20}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -80,7 +81,7 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 	}
 	sub := a.bus.Subscribe(a.bus.Last())
 	release, running := make(chan struct{}), make(chan struct{})
-	task, err := a.tasks.Start(KindSync, "file", func(context.Context, *TaskHandle) error {
+	task, err := a.tasks.Start(api.KindSync, "file", func(context.Context, *TaskHandle) error {
 		close(running)
 		<-release
 		return nil
@@ -90,18 +91,18 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 	}
 	<-running
 	tick()
-	var got LatencyMetrics
+	var got api.LatencyMetrics
 	for {
 		ev, err := sub.Next(waitCtx(t))
 		if err != nil {
 			t.Fatalf("no metrics event while a task runs: %v", err)
 		}
-		if m, ok := ev.Data.(LatencyMetrics); ok && ev.Type == EventMetrics {
+		if m, ok := ev.Data.(api.LatencyMetrics); ok && ev.Type == api.EventMetrics {
 			got = m
 			break
 		}
 	}
-	if got.Wallet != e.wallet || got.Direction != DirectionBackup || got.Foreground.Samples != 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
+	if got.Wallet != e.wallet || got.Direction != api.DirectionBackup || got.Foreground.Samples != 1 || got.Foreground.P50Ms <= 0 || got.Foreground.P95Ms < got.Foreground.P50Ms {
 		t.Fatalf("metrics %+v; want the wallet %s, the backup direction, one sample, 0 < p50 <= p95", got, e.wallet)
 	}
 	close(release)
@@ -118,7 +119,7 @@ func TestAgent_PublishesWalletLatencyWhileATaskRuns(t *testing.T) {
 	tick()
 	tick()
 	for _, ev := range a.bus.Since(idle) {
-		if ev.Type == EventMetrics {
+		if ev.Type == api.EventMetrics {
 			t.Fatalf("a metrics event while nothing ran: %+v", ev)
 		}
 	}
@@ -130,7 +131,7 @@ func waitForDrill(t *testing.T, a *Agent) {
 	ctx := waitCtx(t)
 	for {
 		for _, task := range a.tasks.List() {
-			if task.Kind == KindDrill {
+			if task.Kind == api.KindDrill {
 				if _, err := a.tasks.Wait(ctx, task.ID); err != nil {
 					t.Fatal(err)
 				}

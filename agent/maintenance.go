@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/syncer"
@@ -66,7 +67,7 @@ func (a *Agent) maintainJournals(ctx context.Context) {
 // journal when it is due and quiet.
 func (a *Agent) maintainOnce(ctx context.Context, watches map[string]*quietWatch) {
 	for _, t := range a.tasks.List() {
-		if t.State == TaskQueued || t.State == TaskRunning || t.State == TaskCancelling {
+		if t.State == api.TaskQueued || t.State == api.TaskRunning || t.State == api.TaskCancelling {
 			return // its own work comes first; the next look will do
 		}
 	}
@@ -119,7 +120,7 @@ func (a *Agent) maintainOnce(ctx context.Context, watches map[string]*quietWatch
 
 // maintainWallet prunes ref's journal through what its destinations need, if the wallet
 // stays quiet since version.
-func (a *Agent) maintainWallet(ctx context.Context, cfg Config, ref WalletRef, w *walletHandle, version int64) (localstore.MaintenanceResult, error) {
+func (a *Agent) maintainWallet(ctx context.Context, cfg api.Config, ref api.WalletRef, w *walletHandle, version int64) (localstore.MaintenanceResult, error) {
 	through, err := a.journalBound(ctx, cfg, ref, w)
 	if err != nil {
 		return localstore.MaintenanceResult{}, err
@@ -130,7 +131,7 @@ func (a *Agent) maintainWallet(ctx context.Context, cfg Config, ref WalletRef, w
 // journalBound returns how far ref's journal may be pruned: the lowest sequence one of its
 // SQLite destinations that succeeded within staleAfter still needs, else everything. It
 // fails when a destination that counts cannot be asked, or has a kind it does not know.
-func (a *Agent) journalBound(ctx context.Context, cfg Config, ref WalletRef, w *walletHandle) (int64, error) {
+func (a *Agent) journalBound(ctx context.Context, cfg api.Config, ref api.WalletRef, w *walletHandle) (int64, error) {
 	j, err := w.store.JournalState(ctx)
 	if err != nil {
 		return 0, err
@@ -145,13 +146,13 @@ func (a *Agent) journalBound(ctx context.Context, cfg Config, ref WalletRef, w *
 	}
 	through := j.HighWater
 	for _, d := range cfg.Destinations {
-		if r, err := cfg.walletOf(d); err != nil || r.Path != ref.Path {
+		if r, err := walletOf(cfg, d); err != nil || r.Path != ref.Path {
 			continue
 		}
 		switch d.Kind {
-		case DestinationFolder, DestinationBundles:
+		case api.DestinationFolder, api.DestinationBundles:
 			continue // whole BRC-39 files, whole-file bundles: no journal read
-		case DestinationSQLite:
+		case api.DestinationSQLite:
 		default:
 			return 0, fmt.Errorf("destination %s: cannot tell what a %q destination needs of the journal: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 		}
@@ -170,7 +171,7 @@ func (a *Agent) journalBound(ctx context.Context, cfg Config, ref WalletRef, w *
 // destinationNeed opens the backup wallet of d read-only and returns the lowest journal
 // sequence the next run of any of ids needs (math.MaxInt64 when none needs any, or the
 // file is gone).
-func destinationNeed(ctx context.Context, d Destination, sourceStorage string, ids []string) (int64, error) {
+func destinationNeed(ctx context.Context, d api.Destination, sourceStorage string, ids []string) (int64, error) {
 	const none = int64(1<<63 - 1)
 	dst, err := localstore.Open(ctx, d.Path, localstore.Options{ReadOnly: true})
 	if errors.Is(err, wallet.ErrNotFound) {

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 )
@@ -52,7 +53,7 @@ func TestAgent_JournalMaintenanceOnlyWhenQuiet(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if done, err := a.tasks.Wait(ctx, task.ID); err != nil || done.State != TaskSucceeded {
+		if done, err := a.tasks.Wait(ctx, task.ID); err != nil || done.State != api.TaskSucceeded {
 			t.Fatalf("sync: %+v, %v", done, err)
 		}
 	}
@@ -94,7 +95,7 @@ func TestAgent_JournalMaintenanceOnlyWhenQuiet(t *testing.T) {
 	wantUnpruned("written since the last look")
 
 	job := newBlockingJob()
-	task, err := a.tasks.Start(KindBackup, "folder", job.run)
+	task, err := a.tasks.Start(api.KindBackup, "folder", job.run)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,77 +7,19 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
 
-// Overview answers, at a glance, "is my wallet backed up, where, and when was the last good
-// backup?". It is the body of GET /api/v1/overview.
-type Overview struct {
-	// Health is the answer in one sentence, without jargon; Healthy says whether it is good
-	// news.
-	Health       string            `json:"health"`
-	Healthy      bool              `json:"healthy"`
-	Wallets      []WalletView      `json:"wallets"`
-	Destinations []DestinationView `json:"destinations"`
-	// Tasks are the running and queued tasks.
-	Tasks []Task    `json:"tasks"`
-	Now   time.Time `json:"now"`
-	// StartCommand is the command that starts this agent again (with its data folder and
-	// config when they are not the defaults): the dashboard shows it when the agent stops.
-	StartCommand string `json:"startCommand"`
-}
-
-// WalletView is a configured wallet and, when it opens, its identities' summaries.
-type WalletView struct {
-	Path       string           `json:"path"`
-	Chain      wallet.Chain     `json:"chain,omitempty"`
-	Identities []wallet.Summary `json:"identities"`
-	// Error says in plain words why the wallet does not open, ErrorHint what to do, and
-	// ErrorDetail the technical text.
-	Error       string `json:"error,omitempty"`
-	ErrorHint   string `json:"errorHint,omitempty"`
-	ErrorDetail string `json:"errorDetail,omitempty"`
-	// ImportInProgress is the merge into the wallet that started and did not finish: the
-	// wallet holds part of a backup until it is finished or abandoned.
-	ImportInProgress *wallet.ImportRecord `json:"importInProgress,omitempty"`
-}
-
-// DestinationView is a destination with what its task history says about it.
-type DestinationView struct {
-	Destination
-	Paused      bool      `json:"paused"`
-	LastSuccess time.Time `json:"lastSuccess,omitzero"`
-	// LastFailure, LastError (technical), LastMessage (plain words), LastPath and LastHint
-	// describe the newest failure after the last success.
-	LastFailure time.Time `json:"lastFailure,omitzero"`
-	LastError   string    `json:"lastError,omitempty"`
-	LastMessage string    `json:"lastMessage,omitempty"`
-	LastPath    string    `json:"lastPath,omitempty"`
-	LastHint    string    `json:"lastHint,omitempty"`
-	// Running is the destination's running or queued task.
-	Running *Task `json:"running,omitempty"`
-	// NextRun is when the schedule next brings the destination up to date, and why.
-	NextRun    time.Time `json:"nextRun,omitzero"`
-	NextReason Reason    `json:"nextReason,omitempty"`
-	// LastVerified is when a restore drill (or a verify) last proved one of a backup
-	// folder's files good; LastVerifyError says why the newest file's check failed, if it
-	// did. Both are empty for a backup wallet file, which drills do not check.
-	LastVerified    time.Time `json:"lastVerified,omitzero"`
-	LastVerifyError string    `json:"lastVerifyError,omitempty"`
-	// LastConfirmed, for a storage server, is when the server acknowledged the final
-	// chunk of the newest push that completed: when it last confirmed holding the backup.
-	LastConfirmed time.Time `json:"lastConfirmed,omitzero"`
-}
-
 // Overview gathers the overview from the config, the wallets (read under foreground
 // grants) and the task history.
-func (a *Agent) Overview(ctx context.Context) (Overview, error) {
+func (a *Agent) Overview(ctx context.Context) (api.Overview, error) {
 	cfg := a.config()
 	now := a.now()
-	ov := Overview{Now: now.UTC(), Wallets: []WalletView{}, Destinations: []DestinationView{}, Tasks: []Task{}}
+	ov := api.Overview{Now: now.UTC(), Wallets: []api.WalletView{}, Destinations: []api.DestinationView{}, Tasks: []api.Task{}}
 	for _, ref := range cfg.Wallets {
-		wv := WalletView{Path: ref.Path, Identities: []wallet.Summary{}}
+		wv := api.WalletView{Path: ref.Path, Identities: []wallet.Summary{}}
 		err := a.foreground(ctx, ref.Path, func(w *walletHandle) error {
 			var busy *wallet.ImportInProgressError
 			if err := w.store.ImportInProgress(ctx); errors.As(err, &busy) {
@@ -100,7 +42,7 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 			return nil
 		})
 		if err != nil {
-			ex := explain(atPath(ref.Path, err))
+			ex := api.Explain(api.AtPath(ref.Path, err))
 			wv.Error, wv.ErrorHint, wv.ErrorDetail = ex.Message, ex.Hint, ex.Detail
 		}
 		ov.Wallets = append(ov.Wallets, wv)
@@ -116,7 +58,7 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 		if a.sched != nil {
 			v.NextRun, v.NextReason, _ = a.sched.Next(d.ID)
 		}
-		if d.Kind == DestinationFolder {
+		if d.Kind == api.DestinationFolder {
 			if err := a.verification(ctx, &v); err != nil {
 				return ov, err
 			}
@@ -130,7 +72,7 @@ func (a *Agent) Overview(ctx context.Context) (Overview, error) {
 
 // verification fills v's LastVerified and LastVerifyError from the backup records of its
 // folder (newest first).
-func (a *Agent) verification(ctx context.Context, v *DestinationView) error {
+func (a *Agent) verification(ctx context.Context, v *api.DestinationView) error {
 	recs, err := a.state.Backups(ctx, v.ID)
 	if err != nil {
 		return err
@@ -153,7 +95,7 @@ func (a *Agent) startCommand() string {
 	if def, err := DefaultDataDir(); err != nil || def != a.opts.Dir {
 		cmd = append(cmd, "--data-dir", shellQuote(string(a.opts.Dir)))
 	}
-	if def, err := DefaultConfigPath(); err != nil || def != a.opts.ConfigPath {
+	if def, err := defaultConfigPath(); err != nil || def != a.opts.ConfigPath {
 		cmd = append(cmd, "--config", shellQuote(a.opts.ConfigPath))
 	}
 	return strings.Join(cmd, " ")
@@ -172,10 +114,10 @@ func shellQuote(s string) string {
 
 // destinationView reads a destination's last success and later failure from the task
 // history (newest first).
-func destinationView(d Destination, tasks []Task, now time.Time) DestinationView {
-	v := DestinationView{Destination: d, Paused: d.Paused(now)}
+func destinationView(d api.Destination, tasks []api.Task, now time.Time) api.DestinationView {
+	v := api.DestinationView{Destination: d, Paused: d.Paused(now)}
 	for _, t := range tasks {
-		if t.Target != d.ID || (t.Kind != KindSync && t.Kind != KindBackup) {
+		if t.Target != d.ID || (t.Kind != api.KindSync && t.Kind != api.KindBackup) {
 			continue
 		}
 		switch {
@@ -184,13 +126,13 @@ func destinationView(d Destination, tasks []Task, now time.Time) DestinationView
 				tc := t
 				v.Running = &tc
 			}
-		case t.State == TaskSucceeded:
+		case t.State == api.TaskSucceeded:
 			v.LastSuccess = t.FinishedAt
-			if d.Kind == DestinationStorageServer {
+			if d.Kind == api.DestinationStorageServer {
 				v.LastConfirmed = confirmedAt(t)
 			}
 			return v
-		case t.State == TaskFailed && v.LastFailure.IsZero():
+		case t.State == api.TaskFailed && v.LastFailure.IsZero():
 			v.LastFailure, v.LastError, v.LastMessage, v.LastPath, v.LastHint = t.FinishedAt, t.Error, t.Message, t.Path, t.Hint
 		}
 	}
@@ -198,7 +140,7 @@ func destinationView(d Destination, tasks []Task, now time.Time) DestinationView
 }
 
 // health is the overview in one sentence, and whether it is good news.
-func health(ov Overview, now time.Time) (string, bool) {
+func health(ov api.Overview, now time.Time) (string, bool) {
 	if len(ov.Wallets) == 0 {
 		return "No wallet yet: add one to start keeping it safe.", false
 	}
@@ -214,7 +156,7 @@ func health(ov Overview, now time.Time) (string, bool) {
 		return "Nothing backs this wallet up yet: add a destination.", false
 	}
 	var newest time.Time
-	var failing, never, paused []DestinationView
+	var failing, never, paused []api.DestinationView
 	backed := 0
 	for _, d := range ov.Destinations {
 		switch {
@@ -277,7 +219,7 @@ func plural(n int, one, many string) string {
 }
 
 // names lists the destinations' names: "A", "A and B", "A, B and C".
-func names(ds []DestinationView) string {
+func names(ds []api.DestinationView) string {
 	var ns []string
 	for _, d := range ds {
 		ns = append(ns, d.Name)

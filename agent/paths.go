@@ -10,48 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
-
-// PathPurpose says what a path the person typed is for, which decides what makes it right.
-// The strings are a wire format.
-type PathPurpose string
-
-// Path purposes.
-const (
-	// PathBackupFolder: a backup folder destination, an existing folder walletsync can
-	// write in, or a new one inside an existing folder (the first backup creates it).
-	PathBackupFolder PathPurpose = "backup-folder"
-	// PathBackupWallet: a backup wallet file destination, an existing wallet file, or a new
-	// file in an existing folder walletsync can write in.
-	PathBackupWallet PathPurpose = "backup-wallet"
-	// PathBackupFile: a backup file to restore from, an existing file.
-	PathBackupFile PathPurpose = "backup-file"
-	// PathNewFile: a file to write (an export, a restore into a new wallet), not there yet,
-	// in an existing folder walletsync can write in.
-	PathNewFile PathPurpose = "new-file"
-)
-
-// PathCheckRequest is the body of POST /api/v1/paths/check.
-type PathCheckRequest struct {
-	Path    string      `json:"path"`
-	Purpose PathPurpose `json:"purpose"`
-	// Overwrite says that a new file may replace a backup file there (an export's box).
-	Overwrite bool `json:"overwrite,omitempty"`
-}
-
-// PathCheck is the answer: whether the path will do for its purpose, and when it will not,
-// which path is wrong (Path: the one typed, or its folder), why and what to do. Note says
-// something worth knowing about a path that will do ("the folder will be created").
-type PathCheck struct {
-	OK      bool   `json:"ok"`
-	Path    string `json:"path,omitempty"`
-	Message string `json:"message,omitempty"`
-	Hint    string `json:"hint,omitempty"`
-	Note    string `json:"note,omitempty"`
-}
 
 // sqliteMagic begins every SQLite database file.
 var sqliteMagic = []byte("SQLite format 3\x00")
@@ -61,7 +24,7 @@ var sqliteMagic = []byte("SQLite format 3\x00")
 // as needed, walletsync can write where it writes, and it is neither a configured wallet
 // nor inside the agent's data folder. A wrong path is an answer, not an error; an unknown
 // purpose is wallet.ErrInvalidArgument.
-func (a *Agent) CheckPath(_ context.Context, req PathCheckRequest) (PathCheck, error) {
+func (a *Agent) CheckPath(_ context.Context, req api.PathCheckRequest) (api.PathCheck, error) {
 	c, err := a.checkPath(req)
 	if c.OK {
 		c.Path = filepath.Clean(strings.TrimSpace(req.Path))
@@ -69,15 +32,15 @@ func (a *Agent) CheckPath(_ context.Context, req PathCheckRequest) (PathCheck, e
 	return c, err
 }
 
-func (a *Agent) checkPath(req PathCheckRequest) (PathCheck, error) {
+func (a *Agent) checkPath(req api.PathCheckRequest) (api.PathCheck, error) {
 	p := strings.TrimSpace(req.Path)
-	bad := func(path, message, hint string) (PathCheck, error) {
-		return PathCheck{Path: path, Message: message, Hint: hint}, nil
+	bad := func(path, message, hint string) (api.PathCheck, error) {
+		return api.PathCheck{Path: path, Message: message, Hint: hint}, nil
 	}
 	switch req.Purpose {
-	case PathBackupFolder, PathBackupWallet, PathBackupFile, PathNewFile:
+	case api.PathBackupFolder, api.PathBackupWallet, api.PathBackupFile, api.PathNewFile:
 	default:
-		return PathCheck{}, fmt.Errorf("check path: purpose %q: %w", req.Purpose, wallet.ErrInvalidArgument)
+		return api.PathCheck{}, fmt.Errorf("check path: purpose %q: %w", req.Purpose, wallet.ErrInvalidArgument)
 	}
 	if p == "" {
 		return bad(p, "Give a path.", "The full path, such as /home/you/Backups/wallet.sqlite.")
@@ -91,7 +54,7 @@ func (a *Agent) checkPath(req PathCheckRequest) (PathCheck, error) {
 		return bad(p, fmt.Sprintf("%s is inside walletsync's own data folder (%s).", p, data),
 			"Choose a place of your own: walletsync keeps its token, secrets and scratch files there.")
 	}
-	if req.Purpose != PathBackupFile {
+	if req.Purpose != api.PathBackupFile {
 		for _, w := range a.config().Wallets {
 			if safefile.SameFile(p, w.Path) {
 				return bad(p, fmt.Sprintf("%s is the wallet itself.", p), "A backup must be somewhere else: another file, another folder, ideally another disk.")
@@ -101,11 +64,11 @@ func (a *Agent) checkPath(req PathCheckRequest) (PathCheck, error) {
 	info, err := os.Stat(p)
 	missing := errors.Is(err, fs.ErrNotExist)
 	if err != nil && !missing {
-		ex := explain(atPath(p, err))
+		ex := api.Explain(api.AtPath(p, err))
 		return bad(p, ex.Message, ex.Hint)
 	}
 	switch req.Purpose {
-	case PathBackupFolder:
+	case api.PathBackupFolder:
 		if missing {
 			return a.checkParent(p, "The folder will be created by the first backup.")
 		}
@@ -113,14 +76,14 @@ func (a *Agent) checkPath(req PathCheckRequest) (PathCheck, error) {
 			return bad(p, fmt.Sprintf("%s is a file, not a folder.", p), "Give a folder: backup files are written into it.")
 		}
 		return checkWritable(p, "")
-	case PathBackupFile:
+	case api.PathBackupFile:
 		if missing {
 			return bad(p, fmt.Sprintf("%s does not exist.", p), "Check the name and the folder, and that the disk it is on is connected.")
 		}
 		if info.IsDir() {
 			return bad(p, fmt.Sprintf("%s is a folder, not a backup file.", p), "Give the path of a backup file (its name ends in .brc39).")
 		}
-		return PathCheck{OK: true, Path: p}, nil
+		return api.PathCheck{OK: true, Path: p}, nil
 	}
 	// A file that walletsync writes.
 	if !missing && info.IsDir() {
@@ -129,7 +92,7 @@ func (a *Agent) checkPath(req PathCheckRequest) (PathCheck, error) {
 	if missing {
 		return a.checkParent(p, "")
 	}
-	if req.Purpose == PathBackupWallet {
+	if req.Purpose == api.PathBackupWallet {
 		if !isSQLite(p) {
 			return bad(p, fmt.Sprintf("%s is not a wallet file: walletsync would have to replace it, and never does.", p),
 				"Choose a new file name; the first sync creates the backup wallet there.")
@@ -143,33 +106,33 @@ func (a *Agent) checkPath(req PathCheckRequest) (PathCheck, error) {
 }
 
 // checkParent checks that a path to be created has a folder walletsync can write in.
-func (a *Agent) checkParent(p, note string) (PathCheck, error) {
+func (a *Agent) checkParent(p, note string) (api.PathCheck, error) {
 	dir := filepath.Dir(p)
 	info, err := os.Stat(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return PathCheck{Path: dir, Message: fmt.Sprintf("The folder %s does not exist.", dir),
+		return api.PathCheck{Path: dir, Message: fmt.Sprintf("The folder %s does not exist.", dir),
 			Hint: "Create it first, or check that the disk it is on is connected."}, nil
 	case err != nil:
-		ex := explain(atPath(dir, err))
-		return PathCheck{Path: dir, Message: ex.Message, Hint: ex.Hint}, nil
+		ex := api.Explain(api.AtPath(dir, err))
+		return api.PathCheck{Path: dir, Message: ex.Message, Hint: ex.Hint}, nil
 	case !info.IsDir():
-		return PathCheck{Path: dir, Message: fmt.Sprintf("%s is a file, not a folder.", dir), Hint: "Choose a path inside a folder."}, nil
+		return api.PathCheck{Path: dir, Message: fmt.Sprintf("%s is a file, not a folder.", dir), Hint: "Choose a path inside a folder."}, nil
 	}
 	return checkWritable(dir, note)
 }
 
 // checkWritable checks that walletsync can create a file in dir, by creating (and removing)
 // an empty private one: permissions alone do not tell about a read-only disk.
-func checkWritable(dir, note string) (PathCheck, error) {
+func checkWritable(dir, note string) (api.PathCheck, error) {
 	f, err := os.CreateTemp(dir, ".walletsync-check-*")
 	if err != nil {
-		return PathCheck{Path: dir, Message: fmt.Sprintf("walletsync cannot write in %s.", dir),
+		return api.PathCheck{Path: dir, Message: fmt.Sprintf("walletsync cannot write in %s.", dir),
 			Hint: "Give your user account write access to it, or check that the disk is not read-only."}, nil
 	}
 	f.Close()
 	os.Remove(f.Name())
-	return PathCheck{OK: true, Path: dir, Note: note}, nil
+	return api.PathCheck{OK: true, Path: dir, Note: note}, nil
 }
 
 // isSQLite reports whether the file at p begins as a SQLite database does (an empty file

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 )
@@ -22,22 +23,22 @@ func TestAgent_CheckPath(t *testing.T) {
 	missing := filepath.Join(e.dir, "no-such-folder")
 	tests := []struct {
 		name    string
-		req     PathCheckRequest
+		req     api.PathCheckRequest
 		ok      bool
 		path    string // the path the answer names
 		message string
 	}{
-		{"relative", PathCheckRequest{Path: "backups", Purpose: PathBackupFolder}, false, "backups", "is not a full path"},
-		{"new folder", PathCheckRequest{Path: e.folder, Purpose: PathBackupFolder}, true, e.folder, ""},
-		{"folder that is a file", PathCheckRequest{Path: notes, Purpose: PathBackupFolder}, false, notes, "is a file, not a folder"},
-		{"folder in a missing folder", PathCheckRequest{Path: filepath.Join(missing, "b"), Purpose: PathBackupFolder}, false, missing, "does not exist"},
-		{"the wallet itself", PathCheckRequest{Path: e.wallet, Purpose: PathBackupWallet}, false, e.wallet, "is the wallet itself"},
-		{"a text file as backup wallet", PathCheckRequest{Path: notes, Purpose: PathBackupWallet}, false, notes, "is not a wallet file"},
-		{"a new backup wallet", PathCheckRequest{Path: e.backupWallet, Purpose: PathBackupWallet}, true, e.backupWallet, ""},
-		{"inside the data folder", PathCheckRequest{Path: filepath.Join(string(e.opts.Dir), "x.sqlite"), Purpose: PathNewFile}, false, "", "walletsync's own data folder"},
-		{"a missing backup file", PathCheckRequest{Path: filepath.Join(e.dir, "gone.brc39"), Purpose: PathBackupFile}, false, filepath.Join(e.dir, "gone.brc39"), "does not exist"},
-		{"a folder as backup file", PathCheckRequest{Path: e.dir, Purpose: PathBackupFile}, false, e.dir, "is a folder"},
-		{"an existing new file", PathCheckRequest{Path: notes, Purpose: PathNewFile}, false, notes, "already exists"},
+		{"relative", api.PathCheckRequest{Path: "backups", Purpose: api.PathBackupFolder}, false, "backups", "is not a full path"},
+		{"new folder", api.PathCheckRequest{Path: e.folder, Purpose: api.PathBackupFolder}, true, e.folder, ""},
+		{"folder that is a file", api.PathCheckRequest{Path: notes, Purpose: api.PathBackupFolder}, false, notes, "is a file, not a folder"},
+		{"folder in a missing folder", api.PathCheckRequest{Path: filepath.Join(missing, "b"), Purpose: api.PathBackupFolder}, false, missing, "does not exist"},
+		{"the wallet itself", api.PathCheckRequest{Path: e.wallet, Purpose: api.PathBackupWallet}, false, e.wallet, "is the wallet itself"},
+		{"a text file as backup wallet", api.PathCheckRequest{Path: notes, Purpose: api.PathBackupWallet}, false, notes, "is not a wallet file"},
+		{"a new backup wallet", api.PathCheckRequest{Path: e.backupWallet, Purpose: api.PathBackupWallet}, true, e.backupWallet, ""},
+		{"inside the data folder", api.PathCheckRequest{Path: filepath.Join(string(e.opts.Dir), "x.sqlite"), Purpose: api.PathNewFile}, false, "", "walletsync's own data folder"},
+		{"a missing backup file", api.PathCheckRequest{Path: filepath.Join(e.dir, "gone.brc39"), Purpose: api.PathBackupFile}, false, filepath.Join(e.dir, "gone.brc39"), "does not exist"},
+		{"a folder as backup file", api.PathCheckRequest{Path: e.dir, Purpose: api.PathBackupFile}, false, e.dir, "is a folder"},
+		{"an existing new file", api.PathCheckRequest{Path: notes, Purpose: api.PathNewFile}, false, notes, "already exists"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -50,7 +51,7 @@ func TestAgent_CheckPath(t *testing.T) {
 			}
 		})
 	}
-	if _, err := c.CheckPath(t.Context(), PathCheckRequest{Path: "/x", Purpose: "anything"}); err == nil {
+	if _, err := c.CheckPath(t.Context(), api.PathCheckRequest{Path: "/x", Purpose: "anything"}); err == nil {
 		t.Error("an unknown purpose is accepted")
 	}
 }

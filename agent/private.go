@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"runtime"
+	"walletsync/agent/api"
 )
 
 // openToOthers reports a file whose mode lets users other than its owner read or write it.
@@ -29,7 +30,7 @@ func readPrivate(path string) ([]byte, error) {
 		return nil, err
 	}
 	if openToOthers(info) {
-		return nil, WithHint(fmt.Errorf("%s (mode %#o): %w", path, info.Mode().Perm(), ErrOpenToOthers),
+		return nil, api.WithHint(fmt.Errorf("%s (mode %#o): %w", path, info.Mode().Perm(), api.ErrOpenToOthers),
 			"Run chmod 600 on the file, or delete it and restart the agent for a new one: others may have read it.")
 	}
 	return io.ReadAll(f)

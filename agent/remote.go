@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"walletsync/agent/api"
 
 	"walletsync/remote"
 	"walletsync/remote/auth"
@@ -13,20 +14,20 @@ import (
 	"walletsync/wallet"
 )
 
-// StorageKeySecret names, in the secrets file, the private key that signs for the storage
+// storageKeySecret names, in the secrets file, the private key that signs for the storage
 // server destination id (64 hex digits): the identity's root key, since a toolbox server
 // gives out only the data of the identity that authenticates to it.
-func StorageKeySecret(id string) string { return "storage-key-" + id }
+func storageKeySecret(id string) string { return "storage-key-" + id }
 
 // storageSigner returns who signs for d: its BRC-100 wallet, or the key in the secrets file.
-func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
+func (a *Agent) storageSigner(d api.Destination) (auth.Signer, error) {
 	if d.WalletURL != "" {
 		return auth.NewHTTPWallet(d.WalletURL, auth.HTTPWalletOptions{})
 	}
-	sec, err := a.secrets.Get(StorageKeySecret(d.ID))
+	sec, err := a.secrets.Get(storageKeySecret(d.ID))
 	if err != nil {
-		return nil, WithHint(fmt.Errorf("storage server %s: no signing key: %w", d.Name, err),
-			fmt.Sprintf("put the identity's key in the secrets (%s), or name the BRC-100 wallet that signs (walletURL)", StorageKeySecret(d.ID)))
+		return nil, api.WithHint(fmt.Errorf("storage server %s: no signing key: %w", d.Name, err),
+			fmt.Sprintf("put the identity's key in the secrets (%s), or name the BRC-100 wallet that signs (walletURL)", storageKeySecret(d.ID)))
 	}
 	key, err := auth.ParseKeyFile([]byte(strings.TrimSpace(sec.Reveal()) + "\n"))
 	if err != nil {
@@ -46,7 +47,7 @@ func (a *Agent) storageSigner(d Destination) (auth.Signer, error) {
 // what writes to it (a new backup's first push merges the backup's default rows into the
 // wallet and makes the wallet's user row the newer one, as the toolbox's setActive does),
 // so foreground work goes between chunks.
-func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destination, ref WalletRef, reason string) error {
+func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d api.Destination, ref api.WalletRef, reason string) error {
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
 		return err
@@ -66,7 +67,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 		return err
 	}
 	if !slices.Contains(ids, identity) {
-		return WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
+		return api.WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
 			"sign with the wallet's identity key")
 	}
 	server, err := remote.Dial(ctx, d.Path, signer, remote.Auto, remote.Options{})
@@ -94,7 +95,7 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d Destinati
 				return nil
 			}})
 	}
-	result := ServerPushResult{SyncResult: SyncResult{Sessions: []syncer.Result{res}}, Wire: server.Wire}
+	result := api.ServerPushResult{SyncResult: api.SyncResult{Sessions: []syncer.Result{res}}, Wire: server.Wire}
 	if err == nil {
 		// Both sessions return nil only once the server acknowledged the last commit (the
 		// page session's, or the final processSyncChunk).

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"walletsync/agent/api"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
@@ -21,9 +22,9 @@ import (
 
 // serverDestinationEnv is an agent whose config has the storage-server destination
 // "server" at srvURL, the identity's key in its secrets.
-func serverDestinationEnv(t *testing.T, e agentEnv, srvURL string) (*Agent, *Client) {
+func serverDestinationEnv(t *testing.T, e agentEnv, srvURL string) (*Agent, *api.Client) {
 	t.Helper()
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,16 +34,16 @@ func serverDestinationEnv(t *testing.T, e agentEnv, srvURL string) (*Agent, *Cli
 	}
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
-	if err := a.secrets.Set(StorageKeySecret("server"), NewSecret(hex.EncodeToString(localstore.FixtureRootKey(4)))); err != nil {
+	if err := a.secrets.Set(storageKeySecret("server"), api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(4)))); err != nil {
 		t.Fatal(err)
 	}
 	return a, c
 }
 
 // serverPush reads a storage-server push task's result.
-func serverPush(t *testing.T, task Task) ServerPushResult {
+func serverPush(t *testing.T, task api.Task) api.ServerPushResult {
 	t.Helper()
-	var res ServerPushResult
+	var res api.ServerPushResult
 	if err := jsonUnmarshal(task.Result, &res); err != nil || len(res.Sessions) != 1 {
 		t.Fatalf("result %s: %v", task.Result, err)
 	}
@@ -87,13 +88,13 @@ func TestAgent_StorageServerDestination(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newAgentEnv(t, localstore.FixtureSmall) // FixtureIdentity(4)
 			url, holds := tc.start(t, e)
-			cfg, err := LoadConfig(e.opts.ConfigPath)
+			cfg, err := loadConfig(e.opts.ConfigPath)
 			if err != nil {
 				t.Fatal(err)
 			}
 			bad := cfg
-			bad.Destinations = append(bad.Destinations, Destination{ID: "server", Name: "Storage server", Kind: DestinationStorageServer, Path: "/not/a/url"})
-			if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
+			bad.Destinations = append(bad.Destinations, api.Destination{ID: "server", Name: "Storage server", Kind: api.DestinationStorageServer, Path: "/not/a/url"})
+			if err := validateConfig(bad); err == nil || !strings.Contains(err.Error(), "http(s) URL") {
 				t.Fatalf("a storage server with a file path: %v", err)
 			}
 			cfg.Destinations = append(cfg.Destinations, serverDestination(url))
@@ -103,23 +104,23 @@ func TestAgent_StorageServerDestination(t *testing.T) {
 			a := launchAgent(t, e.opts)
 			c := apiClient(t, e.opts.Dir)
 
-			if task := runAndWait(t, c, a, RouteRun, "server"); task.State != TaskFailed || !strings.Contains(task.Error, "no signing key") {
+			if task := runAndWait(t, c, a, api.RouteRun, "server"); task.State != api.TaskFailed || !strings.Contains(task.Error, "no signing key") {
 				t.Fatalf("without a key: %+v", task)
 			}
 			body := map[string]string{"value": hex.EncodeToString(localstore.FixtureRootKey(4))}
-			if err := c.Call(context.Background(), RouteSecretSet, body, nil, StorageKeySecret("server")); err != nil {
+			if err := c.Call(context.Background(), api.RouteSecretSet, body, nil, storageKeySecret("server")); err != nil {
 				t.Fatal(err)
 			}
-			task := runAndWait(t, c, a, RouteRun, "server")
+			task := runAndWait(t, c, a, api.RouteRun, "server")
 			res := serverPush(t, task)
-			if task.State != TaskSucceeded || res.Wire != tc.wire || res.Sessions[0].State != syncer.StateCompleted || res.ConfirmedAt.IsZero() {
+			if task.State != api.TaskSucceeded || res.Wire != tc.wire || res.Sessions[0].State != syncer.StateCompleted || res.ConfirmedAt.IsZero() {
 				t.Fatalf("push to the storage server: %+v %s", task, task.Result)
 			}
 			log, err := a.tasks.Log(task.ID)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !slices.ContainsFunc(log, func(l LogLine) bool { return strings.Contains(l.Text, "over the "+string(tc.wire)+" wire") }) {
+			if !slices.ContainsFunc(log, func(l api.LogLine) bool { return strings.Contains(l.Text, "over the "+string(tc.wire)+" wire") }) {
 				t.Errorf("the task's log does not name the %s wire: %+v", tc.wire, log)
 			}
 			holds(t)
@@ -134,15 +135,15 @@ func TestAgent_StorageServerDestination_UnchangedIsOneRequest(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	srv := servetest.Start(t, servetest.Paged())
 	a, c := serverDestinationEnv(t, e, srv.URL)
-	first := runAndWait(t, c, a, RouteRun, "server")
-	if first.State != TaskSucceeded || serverPush(t, first).Wire != remote.Walletsync {
+	first := runAndWait(t, c, a, api.RouteRun, "server")
+	if first.State != api.TaskSucceeded || serverPush(t, first).Wire != remote.Walletsync {
 		t.Fatalf("first push: %+v %s", first, first.Result)
 	}
 	before := len(srv.Paths())
-	again := runAndWait(t, c, a, RouteRun, "server")
+	again := runAndWait(t, c, a, api.RouteRun, "server")
 	res := serverPush(t, again)
 	s := res.Sessions[0]
-	if again.State != TaskSucceeded || s.Kind != syncer.KindUnchanged || s.Rows != 0 || s.Requests != 1 || !res.ConfirmedAt.After(serverPush(t, first).ConfirmedAt) {
+	if again.State != api.TaskSucceeded || s.Kind != syncer.KindUnchanged || s.Rows != 0 || s.Requests != 1 || !res.ConfirmedAt.After(serverPush(t, first).ConfirmedAt) {
 		t.Fatalf("unchanged push: %+v %s", again, again.Result)
 	}
 	want := []string{wire.Prefix, "/.well-known/auth", wire.Prefix + "capabilities", wire.Prefix + "begin"}
@@ -169,7 +170,7 @@ func TestAgent_StorageServerDestination_CancelThenResume(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, ok := ev.Data.(Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
+		if p, ok := ev.Data.(api.Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
 			break
 		}
 	}
@@ -177,7 +178,7 @@ func TestAgent_StorageServerDestination_CancelThenResume(t *testing.T) {
 		t.Fatal(err)
 	}
 	done, err := a.tasks.Wait(waitCtx(t), task.ID)
-	if err != nil || done.State != TaskCancelled {
+	if err != nil || done.State != api.TaskCancelled {
 		t.Fatalf("cancelled push: %+v (%v)", done, err)
 	}
 	cancelled := serverPush(t, done)
@@ -192,9 +193,9 @@ func TestAgent_StorageServerDestination_CancelThenResume(t *testing.T) {
 	if err != nil || durable.Seq != cp.Seq || durable.Seq < 3 || durable.Done || !cancelled.ConfirmedAt.IsZero() || cancelled.Wire != remote.Walletsync {
 		t.Fatalf("durable checkpoint %+v, reported %+v (%v), result %s", durable, cp, err, done.Result)
 	}
-	resumed := runAndWait(t, c, a, RouteRun, "server")
+	resumed := runAndWait(t, c, a, api.RouteRun, "server")
 	res := serverPush(t, resumed)
-	if resumed.State != TaskSucceeded || res.Sessions[0].Resumed == "" || res.ConfirmedAt.IsZero() {
+	if resumed.State != api.TaskSucceeded || res.Sessions[0].Resumed == "" || res.ConfirmedAt.IsZero() {
 		t.Fatalf("resumed push: %+v %s", resumed, resumed.Result)
 	}
 	mine, err := localstore.Open(context.Background(), e.wallet, localstore.Options{ReadOnly: true})

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/bundle"
 	"walletsync/internal/safefile"
@@ -25,23 +26,23 @@ const (
 	identityPrefixLen = 8
 )
 
-// BackupFileName returns the name of the backup file of identityKey (66 hex digits) taken
+// backupFileName returns the name of the backup file of identityKey (66 hex digits) taken
 // at t: "walletsync-", the key's first 8 hex digits in lower case, "-", t in UTC to the
 // second in ISO 8601 basic format, ".brc39"; for example
 // walletsync-03ab12cd-20261129T201500Z.brc39. Names of one identity sort by time.
 //
 // Two backups of one identity within one second share a name: the writer must not
-// replace an existing file. A key that is not hex gives a name ParseBackupFileName
+// replace an existing file. A key that is not hex gives a name parseBackupFileName
 // refuses, so retention never counts or deletes such a file.
-func BackupFileName(identityKey string, t time.Time) string {
+func backupFileName(identityKey string, t time.Time) string {
 	prefix := strings.ToLower(identityKey[:min(len(identityKey), identityPrefixLen)])
 	return backupNamePrefix + prefix + "-" + t.UTC().Format(backupTimeLayout) + backupNameExt
 }
 
-// ParseBackupFileName returns the identity prefix and the UTC time in a name written by
-// BackupFileName. ok is false for any other name (another program's file, a temp file,
+// parseBackupFileName returns the identity prefix and the UTC time in a name written by
+// backupFileName. ok is false for any other name (another program's file, a temp file,
 // a name in upper case or with anything added), which retention then leaves alone.
-func ParseBackupFileName(name string) (prefix string, t time.Time, ok bool) {
+func parseBackupFileName(name string) (prefix string, t time.Time, ok bool) {
 	rest, ok1 := strings.CutPrefix(name, backupNamePrefix)
 	rest, ok2 := strings.CutSuffix(rest, backupNameExt)
 	prefix, stamp, ok3 := strings.Cut(rest, "-")
@@ -77,9 +78,9 @@ func parseBundleName(name string) (time.Time, bool) {
 	return t, true
 }
 
-// BackupFile is an entry of a backup folder, a backup or not: PlanRetention tells them
+// backupFile is an entry of a backup folder, a backup or not: planRetention tells them
 // apart.
-type BackupFile struct {
+type backupFile struct {
 	Name string `json:"name"` // the file or bundle name, without the folder
 	// Bundle is true for a folder: a whole-store bundle when its name is a bundle's.
 	Bundle bool `json:"bundle,omitempty"`
@@ -87,41 +88,41 @@ type BackupFile struct {
 
 // parseBackup returns the retention group (an identity prefix, or "bundle") and the time of
 // a backup file or bundle; ok is false for anything else.
-func parseBackup(f BackupFile) (prefix string, t time.Time, ok bool) {
+func parseBackup(f backupFile) (prefix string, t time.Time, ok bool) {
 	if f.Bundle {
 		t, ok = parseBundleName(f.Name)
 		return bundlePrefix, t, ok
 	}
-	return ParseBackupFileName(f.Name)
+	return parseBackupFileName(f.Name)
 }
 
-// ReadBackupDir returns the regular files and the folders in dir, in name order. Links and
+// readBackupDir returns the regular files and the folders in dir, in name order. Links and
 // other special files are left out: retention never touches them.
-func ReadBackupDir(dir string) ([]BackupFile, error) {
+func readBackupDir(dir string) ([]backupFile, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, fmt.Errorf("read backup folder: %w", err)
 	}
-	var files []BackupFile
+	var files []backupFile
 	for _, e := range entries {
 		if e.Type().IsRegular() || e.IsDir() {
-			files = append(files, BackupFile{Name: e.Name(), Bundle: e.IsDir()})
+			files = append(files, backupFile{Name: e.Name(), Bundle: e.IsDir()})
 		}
 	}
 	return files, nil
 }
 
-// RetentionDecision is what retention does with one backup file, and why.
-type RetentionDecision struct {
-	File BackupFile `json:"file"`
+// retentionDecision is what retention does with one backup file, and why.
+type retentionDecision struct {
+	File backupFile `json:"file"`
 	Keep bool       `json:"keep"`
 	// Reasons say which rules keep the file ("one of the last 10", "newest of
 	// 2026-11-28", "newest of week 2026-W48", "newest verified"); none when it goes.
 	Reasons []string `json:"reasons,omitempty"`
 }
 
-// PlanRetention decides which backup files in a folder to keep under policy, as of now.
-// It is a pure function: ApplyRetention carries the decisions out.
+// planRetention decides which backup files in a folder to keep under policy, as of now.
+// It is a pure function: applyRetention carries the decisions out.
 //
 // Retention applies to each identity prefix on its own, as if each had its own folder.
 // Of each identity it keeps:
@@ -140,15 +141,15 @@ type RetentionDecision struct {
 // earlier day, so it is kept by the day and week it is dated in.
 //
 // The file named newestVerified (the newest backup a restore drill passed) is kept
-// whatever the rules say. Files whose names ParseBackupFileName refuses are neither
-// counted nor touched: PlanRetention returns no decision for them. It returns one
+// whatever the rules say. Files whose names parseBackupFileName refuses are neither
+// counted nor touched: planRetention returns no decision for them. It returns one
 // decision per distinct backup file name, in the order of files.
-func PlanRetention(files []BackupFile, policy Retention, newestVerified string, now time.Time) []RetentionDecision {
+func planRetention(files []backupFile, policy api.Retention, newestVerified string, now time.Time) []retentionDecision {
 	type backup struct {
 		at   int // index in out
 		time time.Time
 	}
-	var out []RetentionDecision
+	var out []retentionDecision
 	seen := map[string]bool{}
 	byPrefix := map[string][]backup{}
 	for _, f := range files {
@@ -158,7 +159,7 @@ func PlanRetention(files []BackupFile, policy Retention, newestVerified string, 
 		}
 		seen[f.Name] = true
 		byPrefix[prefix] = append(byPrefix[prefix], backup{at: len(out), time: t})
-		out = append(out, RetentionDecision{File: f})
+		out = append(out, retentionDecision{File: f})
 	}
 
 	now = now.UTC()
@@ -199,14 +200,14 @@ func PlanRetention(files []BackupFile, policy Retention, newestVerified string, 
 	return out
 }
 
-// ApplyRetention deletes from dir the files and bundles that decisions do not keep, and
+// applyRetention deletes from dir the files and bundles that decisions do not keep, and
 // nothing else, then fsyncs dir so that the deletions survive a power cut. It checks every
 // name first and refuses the whole list, deleting nothing, if an entry to delete is not a
 // backup file or a bundle folder with its manifest (wallet.ErrInvalidArgument): decisions
-// that did not come from PlanRetention must not reach another program's files. An entry
+// that did not come from planRetention must not reach another program's files. An entry
 // already gone counts as deleted. It stops at the first failed deletion, and between
 // deletions when ctx ends.
-func ApplyRetention(ctx context.Context, dir string, decisions []RetentionDecision) error {
+func applyRetention(ctx context.Context, dir string, decisions []retentionDecision) error {
 	for _, d := range decisions {
 		if _, _, ok := parseBackup(d.File); !d.Keep && !ok {
 			return fmt.Errorf("apply retention in %s: delete %q: not a backup file: %w", dir, d.File.Name, wallet.ErrInvalidArgument)

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"pgregory.net/rapid"
 
@@ -55,11 +56,11 @@ func TestBackupFileName_RoundTrip(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			name := BackupFileName(tt.key, tt.at)
+			name := backupFileName(tt.key, tt.at)
 			if name != tt.want {
 				t.Fatalf("BackupFileName = %q, want %q", name, tt.want)
 			}
-			prefix, at, ok := ParseBackupFileName(name)
+			prefix, at, ok := parseBackupFileName(name)
 			if !ok || prefix != strings.ToLower(tt.key[:8]) || !at.Equal(tt.at.Truncate(time.Second)) || at.Location() != time.UTC {
 				t.Fatalf("ParseBackupFileName(%q) = %q, %s, %v", name, prefix, at, ok)
 			}
@@ -68,8 +69,8 @@ func TestBackupFileName_RoundTrip(t *testing.T) {
 }
 
 func TestParseBackupFileName_RefusesOtherNames(t *testing.T) {
-	for _, name := range append(foreignNames, BackupFileName("zz", time.Now())) {
-		if prefix, at, ok := ParseBackupFileName(name); ok {
+	for _, name := range append(foreignNames, backupFileName("zz", time.Now())) {
+		if prefix, at, ok := parseBackupFileName(name); ok {
 			t.Errorf("ParseBackupFileName(%q) = %q, %s, true; want false", name, prefix, at)
 		}
 	}
@@ -77,11 +78,11 @@ func TestParseBackupFileName_RefusesOtherNames(t *testing.T) {
 
 // backupsEvery returns the names of key's backups every step from first to last,
 // leaving out those skip returns true for.
-func backupsEvery(key string, first, last time.Time, step time.Duration, skip func(time.Time) bool) []BackupFile {
-	var files []BackupFile
+func backupsEvery(key string, first, last time.Time, step time.Duration, skip func(time.Time) bool) []backupFile {
+	var files []backupFile
 	for at := first; !at.After(last); at = at.Add(step) {
 		if skip == nil || !skip(at) {
-			files = append(files, BackupFile{Name: BackupFileName(key, at)})
+			files = append(files, backupFile{Name: backupFileName(key, at)})
 		}
 	}
 	return files
@@ -96,7 +97,7 @@ func namesAt(t *testing.T, key string, times ...string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, BackupFileName(key, at))
+		out = append(out, backupFileName(key, at))
 	}
 	return out
 }
@@ -111,7 +112,7 @@ func TestPlanRetention_GeneratedHistory(t *testing.T) {
 	gapFrom, gapTo := time.Date(2026, 11, 20, 0, 0, 0, 0, time.UTC), time.Date(2026, 11, 26, 0, 0, 0, 0, time.UTC)
 	b := backupsEvery(keyB, time.Date(2026, 10, 1, 0, 0, 0, 0, time.UTC), now, 6*time.Hour,
 		func(at time.Time) bool { return !at.Before(gapFrom) && at.Before(gapTo) })
-	var files []BackupFile
+	var files []backupFile
 	for i := range max(len(a), len(b)) { // interleaved, with foreign files among them
 		if i < len(a) {
 			files = append(files, a[i])
@@ -120,7 +121,7 @@ func TestPlanRetention_GeneratedHistory(t *testing.T) {
 			files = append(files, b[i])
 		}
 		if i < len(foreignNames) {
-			files = append(files, BackupFile{Name: foreignNames[i]})
+			files = append(files, backupFile{Name: foreignNames[i]})
 		}
 	}
 
@@ -161,13 +162,13 @@ func TestPlanRetention_GeneratedHistory(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			decisions := PlanRetention(files, Retention{Last: 10, Daily: 7, Weekly: 8}, tt.verified, now)
+			decisions := planRetention(files, api.Retention{Last: 10, Daily: 7, Weekly: 8}, tt.verified, now)
 			if len(decisions) != len(a)+len(b) {
 				t.Fatalf("%d decisions, want one per backup file: %d", len(decisions), len(a)+len(b))
 			}
 			var kept []string
 			for _, d := range decisions {
-				if _, _, ok := ParseBackupFileName(d.File.Name); !ok {
+				if _, _, ok := parseBackupFileName(d.File.Name); !ok {
 					t.Fatalf("a decision for %q", d.File.Name)
 				}
 				if d.Keep != (len(d.Reasons) > 0) {
@@ -190,7 +191,7 @@ func TestPlanRetention_GeneratedHistory(t *testing.T) {
 	}
 }
 
-// Whatever the files and the policy, PlanRetention keeps each identity's last N, keeps the newest
+// Whatever the files and the policy, planRetention keeps each identity's last N, keeps the newest
 // file of each day and week in its window and no other file by that rule, never loses the
 // newest verified file, decides once per backup file and never about another file, and
 // keeps everything it kept when run again on what it kept.
@@ -198,36 +199,36 @@ func TestPlanRetention_Properties(t *testing.T) {
 	now := time.Date(2026, 11, 29, 20, 30, 0, 0, time.UTC)
 	keys := []string{keyA, keyB, "03000000" + strings.Repeat("c", 58)}
 	rapid.Check(t, func(t *rapid.T) {
-		var files []BackupFile
+		var files []backupFile
 		for range rapid.IntRange(0, 80).Draw(t, "files") {
 			key := rapid.SampledFrom(keys).Draw(t, "key")
 			// Hours from 120 days before now to 2 days after it (a clock set back), so
 			// that days and weeks hold several files; repeated names happen too.
 			at := now.Add(time.Duration(rapid.IntRange(-120*24, 48).Draw(t, "hour")) * time.Hour).
 				Add(time.Duration(rapid.IntRange(0, 3599).Draw(t, "second")) * time.Second)
-			files = append(files, BackupFile{Name: BackupFileName(key, at)})
+			files = append(files, backupFile{Name: backupFileName(key, at)})
 		}
 		for range rapid.IntRange(0, 3).Draw(t, "foreign") {
-			files = append(files, BackupFile{Name: rapid.SampledFrom(foreignNames).Draw(t, "foreignName")})
+			files = append(files, backupFile{Name: rapid.SampledFrom(foreignNames).Draw(t, "foreignName")})
 		}
 		files = rapid.Permutation(files).Draw(t, "order")
-		policy := Retention{Last: rapid.IntRange(-1, 15).Draw(t, "last"),
+		policy := api.Retention{Last: rapid.IntRange(-1, 15).Draw(t, "last"),
 			Daily: rapid.IntRange(-1, 10).Draw(t, "daily"), Weekly: rapid.IntRange(-1, 10).Draw(t, "weekly")}
 		verified := ""
 		if len(files) > 0 && rapid.Bool().Draw(t, "verified") {
 			verified = rapid.SampledFrom(files).Draw(t, "verifiedFile").Name
 		}
 
-		decisions := PlanRetention(files, policy, verified, now)
+		decisions := planRetention(files, policy, verified, now)
 		checkPlan(t, files, policy, verified, now, decisions)
 
-		var kept []BackupFile
+		var kept []backupFile
 		for _, d := range decisions {
 			if d.Keep {
 				kept = append(kept, d.File)
 			}
 		}
-		for _, d := range PlanRetention(kept, policy, verified, now) {
+		for _, d := range planRetention(kept, policy, verified, now) {
 			if !d.Keep {
 				t.Fatalf("run again on what it kept, PlanRetention deletes %s", d.File.Name)
 			}
@@ -242,16 +243,16 @@ type datedBackup struct {
 }
 
 // checkPlan checks decisions against the retention rules, computed another way.
-func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string, now time.Time, decisions []RetentionDecision) {
+func checkPlan(t *rapid.T, files []backupFile, policy api.Retention, verified string, now time.Time, decisions []retentionDecision) {
 	byPrefix := map[string][]datedBackup{}
 	distinct := map[string]bool{}
 	for _, f := range files {
-		if prefix, at, ok := ParseBackupFileName(f.Name); ok && !distinct[f.Name] {
+		if prefix, at, ok := parseBackupFileName(f.Name); ok && !distinct[f.Name] {
 			distinct[f.Name] = true
 			byPrefix[prefix] = append(byPrefix[prefix], datedBackup{f.Name, at})
 		}
 	}
-	keep := map[string]RetentionDecision{}
+	keep := map[string]retentionDecision{}
 	for _, d := range decisions {
 		if !distinct[d.File.Name] {
 			t.Fatalf("a decision about %q, which is not a backup file in the input", d.File.Name)
@@ -293,7 +294,7 @@ func checkPlan(t *rapid.T, files []BackupFile, policy Retention, verified string
 
 // checkNewestOf checks one period rule over one identity's backups, newest first: the
 // newest backup of each period in the window carries "newest of <period>", and no other.
-func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]RetentionDecision, period func(datedBackup) (label string, inWindow bool)) {
+func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]retentionDecision, period func(datedBackup) (label string, inWindow bool)) {
 	seen := map[string]bool{}
 	for _, b := range group {
 		label, in := period(b)
@@ -306,7 +307,7 @@ func checkNewestOf(t *rapid.T, group []datedBackup, keep map[string]RetentionDec
 	}
 }
 
-// ApplyRetention deletes what PlanRetention decided and nothing else: foreign files, temp files, folders and
+// applyRetention deletes what planRetention decided and nothing else: foreign files, temp files, folders and
 // kept backups stay.
 func TestApplyRetention_DeletesOnlyWhatThePlanSays(t *testing.T) {
 	dir := t.TempDir()
@@ -314,23 +315,23 @@ func TestApplyRetention_DeletesOnlyWhatThePlanSays(t *testing.T) {
 	for _, f := range slices.Concat(
 		backupsEvery(keyA, now.Add(-40*24*time.Hour), now, 12*time.Hour, nil),
 		backupsEvery(keyB, now.Add(-3*24*time.Hour), now, 6*time.Hour, nil),
-		[]BackupFile{{Name: "notes.txt"}, {Name: foreignNames[1]}, {Name: foreignNames[3]}},
+		[]backupFile{{Name: "notes.txt"}, {Name: foreignNames[1]}, {Name: foreignNames[3]}},
 	) {
 		if err := os.WriteFile(filepath.Join(dir, f.Name), []byte("x"), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
-	folder := BackupFileName(keyA, now.Add(-100*24*time.Hour)) // a folder with a backup's name
+	folder := backupFileName(keyA, now.Add(-100*24*time.Hour)) // a folder with a backup's name
 	if err := os.Mkdir(filepath.Join(dir, folder), 0o700); err != nil {
 		t.Fatal(err)
 	}
 
-	files, err := ReadBackupDir(dir)
+	files, err := readBackupDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	decisions := PlanRetention(files, Retention{Last: 3, Daily: 2, Weekly: 2}, "", now)
-	if err := ApplyRetention(t.Context(), dir, decisions); err != nil {
+	decisions := planRetention(files, api.Retention{Last: 3, Daily: 2, Weekly: 2}, "", now)
+	if err := applyRetention(t.Context(), dir, decisions); err != nil {
 		t.Fatal(err)
 	}
 
@@ -356,29 +357,29 @@ func TestApplyRetention_DeletesOnlyWhatThePlanSays(t *testing.T) {
 	}
 }
 
-// ApplyRetention refuses a list that would delete a file that is not a backup, deleting nothing,
+// applyRetention refuses a list that would delete a file that is not a backup, deleting nothing,
 // stops when ctx ends, and takes a file already gone as deleted.
 func TestApplyRetention_Refuses(t *testing.T) {
 	at := time.Date(2026, 11, 29, 20, 15, 0, 0, time.UTC)
-	backup := BackupFileName(keyA, at)
-	gone := BackupFileName(keyA, at.Add(-time.Hour))
+	backup := backupFileName(keyA, at)
+	gone := backupFileName(keyA, at.Add(-time.Hour))
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	tests := []struct {
 		name      string
 		ctx       context.Context
-		decisions []RetentionDecision
+		decisions []retentionDecision
 		want      error // nil: no error
 		remains   bool  // the backup file is still there
 	}{
-		{"a foreign file", context.Background(), []RetentionDecision{{File: BackupFile{Name: backup}}, {File: BackupFile{Name: "notes.txt"}}},
+		{"a foreign file", context.Background(), []retentionDecision{{File: backupFile{Name: backup}}, {File: backupFile{Name: "notes.txt"}}},
 			wallet.ErrInvalidArgument, true},
-		{"a path, not a name", context.Background(), []RetentionDecision{{File: BackupFile{Name: "../" + backup}}}, wallet.ErrInvalidArgument, true},
-		{"a cancelled context", cancelled, []RetentionDecision{{File: BackupFile{Name: backup}}}, context.Canceled, true},
-		{"a file already gone", context.Background(), []RetentionDecision{{File: BackupFile{Name: gone}}, {File: BackupFile{Name: backup}}}, nil, false},
+		{"a path, not a name", context.Background(), []retentionDecision{{File: backupFile{Name: "../" + backup}}}, wallet.ErrInvalidArgument, true},
+		{"a cancelled context", cancelled, []retentionDecision{{File: backupFile{Name: backup}}}, context.Canceled, true},
+		{"a file already gone", context.Background(), []retentionDecision{{File: backupFile{Name: gone}}, {File: backupFile{Name: backup}}}, nil, false},
 		{"a folder named as a bundle, without a manifest", context.Background(),
-			[]RetentionDecision{{File: BackupFile{Name: backup}}, {File: BackupFile{Name: BundleName(at), Bundle: true}}}, wallet.ErrInvalidArgument, true},
-		{"a file named as a bundle", context.Background(), []RetentionDecision{{File: BackupFile{Name: BundleName(at)}}}, wallet.ErrInvalidArgument, true},
+			[]retentionDecision{{File: backupFile{Name: backup}}, {File: backupFile{Name: BundleName(at), Bundle: true}}}, wallet.ErrInvalidArgument, true},
+		{"a file named as a bundle", context.Background(), []retentionDecision{{File: backupFile{Name: BundleName(at)}}}, wallet.ErrInvalidArgument, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -391,7 +392,7 @@ func TestApplyRetention_Refuses(t *testing.T) {
 			if err := os.Mkdir(filepath.Join(dir, BundleName(at)), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			err := ApplyRetention(tt.ctx, dir, tt.decisions)
+			err := applyRetention(tt.ctx, dir, tt.decisions)
 			if tt.want == nil && err != nil || tt.want != nil && !errors.Is(err, tt.want) {
 				t.Fatalf("ApplyRetention: %v, want %v", err, tt.want)
 			}

@@ -10,31 +10,16 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"walletsync/agent/api"
 
 	"github.com/fsnotify/fsnotify"
 
 	"walletsync/wallet"
 )
 
-// Reason says why the timetable started a run. The strings are a wire format (task logs,
-// the API) and never change.
-type Reason string
-
-// Reasons for a run. The first three are the schedule kinds.
-const (
-	ReasonInterval Reason = "interval" // an interval schedule's time came
-	ReasonDaily    Reason = "daily"    // a daily schedule's time came
-	ReasonChange   Reason = "change"   // the wallet was written, and then left alone for the debounce
-	// ReasonMissed: the run's time passed while it could not start (the agent was stopped,
-	// the machine slept, the destination was paused, its previous run was still going), or
-	// the destination has never run. It runs once, however many times were missed.
-	ReasonMissed Reason = "missed"
-	ReasonManual Reason = "manual" // a person asked for it ("run now"); pauses do not hold it back
-)
-
-// DrillID is the id under which the timetable runs the restore drill (Config.Drill). The
+// drillID is the id under which the timetable runs the restore drill (Config.Drill). The
 // dot keeps it out of the destination id alphabet, so it names no destination.
-const DrillID = ".drill"
+const drillID = ".drill"
 
 // Timing of the timetable's loop.
 const (
@@ -58,13 +43,13 @@ const (
 	debounceCeiling = 10
 )
 
-// TimetableOptions configure a Timetable. Run, LastRun and EditConfig are required.
-type TimetableOptions struct {
-	// Run runs destination id's job (the restore drill for DrillID) and returns when the
+// timetableOptions configure a timetable. Run, LastRun and EditConfig are required.
+type timetableOptions struct {
+	// Run runs destination id's job (the restore drill for drillID) and returns when the
 	// job has ended, or when ctx ends. The timetable never calls Run for an id whose
 	// previous call has not returned: triggers in the meantime are coalesced into one
 	// more call after it returns. ctx ends when the timetable stops.
-	Run func(ctx context.Context, id string, reason Reason)
+	Run func(ctx context.Context, id string, reason api.Reason)
 	// LastRun returns when id's last run started, zero if it never ran. It is asked once
 	// per destination, when the timetable first sees it. Return the last run that
 	// succeeded to have a failed or interrupted run retried once at start.
@@ -72,7 +57,7 @@ type TimetableOptions struct {
 	// EditConfig applies edit to the current config and saves it, returning edit's error
 	// (and saving nothing) if edit fails. Pause and Resume change the config through it,
 	// then apply the result themselves; calling Update with it as well is harmless.
-	EditConfig func(ctx context.Context, edit func(*Config) error) error
+	EditConfig func(ctx context.Context, edit func(*api.Config) error) error
 	// Location is the time zone of daily schedules; default time.Local.
 	Location *time.Location
 	// Now reads the wall clock; default time.Now. Tests move it apart from the monotonic
@@ -85,7 +70,7 @@ type TimetableOptions struct {
 	events fileEvents
 }
 
-// Timetable decides when each destination, and the restore drill, runs: on an interval,
+// timetable decides when each destination, and the restore drill, runs: on an interval,
 // daily at a local time, or when the wallet changes; by hand; never while paused; and once
 // for any number of runs missed while the agent was stopped or the machine slept. (It is
 // not package scheduler, which orders the reads and writes of one wallet.)
@@ -113,11 +98,11 @@ type TimetableOptions struct {
 // queue a second task behind the first; coalescing here keeps it from queueing several.
 // A run that starts more than lateAfter after its time says ReasonMissed.
 //
-// A Timetable is safe for concurrent use. Run it once; it stops when Run's context ends.
-type Timetable struct {
-	run        func(ctx context.Context, id string, reason Reason)
+// A timetable is safe for concurrent use. Run it once; it stops when Run's context ends.
+type timetable struct {
+	run        func(ctx context.Context, id string, reason api.Reason)
 	lastRun    func(id string) time.Time
-	editConfig func(ctx context.Context, edit func(*Config) error) error
+	editConfig func(ctx context.Context, edit func(*api.Config) error) error
 	loc        *time.Location
 	now        func() time.Time
 	log        *slog.Logger
@@ -138,14 +123,14 @@ type Timetable struct {
 
 // entry is the timetable's state of one destination or of the drill.
 type entry struct {
-	dest      Destination // a copy; the drill's has only its ID and Schedule
-	wallet    string      // the wallet file an on-change schedule watches, "" when none
-	last      time.Time   // when its last run started; zero: never
-	changed   time.Time   // the first write since then; zero: none
-	lastWrite time.Time   // the latest write since then
-	manual    bool        // a run by hand is asked for
-	running   bool        // Run has been called and has not returned
-	removed   bool        // gone from the config while running; forgotten by the next Update
+	dest      api.Destination // a copy; the drill's has only its ID and Schedule
+	wallet    string          // the wallet file an on-change schedule watches, "" when none
+	last      time.Time       // when its last run started; zero: never
+	changed   time.Time       // the first write since then; zero: none
+	lastWrite time.Time       // the latest write since then
+	manual    bool            // a run by hand is asked for
+	running   bool            // Run has been called and has not returned
+	removed   bool            // gone from the config while running; forgotten by the next Update
 }
 
 // fileEvents is what the timetable uses of an fsnotify watcher, so that tests can feed it
@@ -164,13 +149,13 @@ type fsnotifyEvents struct{ *fsnotify.Watcher }
 func (w fsnotifyEvents) Events() <-chan fsnotify.Event { return w.Watcher.Events }
 func (w fsnotifyEvents) Errors() <-chan error          { return w.Watcher.Errors }
 
-// NewTimetable returns a timetable with nothing to schedule, and starts its file watcher;
+// newTimetable returns a timetable with nothing to schedule, and starts its file watcher;
 // Update gives it the config, Run runs it (and closes the watcher when it returns).
-func NewTimetable(opts TimetableOptions) (*Timetable, error) {
+func newTimetable(opts timetableOptions) (*timetable, error) {
 	if opts.Run == nil || opts.LastRun == nil || opts.EditConfig == nil {
 		return nil, fmt.Errorf("new timetable: Run, LastRun and EditConfig are required: %w", wallet.ErrInvalidArgument)
 	}
-	s := &Timetable{
+	s := &timetable{
 		run:        opts.Run,
 		lastRun:    opts.LastRun,
 		editConfig: opts.EditConfig,
@@ -204,7 +189,7 @@ func NewTimetable(opts TimetableOptions) (*Timetable, error) {
 
 // wall reads the wall clock without its monotonic reading, so that differences of the
 // times it returns are wall-clock differences.
-func (s *Timetable) wall() time.Time { return s.now().Round(0) }
+func (s *timetable) wall() time.Time { return s.now().Round(0) }
 
 // Update applies cfg: destinations added, edited or removed, and the drill's schedule,
 // without a restart. A new destination's last run comes from LastRun; an on-change one
@@ -213,22 +198,22 @@ func (s *Timetable) wall() time.Time { return s.now().Round(0) }
 // (wallet.ErrInvalidArgument) and any cfg after Run has returned (ErrClosed). An error
 // watching a wallet's folder is returned after the rest of cfg is applied: the other
 // schedules keep running, and that wallet's on-change destinations still run at start.
-func (s *Timetable) Update(cfg Config) error {
-	if err := cfg.Validate(); err != nil {
+func (s *timetable) Update(cfg api.Config) error {
+	if err := validateConfig(cfg); err != nil {
 		return fmt.Errorf("update schedules: %w", err)
 	}
 	s.updateMu.Lock()
 	defer s.updateMu.Unlock()
 
 	dests := make([]entry, 0, len(cfg.Destinations)+1)
-	dests = append(dests, entry{dest: Destination{ID: DrillID, Schedule: cfg.Drill}})
+	dests = append(dests, entry{dest: api.Destination{ID: drillID, Schedule: cfg.Drill}})
 	for _, d := range cfg.Destinations {
 		if d.Pause != nil {
 			p := *d.Pause
 			d.Pause = &p
 		}
 		e := entry{dest: d}
-		if ref, err := cfg.walletOf(d); err == nil { // none: nothing to watch
+		if ref, err := walletOf(cfg, d); err == nil { // none: nothing to watch
 			e.wallet = filepath.Clean(ref.Path)
 		}
 		dests = append(dests, e)
@@ -245,11 +230,11 @@ func (s *Timetable) Update(cfg Config) error {
 	}
 	s.mu.Unlock()
 	if closed {
-		return fmt.Errorf("update schedules: %w", ErrClosed)
+		return fmt.Errorf("update schedules: %w", api.ErrClosed)
 	}
 	for _, e := range fresh {
 		e.last = s.lastRun(e.dest.ID).Round(0)
-		if e.dest.Schedule.Kind == ScheduleChange && e.wallet != "" {
+		if e.dest.Schedule.Kind == api.ScheduleChange && e.wallet != "" {
 			if m := lastModified(e.wallet); m.After(e.last) {
 				e.changed, e.lastWrite = m, m
 			}
@@ -270,10 +255,10 @@ func (s *Timetable) Update(cfg Config) error {
 			s.entries[n.dest.ID] = e
 		}
 		e.dest, e.wallet, e.removed = n.dest, n.wallet, false
-		if e.dest.Schedule.Kind != ScheduleChange {
+		if e.dest.Schedule.Kind != api.ScheduleChange {
 			e.changed, e.lastWrite = time.Time{}, time.Time{}
 		}
-		if e.dest.Schedule.Kind == ScheduleChange && e.wallet != "" {
+		if e.dest.Schedule.Kind == api.ScheduleChange && e.wallet != "" {
 			files[e.wallet], files[e.wallet+"-wal"] = e.wallet, e.wallet
 			dirs[filepath.Dir(e.wallet)] = true
 		}
@@ -313,7 +298,7 @@ func lastModified(walletPath string) time.Time {
 }
 
 // watch makes the watcher watch exactly dirs. s.updateMu is held.
-func (s *Timetable) watch(dirs map[string]bool) error {
+func (s *timetable) watch(dirs map[string]bool) error {
 	var errs []error
 	for dir := range dirs {
 		if s.watched[dir] {
@@ -338,7 +323,7 @@ func (s *Timetable) watch(dirs map[string]bool) error {
 }
 
 // poke asks the loop to look at the schedules again.
-func (s *Timetable) poke() {
+func (s *timetable) poke() {
 	select {
 	case s.kick <- struct{}{}:
 	default: // a look is already pending; it will see this change too
@@ -349,7 +334,7 @@ func (s *Timetable) poke() {
 // is ctx) and closes the file watcher. Update, RunNow, Pause and Resume work before Run
 // (they take effect when it starts) and during it, and refuse with ErrClosed after it.
 // Run returns nil when ctx ends; it refuses a second call.
-func (s *Timetable) Run(ctx context.Context) error {
+func (s *timetable) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.ran {
 		s.mu.Unlock()
@@ -396,7 +381,7 @@ func (s *Timetable) Run(ctx context.Context) error {
 
 // noteEvent records a write to a watched wallet file or its -wal; other files in the
 // folder, and changes of mode alone, are not the wallet's writes.
-func (s *Timetable) noteEvent(ev fsnotify.Event) {
+func (s *timetable) noteEvent(ev fsnotify.Event) {
 	if !ev.Has(fsnotify.Create) && !ev.Has(fsnotify.Write) && !ev.Has(fsnotify.Remove) && !ev.Has(fsnotify.Rename) {
 		return
 	}
@@ -410,7 +395,7 @@ func (s *Timetable) noteEvent(ev fsnotify.Event) {
 
 // noteWatchError logs a watcher error. An overflow means events were lost: every watched
 // wallet is taken as written rather than a backup being missed.
-func (s *Timetable) noteWatchError(err error) {
+func (s *timetable) noteWatchError(err error) {
 	s.log.Error("watch wallet files", "err", err)
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		now := s.wall()
@@ -421,9 +406,9 @@ func (s *Timetable) noteWatchError(err error) {
 }
 
 // noteWriteLocked records a write at now for the on-change entries that match.
-func (s *Timetable) noteWriteLocked(now time.Time, match func(*entry) bool) {
+func (s *timetable) noteWriteLocked(now time.Time, match func(*entry) bool) {
 	for _, e := range s.entries {
-		if e.dest.Schedule.Kind != ScheduleChange || !match(e) {
+		if e.dest.Schedule.Kind != api.ScheduleChange || !match(e) {
 			continue
 		}
 		if e.changed.IsZero() {
@@ -435,7 +420,7 @@ func (s *Timetable) noteWriteLocked(now time.Time, match func(*entry) bool) {
 
 // look starts the runs that are due and returns how long the loop may sleep: until the
 // next time due, at most a heartbeat.
-func (s *Timetable) look(ctx context.Context, runs *sync.WaitGroup) time.Duration {
+func (s *timetable) look(ctx context.Context, runs *sync.WaitGroup) time.Duration {
 	now, mono := s.wall(), time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -472,7 +457,7 @@ func (s *Timetable) look(ctx context.Context, runs *sync.WaitGroup) time.Duratio
 
 // startLocked starts e's run for reason why. The run sees every write made before it
 // starts, so the pending change is done with; writes from now on make another.
-func (s *Timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *entry, why Reason, now time.Time) {
+func (s *timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *entry, why api.Reason, now time.Time) {
 	e.running, e.manual = true, false
 	e.last, e.changed, e.lastWrite = now, time.Time{}, time.Time{}
 	id := e.dest.ID
@@ -488,9 +473,9 @@ func (s *Timetable) startLocked(ctx context.Context, runs *sync.WaitGroup, e *en
 // planLocked returns when e runs next, as of now, and why; ok is false when no run is
 // coming: paused until resumed, or on change with nothing written since the last run. A
 // time that has passed is returned as now.
-func (s *Timetable) planLocked(e *entry, now time.Time) (at time.Time, why Reason, ok bool) {
+func (s *timetable) planLocked(e *entry, now time.Time) (at time.Time, why api.Reason, ok bool) {
 	if e.manual {
-		return now, ReasonManual, true
+		return now, api.ReasonManual, true
 	}
 	due, ok := e.due(s.loc)
 	if !ok {
@@ -504,9 +489,9 @@ func (s *Timetable) planLocked(e *entry, now time.Time) (at time.Time, why Reaso
 		at = later(at, e.dest.Pause.Until)
 	}
 	if at.Sub(due) > lateAfter {
-		return at, ReasonMissed, true
+		return at, api.ReasonMissed, true
 	}
-	return at, Reason(e.dest.Schedule.Kind), true
+	return at, api.Reason(e.dest.Schedule.Kind), true
 }
 
 // due returns when e's schedule next asks for a run; ok is false when it asks for none
@@ -518,11 +503,11 @@ func (e *entry) due(loc *time.Location) (at time.Time, ok bool) {
 	}
 	s := e.dest.Schedule
 	switch s.Kind {
-	case ScheduleInterval:
+	case api.ScheduleInterval:
 		return e.last.Add(time.Duration(s.Every)), true
-	case ScheduleDaily:
+	case api.ScheduleDaily:
 		return nextDaily(e.last, s.At, loc), true
-	case ScheduleChange:
+	case api.ScheduleChange:
 		if e.changed.IsZero() {
 			return time.Time{}, false
 		}
@@ -586,12 +571,12 @@ func earlier(a, b time.Time) time.Time {
 	return b
 }
 
-// Next returns when destination id (or the drill, DrillID) runs next and why, for the
+// Next returns when destination id (or the drill, drillID) runs next and why, for the
 // dashboard: a time that has passed is returned as now (the run is about to start or is
 // waiting for the current one). The time is zero when no run is coming: the destination
 // is paused until resumed, or waits for the wallet to change. An unknown id is an error
 // wrapping wallet.ErrNotFound.
-func (s *Timetable) Next(id string) (time.Time, Reason, error) {
+func (s *timetable) Next(id string) (time.Time, api.Reason, error) {
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -603,7 +588,7 @@ func (s *Timetable) Next(id string) (time.Time, Reason, error) {
 	return at, why, nil
 }
 
-func (s *Timetable) entryLocked(id string) (*entry, error) {
+func (s *timetable) entryLocked(id string) (*entry, error) {
 	e, ok := s.entries[id]
 	if !ok || e.removed {
 		return nil, fmt.Errorf("destination %q: %w", id, wallet.ErrNotFound)
@@ -611,15 +596,15 @@ func (s *Timetable) entryLocked(id string) (*entry, error) {
 	return e, nil
 }
 
-// RunNow asks for a run of destination id (or of the drill, DrillID) at once, with
+// RunNow asks for a run of destination id (or of the drill, drillID) at once, with
 // ReasonManual, paused or not. If its run is going, the new one starts when it returns;
 // asking again before then changes nothing. It refuses an unknown id
 // (wallet.ErrNotFound) and any id after Run has returned (ErrClosed).
-func (s *Timetable) RunNow(id string) error {
+func (s *timetable) RunNow(id string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return fmt.Errorf("run %s: %w", id, ErrClosed)
+		return fmt.Errorf("run %s: %w", id, api.ErrClosed)
 	}
 	e, err := s.entryLocked(id)
 	if err != nil {
@@ -635,7 +620,7 @@ func (s *Timetable) RunNow(id string) error {
 // counts from this run, as from one the timetable starts, and writes made before it are
 // done with; without this, the next resume or restart would take the destination for one
 // that never ran and run it again at once. An unknown id is ignored.
-func (s *Timetable) Ran(id string) {
+func (s *timetable) Ran(id string) {
 	now := s.wall()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -654,7 +639,7 @@ func (s *Timetable) Ran(id string) {
 // A run by hand still runs; runs held back run once when the pause ends, by itself or by
 // Resume. The pause is saved in the config through EditConfig. It refuses a negative d
 // (wallet.ErrInvalidArgument) and an unknown id (wallet.ErrNotFound), changing nothing.
-func (s *Timetable) Pause(ctx context.Context, id string, d time.Duration) error {
+func (s *timetable) Pause(ctx context.Context, id string, d time.Duration) error {
 	p, err := s.pauseFor(d)
 	if err != nil {
 		return fmt.Errorf("pause %s: %w", id, err)
@@ -664,7 +649,7 @@ func (s *Timetable) Pause(ctx context.Context, id string, d time.Duration) error
 
 // PauseAll pauses every destination as Pause does. The drill is not paused: it only
 // reads backup files, and a pause is for destinations.
-func (s *Timetable) PauseAll(ctx context.Context, d time.Duration) error {
+func (s *timetable) PauseAll(ctx context.Context, d time.Duration) error {
 	p, err := s.pauseFor(d)
 	if err != nil {
 		return fmt.Errorf("pause all: %w", err)
@@ -674,36 +659,36 @@ func (s *Timetable) PauseAll(ctx context.Context, d time.Duration) error {
 
 // Resume ends destination id's pause; a run held back by it runs at once, once. It
 // refuses an unknown id (wallet.ErrNotFound).
-func (s *Timetable) Resume(ctx context.Context, id string) error {
+func (s *timetable) Resume(ctx context.Context, id string) error {
 	return s.setPause(ctx, "resume "+id, id, false, nil)
 }
 
 // ResumeAll ends every destination's pause, as Resume does.
-func (s *Timetable) ResumeAll(ctx context.Context) error {
+func (s *timetable) ResumeAll(ctx context.Context) error {
 	return s.setPause(ctx, "resume all", "", true, nil)
 }
 
-func (s *Timetable) pauseFor(d time.Duration) (*Pause, error) {
+func (s *timetable) pauseFor(d time.Duration) (*api.Pause, error) {
 	switch {
 	case d < 0:
 		return nil, fmt.Errorf("pause for %s: %w", d, wallet.ErrInvalidArgument)
 	case d == 0:
-		return &Pause{}, nil
+		return &api.Pause{}, nil
 	}
-	return &Pause{Until: s.wall().Add(d).UTC()}, nil
+	return &api.Pause{Until: s.wall().Add(d).UTC()}, nil
 }
 
 // setPause sets the pause of destination id, or of every destination, through
 // EditConfig, and applies the saved config.
-func (s *Timetable) setPause(ctx context.Context, action, id string, all bool, p *Pause) error {
+func (s *timetable) setPause(ctx context.Context, action, id string, all bool, p *api.Pause) error {
 	s.mu.Lock()
 	closed := s.closed
 	s.mu.Unlock()
 	if closed { // refused before the config is saved, not after
-		return fmt.Errorf("%s: %w", action, ErrClosed)
+		return fmt.Errorf("%s: %w", action, api.ErrClosed)
 	}
-	var saved Config
-	err := s.editConfig(ctx, func(c *Config) error {
+	var saved api.Config
+	err := s.editConfig(ctx, func(c *api.Config) error {
 		found := false
 		for i := range c.Destinations {
 			if d := &c.Destinations[i]; all || d.ID == id {

@@ -15,6 +15,7 @@ import (
 	"testing/synctest"
 	"time"
 	_ "time/tzdata" // the daylight-saving tests need zones whatever the machine has
+	"walletsync/agent/api"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -24,7 +25,7 @@ import (
 // schedRun is one call of the timetable's Run, at the harness's wall clock.
 type schedRun struct {
 	ID     string
-	Reason Reason
+	Reason api.Reason
 	At     time.Time
 }
 
@@ -70,17 +71,17 @@ func (f *fakeEvents) watched() []string {
 type schedOptions struct {
 	start  time.Time            // the wall clock when the test begins; default 2026-11-25T12:00Z
 	wallet string               // the wallet file; default /wallets/wallet.db (never read)
-	dests  []Destination        // the config's destinations
+	dests  []api.Destination    // the config's destinations
 	last   map[string]time.Time // LastRun by id; an id left out ran at start
 	loc    *time.Location       // daily schedules' zone; default UTC
 	gated  bool                 // runs wait for release (or the timetable's end) before returning
 }
 
-// schedHarness runs a Timetable in a synctest bubble: on fake time, with fake file events,
+// schedHarness runs a timetable in a synctest bubble: on fake time, with fake file events,
 // a wall clock that a test can move apart from the monotonic one, and an in-memory config.
 type schedHarness struct {
 	t      *testing.T
-	s      *Timetable
+	s      *timetable
 	events *fakeEvents
 	start  time.Time
 	skew   atomic.Int64 // the wall clock minus the bubble's clock
@@ -88,7 +89,7 @@ type schedHarness struct {
 	logs   *bytes.Buffer // the timetable's log; read after synctest.Wait
 
 	mu         sync.Mutex
-	cfg        Config
+	cfg        api.Config
 	runs       []schedRun
 	running    map[string]int
 	concurrent int // the most runs of one id at once
@@ -119,10 +120,10 @@ func newSchedHarness(t *testing.T, o schedOptions) *schedHarness {
 	if o.gated {
 		h.gate = make(chan struct{})
 	}
-	h.cfg.Wallets = []WalletRef{{Path: o.wallet}}
+	h.cfg.Wallets = []api.WalletRef{{Path: o.wallet}}
 	h.cfg.Destinations = o.dests
 	var err error
-	h.s, err = NewTimetable(TimetableOptions{
+	h.s, err = newTimetable(timetableOptions{
 		Run: h.run,
 		LastRun: func(id string) time.Time {
 			if last, ok := o.last[id]; ok {
@@ -185,7 +186,7 @@ func (h *schedHarness) release() {
 	synctest.Wait()
 }
 
-func (h *schedHarness) run(ctx context.Context, id string, reason Reason) {
+func (h *schedHarness) run(ctx context.Context, id string, reason api.Reason) {
 	h.mu.Lock()
 	h.runs = append(h.runs, schedRun{ID: id, Reason: reason, At: h.now()})
 	h.running[id]++
@@ -202,7 +203,7 @@ func (h *schedHarness) run(ctx context.Context, id string, reason Reason) {
 	h.mu.Unlock()
 }
 
-func (h *schedHarness) editConfig(_ context.Context, edit func(*Config) error) error {
+func (h *schedHarness) editConfig(_ context.Context, edit func(*api.Config) error) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.cfg
@@ -210,14 +211,14 @@ func (h *schedHarness) editConfig(_ context.Context, edit func(*Config) error) e
 	if err := edit(&c); err != nil {
 		return err
 	}
-	if err := c.Validate(); err != nil {
+	if err := validateConfig(c); err != nil {
 		return err
 	}
 	h.cfg = c
 	return nil
 }
 
-func (h *schedHarness) config() Config {
+func (h *schedHarness) config() api.Config {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.cfg
@@ -226,7 +227,7 @@ func (h *schedHarness) config() Config {
 }
 
 // update edits the config and applies it, as the agent does when a person edits it.
-func (h *schedHarness) update(edit func(*Config)) {
+func (h *schedHarness) update(edit func(*api.Config)) {
 	h.t.Helper()
 	h.mu.Lock()
 	h.cfg.Destinations = slices.Clone(h.cfg.Destinations)
@@ -268,7 +269,7 @@ func (h *schedHarness) wantRuns(id string, want ...schedRun) {
 }
 
 // wantNext checks what Next says of id.
-func (h *schedHarness) wantNext(id string, at time.Time, why Reason) {
+func (h *schedHarness) wantNext(id string, at time.Time, why api.Reason) {
 	h.t.Helper()
 	gotAt, gotWhy, err := h.s.Next(id)
 	if err != nil || !gotAt.Equal(at) || gotWhy != why {
@@ -288,35 +289,35 @@ func fmtRuns(runs []schedRun) string {
 	return b.String() + "]"
 }
 
-func ranAt(why Reason, at time.Time) schedRun { return schedRun{Reason: why, At: at} }
+func ranAt(why api.Reason, at time.Time) schedRun { return schedRun{Reason: why, At: at} }
 
-func intervalOf(d time.Duration) Schedule {
-	return Schedule{Kind: ScheduleInterval, Every: Duration(d)}
+func intervalOf(d time.Duration) api.Schedule {
+	return api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(d)}
 }
-func dailySchedule(at string) Schedule { return Schedule{Kind: ScheduleDaily, At: at} }
-func changeSchedule() Schedule {
-	return Schedule{Kind: ScheduleChange, Debounce: Duration(DefaultDebounce)}
+func dailySchedule(at string) api.Schedule { return api.Schedule{Kind: api.ScheduleDaily, At: at} }
+func changeSchedule() api.Schedule {
+	return api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(api.DefaultDebounce)}
 }
 
-func folderDest(id string, s Schedule) Destination {
-	return Destination{ID: id, Name: id, Kind: DestinationFolder, Path: "/backups/" + id, Schedule: s}
+func folderDest(id string, s api.Schedule) api.Destination {
+	return api.Destination{ID: id, Name: id, Kind: api.DestinationFolder, Path: "/backups/" + id, Schedule: s}
 }
 
 // An interval schedule runs every interval after the last run, not after the start.
 func TestTimetable_Interval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{
-			dests: []Destination{folderDest("d1", intervalOf(time.Hour))},
+			dests: []api.Destination{folderDest("d1", intervalOf(time.Hour))},
 			last:  map[string]time.Time{"d1": time.Date(2026, 11, 25, 11, 50, 0, 0, time.UTC)},
 		})
 		h.startRun()
-		h.wantNext("d1", h.at(50*time.Minute), ReasonInterval)
+		h.wantNext("d1", h.at(50*time.Minute), api.ReasonInterval)
 		h.sleep(3 * time.Hour)
 		h.wantRuns("d1",
-			ranAt(ReasonInterval, h.at(50*time.Minute)),
-			ranAt(ReasonInterval, h.at(110*time.Minute)),
-			ranAt(ReasonInterval, h.at(170*time.Minute)))
-		h.wantNext("d1", h.at(230*time.Minute), ReasonInterval)
+			ranAt(api.ReasonInterval, h.at(50*time.Minute)),
+			ranAt(api.ReasonInterval, h.at(110*time.Minute)),
+			ranAt(api.ReasonInterval, h.at(170*time.Minute)))
+		h.wantNext("d1", h.at(230*time.Minute), api.ReasonInterval)
 	})
 }
 
@@ -357,12 +358,12 @@ func TestTimetable_DailyAcrossDaylightSaving(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newSchedHarness(t, schedOptions{start: utc(tt.start), loc: ny, dests: []Destination{folderDest("d1", dailySchedule(tt.at))}})
+				h := newSchedHarness(t, schedOptions{start: utc(tt.start), loc: ny, dests: []api.Destination{folderDest("d1", dailySchedule(tt.at))}})
 				h.startRun()
 				h.sleep(time.Duration(tt.days) * 24 * time.Hour)
 				var want []schedRun
 				for _, w := range tt.want {
-					want = append(want, ranAt(ReasonDaily, utc(w)))
+					want = append(want, ranAt(api.ReasonDaily, utc(w)))
 				}
 				h.wantRuns("d1", want...)
 			})
@@ -443,7 +444,7 @@ func TestTimetable_ChangeDebounce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newSchedHarness(t, schedOptions{wallet: w, dests: []Destination{folderDest("d1", changeSchedule())}})
+				h := newSchedHarness(t, schedOptions{wallet: w, dests: []api.Destination{folderDest("d1", changeSchedule())}})
 				h.startRun()
 				h.wantNext("d1", time.Time{}, "")
 				for i, ev := range tt.events {
@@ -458,9 +459,9 @@ func TestTimetable_ChangeDebounce(t *testing.T) {
 					return
 				}
 				written := h.at(time.Duration(tt.lastWrite) * 100 * time.Millisecond)
-				h.wantNext("d1", written.Add(DefaultDebounce), ReasonChange)
+				h.wantNext("d1", written.Add(api.DefaultDebounce), api.ReasonChange)
 				h.sleep(time.Hour)
-				h.wantRuns("d1", ranAt(ReasonChange, written.Add(DefaultDebounce)))
+				h.wantRuns("d1", ranAt(api.ReasonChange, written.Add(api.DefaultDebounce)))
 				h.wantNext("d1", time.Time{}, "")
 			})
 		})
@@ -472,7 +473,7 @@ func TestTimetable_ChangeDebounce(t *testing.T) {
 func TestTimetable_ChangeDebounceHasACeiling(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const w = "/wallets/wallet.db"
-		h := newSchedHarness(t, schedOptions{wallet: w, dests: []Destination{folderDest("d1", changeSchedule())}})
+		h := newSchedHarness(t, schedOptions{wallet: w, dests: []api.Destination{folderDest("d1", changeSchedule())}})
 		h.startRun()
 		for i := range 100 { // writes at 0 s, 7 s, ... 693 s; never at a run's instant
 			if i > 0 {
@@ -481,11 +482,11 @@ func TestTimetable_ChangeDebounceHasACeiling(t *testing.T) {
 			h.send(w+"-wal", fsnotify.Write)
 		}
 		h.sleep(time.Hour)
-		ceiling := debounceCeiling * DefaultDebounce
+		ceiling := debounceCeiling * api.DefaultDebounce
 		h.wantRuns("d1",
-			ranAt(ReasonChange, h.at(ceiling)),                         // 300 s: the first write + the ceiling
-			ranAt(ReasonChange, h.at(301*time.Second+ceiling)),         // the first write after it + the ceiling
-			ranAt(ReasonChange, h.at(693*time.Second+DefaultDebounce))) // quiet after the last write
+			ranAt(api.ReasonChange, h.at(ceiling)),                             // 300 s: the first write + the ceiling
+			ranAt(api.ReasonChange, h.at(301*time.Second+ceiling)),             // the first write after it + the ceiling
+			ranAt(api.ReasonChange, h.at(693*time.Second+api.DefaultDebounce))) // quiet after the last write
 	})
 }
 
@@ -493,11 +494,11 @@ func TestTimetable_ChangeDebounceHasACeiling(t *testing.T) {
 // rather than one missed.
 func TestTimetable_LostEventsCountAsAWrite(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", changeSchedule())}})
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", changeSchedule())}})
 		h.startRun()
 		h.events.errs <- fsnotify.ErrEventOverflow
 		h.sleep(time.Hour)
-		h.wantRuns("d1", ranAt(ReasonChange, h.at(DefaultDebounce)))
+		h.wantRuns("d1", ranAt(api.ReasonChange, h.at(api.DefaultDebounce)))
 	})
 }
 
@@ -514,18 +515,18 @@ func TestTimetable_ChangeWithFsnotify(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := DefaultConfig()
-	cfg.Wallets = []WalletRef{{Path: w}}
-	cfg.Destinations = []Destination{folderDest("d1", Schedule{Kind: ScheduleChange, Debounce: Duration(time.Second)})}
-	runs := make(chan Reason, 10)
+	cfg.Wallets = []api.WalletRef{{Path: w}}
+	cfg.Destinations = []api.Destination{folderDest("d1", api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(time.Second)})}
+	runs := make(chan api.Reason, 10)
 	started := time.Now()
-	s, err := NewTimetable(TimetableOptions{
-		Run: func(_ context.Context, id string, why Reason) {
+	s, err := newTimetable(timetableOptions{
+		Run: func(_ context.Context, id string, why api.Reason) {
 			if id == "d1" {
 				runs <- why
 			}
 		},
 		LastRun:    func(string) time.Time { return started },
-		EditConfig: func(context.Context, func(*Config) error) error { return nil },
+		EditConfig: func(context.Context, func(*api.Config) error) error { return nil },
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -557,8 +558,8 @@ func TestTimetable_ChangeWithFsnotify(t *testing.T) {
 	}
 	select {
 	case why := <-runs:
-		if why != ReasonChange {
-			t.Fatalf("run for %q, want %q", why, ReasonChange)
+		if why != api.ReasonChange {
+			t.Fatalf("run for %q, want %q", why, api.ReasonChange)
 		}
 	case <-waitCtx(t).Done():
 		t.Fatal("no run after writes to the -wal")
@@ -570,16 +571,16 @@ func TestTimetable_ChangeWithFsnotify(t *testing.T) {
 func TestTimetable_PauseForResumesByItself(t *testing.T) {
 	tests := []struct {
 		name  string
-		pause func(context.Context, *Timetable) error
+		pause func(context.Context, *timetable) error
 	}{
-		{"one", func(ctx context.Context, s *Timetable) error { return s.Pause(ctx, "d1", 2*time.Hour) }},
-		{"all", func(ctx context.Context, s *Timetable) error { return s.PauseAll(ctx, 2*time.Hour) }},
+		{"one", func(ctx context.Context, s *timetable) error { return s.Pause(ctx, "d1", 2*time.Hour) }},
+		{"all", func(ctx context.Context, s *timetable) error { return s.PauseAll(ctx, 2*time.Hour) }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				h := newSchedHarness(t, schedOptions{
-					dests: []Destination{folderDest("d1", intervalOf(time.Hour)), folderDest("d2", intervalOf(time.Hour))},
+					dests: []api.Destination{folderDest("d1", intervalOf(time.Hour)), folderDest("d2", intervalOf(time.Hour))},
 					last:  map[string]time.Time{"d1": time.Date(2026, 11, 25, 11, 30, 0, 0, time.UTC), "d2": time.Date(2026, 11, 25, 11, 30, 0, 0, time.UTC)},
 				})
 				h.startRun()
@@ -589,16 +590,16 @@ func TestTimetable_PauseForResumesByItself(t *testing.T) {
 				if p := h.config().Destinations[0].Pause; p == nil || !p.Until.Equal(h.at(2*time.Hour)) {
 					t.Fatalf("saved pause = %+v, want until %s", p, h.at(2*time.Hour))
 				}
-				h.wantNext("d1", h.at(2*time.Hour), ReasonMissed)
+				h.wantNext("d1", h.at(2*time.Hour), api.ReasonMissed)
 				h.sleep(150 * time.Minute)
-				h.wantRuns("d1", ranAt(ReasonMissed, h.at(2*time.Hour)))
+				h.wantRuns("d1", ranAt(api.ReasonMissed, h.at(2*time.Hour)))
 				h.sleep(time.Hour)
-				h.wantRuns("d1", ranAt(ReasonMissed, h.at(2*time.Hour)), ranAt(ReasonInterval, h.at(3*time.Hour)))
+				h.wantRuns("d1", ranAt(api.ReasonMissed, h.at(2*time.Hour)), ranAt(api.ReasonInterval, h.at(3*time.Hour)))
 				if tt.name == "all" {
-					h.wantRuns("d2", ranAt(ReasonMissed, h.at(2*time.Hour)), ranAt(ReasonInterval, h.at(3*time.Hour)))
+					h.wantRuns("d2", ranAt(api.ReasonMissed, h.at(2*time.Hour)), ranAt(api.ReasonInterval, h.at(3*time.Hour)))
 				} else {
-					h.wantRuns("d2", ranAt(ReasonInterval, h.at(30*time.Minute)), ranAt(ReasonInterval, h.at(90*time.Minute)),
-						ranAt(ReasonInterval, h.at(150*time.Minute)), ranAt(ReasonInterval, h.at(210*time.Minute)))
+					h.wantRuns("d2", ranAt(api.ReasonInterval, h.at(30*time.Minute)), ranAt(api.ReasonInterval, h.at(90*time.Minute)),
+						ranAt(api.ReasonInterval, h.at(150*time.Minute)), ranAt(api.ReasonInterval, h.at(210*time.Minute)))
 				}
 			})
 		})
@@ -609,7 +610,7 @@ func TestTimetable_PauseForResumesByItself(t *testing.T) {
 // was held back once, at once.
 func TestTimetable_PauseUntilResumed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", intervalOf(time.Hour))}})
 		h.startRun()
 		if err := h.s.Pause(t.Context(), "d1", 0); err != nil {
 			t.Fatal(err)
@@ -625,31 +626,31 @@ func TestTimetable_PauseUntilResumed(t *testing.T) {
 			t.Fatalf("saved pause after Resume = %+v", p)
 		}
 		h.sleep(time.Hour)
-		h.wantRuns("d1", ranAt(ReasonMissed, h.at(5*24*time.Hour)), ranAt(ReasonInterval, h.at(5*24*time.Hour+time.Hour)))
+		h.wantRuns("d1", ranAt(api.ReasonMissed, h.at(5*24*time.Hour)), ranAt(api.ReasonInterval, h.at(5*24*time.Hour+time.Hour)))
 	})
 }
 
 // A run asked for by hand runs at once, paused or not, and counts as the last run.
 func TestTimetable_RunNowWhilePaused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", intervalOf(time.Hour))}})
 		h.startRun()
 		if err := h.s.PauseAll(t.Context(), 0); err != nil {
 			t.Fatal(err)
 		}
 		h.sleep(10 * time.Minute)
-		for _, id := range []string{"d1", DrillID} {
+		for _, id := range []string{"d1", drillID} {
 			if err := h.s.RunNow(id); err != nil {
 				t.Fatal(err)
 			}
 		}
 		synctest.Wait()
-		h.wantRuns("d1", ranAt(ReasonManual, h.at(10*time.Minute)))
-		h.wantRuns(DrillID, ranAt(ReasonManual, h.at(10*time.Minute)))
+		h.wantRuns("d1", ranAt(api.ReasonManual, h.at(10*time.Minute)))
+		h.wantRuns(drillID, ranAt(api.ReasonManual, h.at(10*time.Minute)))
 		if err := h.s.ResumeAll(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		h.wantNext("d1", h.at(70*time.Minute), ReasonInterval)
+		h.wantNext("d1", h.at(70*time.Minute), api.ReasonInterval)
 	})
 }
 
@@ -659,8 +660,8 @@ func TestTimetable_RunNowWhilePaused(t *testing.T) {
 func TestTimetable_RanOutsideCountsAsTheLastRun(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		paused := folderDest("d1", intervalOf(time.Hour))
-		paused.Pause = &Pause{}
-		h := newSchedHarness(t, schedOptions{dests: []Destination{paused}})
+		paused.Pause = &api.Pause{}
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{paused}})
 		h.startRun()
 		h.sleep(10 * time.Minute)
 		h.s.Ran("d1")
@@ -670,7 +671,7 @@ func TestTimetable_RanOutsideCountsAsTheLastRun(t *testing.T) {
 		}
 		synctest.Wait()
 		h.wantRuns("d1")
-		h.wantNext("d1", h.at(70*time.Minute), ReasonInterval)
+		h.wantNext("d1", h.at(70*time.Minute), api.ReasonInterval)
 	})
 }
 
@@ -679,19 +680,19 @@ func TestTimetable_MissedWhileStoppedRunOnce(t *testing.T) {
 	start := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
-		schedule Schedule
+		schedule api.Schedule
 		last     time.Time // zero: never ran
 		modified time.Time // the wallet file's modification time
 		want     []schedRun
 	}{
 		{"interval, stopped for 3 days", intervalOf(12 * time.Hour), start.Add(-72 * time.Hour), time.Time{},
-			[]schedRun{ranAt(ReasonMissed, start), ranAt(ReasonInterval, start.Add(12*time.Hour))}},
+			[]schedRun{ranAt(api.ReasonMissed, start), ranAt(api.ReasonInterval, start.Add(12*time.Hour))}},
 		{"daily, stopped for 3 days", dailySchedule("03:00"), start.Add(-72 * time.Hour), time.Time{},
-			[]schedRun{ranAt(ReasonMissed, start), ranAt(ReasonDaily, start.Add(15*time.Hour))}},
+			[]schedRun{ranAt(api.ReasonMissed, start), ranAt(api.ReasonDaily, start.Add(15*time.Hour))}},
 		{"never ran", dailySchedule("03:00"), time.Time{}, time.Time{},
-			[]schedRun{ranAt(ReasonMissed, start), ranAt(ReasonDaily, start.Add(15*time.Hour))}},
+			[]schedRun{ranAt(api.ReasonMissed, start), ranAt(api.ReasonDaily, start.Add(15*time.Hour))}},
 		{"on change, written while stopped", changeSchedule(), start.Add(-2 * time.Hour), start.Add(-time.Hour),
-			[]schedRun{ranAt(ReasonMissed, start)}},
+			[]schedRun{ranAt(api.ReasonMissed, start)}},
 		{"on change, not written since", changeSchedule(), start.Add(-2 * time.Hour), start.Add(-3 * time.Hour), nil},
 	}
 	for _, tt := range tests {
@@ -707,7 +708,7 @@ func TestTimetable_MissedWhileStoppedRunOnce(t *testing.T) {
 				}
 				h := newSchedHarness(t, schedOptions{
 					start: start, wallet: w,
-					dests: []Destination{folderDest("d1", tt.schedule)},
+					dests: []api.Destination{folderDest("d1", tt.schedule)},
 					last:  map[string]time.Time{"d1": tt.last},
 				})
 				h.startRun()
@@ -730,7 +731,7 @@ func orTime(t, def time.Time) time.Time {
 func TestTimetable_MissedWhileAsleepRunOnce(t *testing.T) {
 	tests := []struct {
 		name     string
-		schedule Schedule
+		schedule api.Schedule
 		sleep    time.Duration
 		want     []time.Duration // after the start, on the wall clock
 	}{
@@ -746,7 +747,7 @@ func TestTimetable_MissedWhileAsleepRunOnce(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", tt.schedule)}})
+				h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", tt.schedule)}})
 				h.startRun()
 				h.sleep(30 * time.Minute)
 				h.jump(tt.sleep)
@@ -755,8 +756,8 @@ func TestTimetable_MissedWhileAsleepRunOnce(t *testing.T) {
 					t.Errorf("no clock jump logged; log:\n%s", h.logs)
 				}
 				h.sleep(tt.want[1] - tt.want[0])
-				want := []schedRun{ranAt(ReasonMissed, h.at(tt.want[0]))}
-				want = append(want, ranAt(Reason(tt.schedule.Kind), h.at(tt.want[1])))
+				want := []schedRun{ranAt(api.ReasonMissed, h.at(tt.want[0]))}
+				want = append(want, ranAt(api.Reason(tt.schedule.Kind), h.at(tt.want[1])))
 				h.wantRuns("d1", want...)
 			})
 		})
@@ -767,13 +768,13 @@ func TestTimetable_MissedWhileAsleepRunOnce(t *testing.T) {
 // the future", counts as just now.
 func TestTimetable_ClockSetBack(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", intervalOf(time.Hour))}})
 		h.startRun()
 		h.sleep(30 * time.Minute)
 		h.jump(-24 * time.Hour)
 		h.sleep(heartbeat) // the loop sees the clock at -23h29m and the last run ahead of it
 		h.sleep(time.Hour)
-		h.wantRuns("d1", ranAt(ReasonInterval, h.at(-23*time.Hour+31*time.Minute)))
+		h.wantRuns("d1", ranAt(api.ReasonInterval, h.at(-23*time.Hour+31*time.Minute)))
 	})
 }
 
@@ -784,11 +785,11 @@ func TestTimetable_NoConcurrentRuns(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const w = "/wallets/wallet.db"
 		d1 := folderDest("d1", changeSchedule())
-		h := newSchedHarness(t, schedOptions{wallet: w, dests: []Destination{d1}, gated: true})
+		h := newSchedHarness(t, schedOptions{wallet: w, dests: []api.Destination{d1}, gated: true})
 		h.startRun()
 		h.send(w, fsnotify.Write)
-		h.sleep(DefaultDebounce)
-		h.wantRuns("d1", ranAt(ReasonChange, h.at(DefaultDebounce)))
+		h.sleep(api.DefaultDebounce)
+		h.wantRuns("d1", ranAt(api.ReasonChange, h.at(api.DefaultDebounce)))
 
 		for range 5 {
 			if err := h.s.RunNow("d1"); err != nil {
@@ -796,8 +797,8 @@ func TestTimetable_NoConcurrentRuns(t *testing.T) {
 			}
 			h.send(w+"-wal", fsnotify.Write)
 		}
-		h.update(func(c *Config) { c.Destinations = nil })
-		h.update(func(c *Config) { c.Destinations = []Destination{d1} })
+		h.update(func(c *api.Config) { c.Destinations = nil })
+		h.update(func(c *api.Config) { c.Destinations = []api.Destination{d1} })
 		if err := h.s.RunNow("d1"); err != nil {
 			t.Fatal(err)
 		}
@@ -807,14 +808,14 @@ func TestTimetable_NoConcurrentRuns(t *testing.T) {
 		}
 
 		h.release()
-		second := h.at(DefaultDebounce + 3*time.Hour)
-		h.wantRuns("d1", ranAt(ReasonChange, h.at(DefaultDebounce)), ranAt(ReasonManual, second))
+		second := h.at(api.DefaultDebounce + 3*time.Hour)
+		h.wantRuns("d1", ranAt(api.ReasonChange, h.at(api.DefaultDebounce)), ranAt(api.ReasonManual, second))
 		h.send(w+"-wal", fsnotify.Write) // during the second run: not in its snapshot
 		h.sleep(time.Hour)
 		h.release()
 		h.sleep(time.Hour)
-		h.wantRuns("d1", ranAt(ReasonChange, h.at(DefaultDebounce)), ranAt(ReasonManual, second),
-			ranAt(ReasonMissed, second.Add(time.Hour))) // the write's debounce passed while the run went
+		h.wantRuns("d1", ranAt(api.ReasonChange, h.at(api.DefaultDebounce)), ranAt(api.ReasonManual, second),
+			ranAt(api.ReasonMissed, second.Add(time.Hour))) // the write's debounce passed while the run went
 		h.release()
 		h.sleep(time.Hour)
 		if got := len(h.runsOf("d1")); got != 3 || h.concurrent != 1 {
@@ -828,7 +829,7 @@ func TestTimetable_UpdateWithoutRestart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{
 			wallet: "/wallets/wallet.db",
-			dests:  []Destination{folderDest("d1", intervalOf(time.Hour))},
+			dests:  []api.Destination{folderDest("d1", intervalOf(time.Hour))},
 			last:   map[string]time.Time{"d2": {}},
 		})
 		h.startRun()
@@ -836,7 +837,7 @@ func TestTimetable_UpdateWithoutRestart(t *testing.T) {
 			t.Fatalf("watching %v with no on-change schedule", got)
 		}
 		h.sleep(10 * time.Minute)
-		h.update(func(c *Config) {
+		h.update(func(c *api.Config) {
 			c.Destinations[0].Schedule = intervalOf(15 * time.Minute)
 			c.Destinations = append(c.Destinations, folderDest("d2", changeSchedule()))
 		})
@@ -844,20 +845,20 @@ func TestTimetable_UpdateWithoutRestart(t *testing.T) {
 			t.Fatalf("watching %v, want [/wallets]", got)
 		}
 		h.sleep(10 * time.Minute)
-		h.wantRuns("d1", ranAt(ReasonInterval, h.at(15*time.Minute)))
-		h.wantRuns("d2", ranAt(ReasonMissed, h.at(10*time.Minute))) // it never ran
+		h.wantRuns("d1", ranAt(api.ReasonInterval, h.at(15*time.Minute)))
+		h.wantRuns("d2", ranAt(api.ReasonMissed, h.at(10*time.Minute))) // it never ran
 
-		h.update(func(c *Config) { c.Destinations = c.Destinations[1:] })
+		h.update(func(c *api.Config) { c.Destinations = c.Destinations[1:] })
 		if _, _, err := h.s.Next("d1"); !errors.Is(err, wallet.ErrNotFound) {
 			t.Fatalf("Next of a removed destination: %v", err)
 		}
-		h.update(func(c *Config) { c.Destinations[0].Schedule = dailySchedule("03:00") })
+		h.update(func(c *api.Config) { c.Destinations[0].Schedule = dailySchedule("03:00") })
 		if got := h.events.watched(); len(got) != 0 {
 			t.Fatalf("still watching %v", got)
 		}
 		h.sleep(24 * time.Hour)
-		h.wantRuns("d1", ranAt(ReasonInterval, h.at(15*time.Minute)))
-		h.wantRuns("d2", ranAt(ReasonMissed, h.at(10*time.Minute)), ranAt(ReasonDaily, h.at(15*time.Hour)))
+		h.wantRuns("d1", ranAt(api.ReasonInterval, h.at(15*time.Minute)))
+		h.wantRuns("d2", ranAt(api.ReasonMissed, h.at(10*time.Minute)), ranAt(api.ReasonDaily, h.at(15*time.Hour)))
 	})
 }
 
@@ -865,7 +866,7 @@ func TestTimetable_UpdateWithoutRestart(t *testing.T) {
 // it stopped, and a refused pause changes nothing.
 func TestTimetable_Refuses(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newSchedHarness(t, schedOptions{dests: []Destination{folderDest("d1", intervalOf(time.Hour))}})
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", intervalOf(time.Hour))}})
 		ctx := t.Context()
 		bad := h.config()
 		bad.Destinations[0].Schedule = intervalOf(time.Second)
@@ -878,11 +879,11 @@ func TestTimetable_Refuses(t *testing.T) {
 			{"next of an unknown destination", func() error { _, _, err := h.s.Next("nope"); return err }, wallet.ErrNotFound},
 			{"pause an unknown destination", func() error { return h.s.Pause(ctx, "nope", time.Hour) }, wallet.ErrNotFound},
 			{"pause no destination", func() error { return h.s.Pause(ctx, "", time.Hour) }, wallet.ErrNotFound},
-			{"pause the drill", func() error { return h.s.Pause(ctx, DrillID, time.Hour) }, wallet.ErrNotFound},
+			{"pause the drill", func() error { return h.s.Pause(ctx, drillID, time.Hour) }, wallet.ErrNotFound},
 			{"pause for a negative time", func() error { return h.s.Pause(ctx, "d1", -time.Hour) }, wallet.ErrInvalidArgument},
 			{"resume an unknown destination", func() error { return h.s.Resume(ctx, "nope") }, wallet.ErrNotFound},
 			{"an invalid config", func() error { return h.s.Update(bad) }, wallet.ErrInvalidArgument},
-			{"no Run", func() error { _, err := NewTimetable(TimetableOptions{}); return err }, wallet.ErrInvalidArgument},
+			{"no Run", func() error { _, err := newTimetable(timetableOptions{}); return err }, wallet.ErrInvalidArgument},
 		}
 		for _, tt := range tests {
 			if err := tt.call(); !errors.Is(err, tt.want) {
@@ -906,9 +907,9 @@ func TestTimetable_Refuses(t *testing.T) {
 			want error
 		}{
 			{"run again", func() error { return h.s.Run(ctx) }, wallet.ErrInvalidArgument},
-			{"run now after the end", func() error { return h.s.RunNow("d1") }, ErrClosed},
-			{"update after the end", func() error { return h.s.Update(h.config()) }, ErrClosed},
-			{"pause after the end", func() error { return h.s.PauseAll(ctx, time.Hour) }, ErrClosed},
+			{"run now after the end", func() error { return h.s.RunNow("d1") }, api.ErrClosed},
+			{"update after the end", func() error { return h.s.Update(h.config()) }, api.ErrClosed},
+			{"pause after the end", func() error { return h.s.PauseAll(ctx, time.Hour) }, api.ErrClosed},
 		}
 		for _, tt := range after {
 			if err := tt.call(); !errors.Is(err, tt.want) {

@@ -5,91 +5,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
 	"walletsync/wallet"
 )
 
-const redacted = "[redacted]"
-
-// Secret holds a value that must never be shown, such as the unattended backup password.
-// It prints, marshals and logs as "[redacted]" under every fmt verb, encoding/json,
-// encoding.TextMarshaler and log/slog; only Reveal returns the value, and the only code
-// that should call it hands the value to a key derivation function.
-//
-// The value sits behind a pointer, so that even a Secret in an unexported struct field,
-// which fmt prints without calling its methods, shows as an address.
-type Secret struct {
-	v *string
-}
-
-// NewSecret wraps s.
-func NewSecret(s string) Secret { return Secret{v: &s} }
-
-// Reveal returns the secret value; "" for the zero Secret.
-func (s Secret) Reveal() string {
-	if s.v == nil {
-		return ""
-	}
-	return *s.v
-}
-
-// IsZero reports whether s holds nothing.
-func (s Secret) IsZero() bool { return s.v == nil }
-
-// String returns "[redacted]".
-func (s Secret) String() string { return redacted }
-
-// GoString returns "[redacted]", for %#v.
-func (s Secret) GoString() string { return redacted }
-
-// Format writes "[redacted]" whatever the verb and flags.
-func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, redacted) }
-
-// MarshalJSON returns "[redacted]" as a JSON string.
-func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + redacted + `"`), nil }
-
-// MarshalText returns "[redacted]".
-func (s Secret) MarshalText() ([]byte, error) { return []byte(redacted), nil }
-
-// LogValue makes slog log "[redacted]".
-func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
-
-// UnmarshalJSON reads a JSON string into s, so that a request body can carry a secret.
-func (s *Secret) UnmarshalJSON(b []byte) error {
-	var v string
-	if err := json.Unmarshal(b, &v); err != nil {
-		return fmt.Errorf("secret: not a JSON string: %w", wallet.ErrInvalidArgument)
-	}
-	*s = NewSecret(v)
-	return nil
-}
-
-// MinSecretLength is the shortest secret Secrets accepts, in bytes. Besides being a floor
+// minSecretLength is the shortest secret Secrets accepts, in bytes. Besides being a floor
 // for a password, it keeps redaction meaningful: scrubbing a 2-letter value would mangle
 // every text it passes.
-const MinSecretLength = 8
-
-// LostPasswordWarning is what a person is told when they set an unattended backup
-// password.
-const LostPasswordWarning = "walletsync keeps this password only to write scheduled backups; it cannot " +
-	"recover it. If the password is lost, the backups it encrypts cannot be restored: write it down " +
-	"and keep it somewhere safe."
+const minSecretLength = 8
 
 // Secrets is the secrets file in the data folder: named secrets (such as a destination's
 // backup password), stored 0600, never in the config. Get is the only way anything reads
 // a secret back. A file that others can read is refused rather than used.
 //
-// Secrets is also a Redactor: Redact scrubs every value it has held during this process,
+// Secrets is also a redactor: Redact scrubs every value it has held during this process,
 // including replaced and deleted ones, which a job may still carry.
 type Secrets struct {
 	path string
@@ -122,7 +60,7 @@ func (s *Secrets) loadLocked() error {
 	case err != nil:
 		return fmt.Errorf("read secrets: %w", err)
 	case openToOthers(info):
-		return WithHint(fmt.Errorf("read secrets: %s (mode %#o): %w", s.path, info.Mode().Perm(), ErrOpenToOthers),
+		return api.WithHint(fmt.Errorf("read secrets: %s (mode %#o): %w", s.path, info.Mode().Perm(), api.ErrOpenToOthers),
 			"Run chmod 600 on the file, then change the backup password: others may have read it.")
 	default:
 		b, err := os.ReadFile(s.path)
@@ -149,7 +87,7 @@ func (s *Secrets) remember(values ...string) {
 	all := slices.SortedFunc(maps.Keys(s.seen), func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	pairs := make([]string, 0, 2*len(all))
 	for _, v := range all {
-		pairs = append(pairs, v, redacted)
+		pairs = append(pairs, v, api.Redacted)
 	}
 	s.replacer = strings.NewReplacer(pairs...)
 }
@@ -166,14 +104,14 @@ func (s *Secrets) saveLocked() error {
 }
 
 // Set stores value under key, replacing any value it had. key is 1-64 of a-z, 0-9, '-',
-// '_' (a destination id, say); value is at least MinSecretLength bytes. Both are refused
+// '_' (a destination id, say); value is at least minSecretLength bytes. Both are refused
 // otherwise with wallet.ErrInvalidArgument. Tell the person LostPasswordWarning.
-func (s *Secrets) Set(key string, value Secret) error {
+func (s *Secrets) Set(key string, value api.Secret) error {
 	if !validKey(key) {
 		return fmt.Errorf("set secret %q: key is not 1-64 of a-z, 0-9, '-', '_': %w", key, wallet.ErrInvalidArgument)
 	}
-	if len(value.Reveal()) < MinSecretLength {
-		return fmt.Errorf("set secret %s: shorter than %d bytes: %w", key, MinSecretLength, wallet.ErrInvalidArgument)
+	if len(value.Reveal()) < minSecretLength {
+		return fmt.Errorf("set secret %s: shorter than %d bytes: %w", key, minSecretLength, wallet.ErrInvalidArgument)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -195,17 +133,17 @@ func (s *Secrets) Set(key string, value Secret) error {
 }
 
 // Get returns the secret stored under key, or an error wrapping wallet.ErrNotFound.
-func (s *Secrets) Get(key string) (Secret, error) {
+func (s *Secrets) Get(key string) (api.Secret, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.loadLocked(); err != nil {
-		return Secret{}, err
+		return api.Secret{}, err
 	}
 	v, ok := s.values[key]
 	if !ok {
-		return Secret{}, fmt.Errorf("secret %q: %w", key, wallet.ErrNotFound)
+		return api.Secret{}, fmt.Errorf("secret %q: %w", key, wallet.ErrNotFound)
 	}
-	return NewSecret(v), nil
+	return api.NewSecret(v), nil
 }
 
 // Delete removes the secret stored under key; a missing key is not an error.

@@ -13,18 +13,19 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
 
 func TestSecret_NeverShowsItsValue(t *testing.T) {
 	const value = "hunter2-hunter2-hunter2"
-	s := NewSecret(value)
+	s := api.NewSecret(value)
 	type args struct {
 		Name     string
-		Password Secret
-		hidden   Secret
-		Ptr      *Secret
+		Password api.Secret
+		hidden   api.Secret
+		Ptr      *api.Secret
 	}
 	a := args{"x", s, s, &s}
 	logged := func(h func(*bytes.Buffer) slog.Handler) string {
@@ -32,7 +33,7 @@ func TestSecret_NeverShowsItsValue(t *testing.T) {
 		slog.New(h(&b)).Info("msg", "pw", s, "args", a, "err", fmt.Errorf("open: %v", s))
 		return b.String()
 	}
-	type doc struct{ P Secret }
+	type doc struct{ P api.Secret }
 	xmlOut, err := xml.Marshal(doc{s})
 	if err != nil {
 		t.Fatal(err)
@@ -49,15 +50,15 @@ func TestSecret_NeverShowsItsValue(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assertNoSecret(t, tc.text, value)
-			if !strings.Contains(tc.text, redacted) {
-				t.Fatalf("no %s in %q", redacted, tc.text)
+			if !strings.Contains(tc.text, api.Redacted) {
+				t.Fatalf("no %s in %q", api.Redacted, tc.text)
 			}
 		})
 	}
-	if s.Reveal() != value || (Secret{}).Reveal() != "" || !(Secret{}).IsZero() || s.IsZero() {
+	if s.Reveal() != value || (api.Secret{}).Reveal() != "" || !(api.Secret{}).IsZero() || s.IsZero() {
 		t.Fatal("Reveal or IsZero wrong")
 	}
-	var back struct{ P Secret }
+	var back struct{ P api.Secret }
 	if err := json.Unmarshal([]byte(`{"P":"from a request"}`), &back); err != nil || back.P.Reveal() != "from a request" {
 		t.Fatalf("UnmarshalJSON: %v, %q", err, back.P.Reveal())
 	}
@@ -77,11 +78,11 @@ func TestSecrets_SetGetDelete(t *testing.T) {
 		t.Fatalf("Get before Set = %v, want ErrNotFound", err)
 	}
 	for _, v := range []string{"first-password", "second-password"} {
-		if err := s.Set("backup", NewSecret(v)); err != nil {
+		if err := s.Set("backup", api.NewSecret(v)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := s.Set("nas-folder", NewSecret("third-password")); err != nil {
+	if err := s.Set("nas-folder", api.NewSecret("third-password")); err != nil {
 		t.Fatal(err)
 	}
 	if runtime.GOOS != "windows" {
@@ -114,7 +115,7 @@ func TestSecrets_Refuses(t *testing.T) {
 		{"Backup Key", "long-enough-password"},
 		{"../etc", "long-enough-password"},
 	} {
-		err := s.Set(tc.key, NewSecret(tc.value))
+		err := s.Set(tc.key, api.NewSecret(tc.value))
 		if !errors.Is(err, wallet.ErrInvalidArgument) {
 			t.Errorf("Set(%q, %q) = %v, want ErrInvalidArgument", tc.key, tc.value, err)
 		}
@@ -130,7 +131,7 @@ func TestSecrets_Refuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := NewSecrets(path).Get("backup")
-	if _, hint := classify(err); err == nil || !strings.Contains(hint, "chmod 600") {
+	if hint := api.HintFor(err); err == nil || !strings.Contains(hint, "chmod 600") {
 		t.Fatalf("a file others can read: %v (hint %q), want a refusal with a chmod hint", err, hint)
 	}
 }
@@ -141,7 +142,7 @@ func TestSecrets_RedactsEveryValueHeld(t *testing.T) {
 		t.Fatalf("Redact = %q", got)
 	}
 	for _, v := range []string{"old-password", "old-password-2"} { // one value a prefix of the other
-		if err := s.Set("backup", NewSecret(v)); err != nil {
+		if err := s.Set("backup", api.NewSecret(v)); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"walletsync/agent/api"
 
 	"walletsync/brc40"
 	"walletsync/localstore"
@@ -20,48 +21,6 @@ import (
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
-
-// Task kinds of a restore from a storage server.
-const (
-	// KindServerPreview pulls what a storage server holds for the signer's identity into a
-	// private staging wallet and counts it, table by table; the wallet is not touched.
-	KindServerPreview TaskKind = "server-preview"
-	// KindServerRestore merges a preview's staged rows into the wallet.
-	KindServerRestore TaskKind = "server-restore"
-)
-
-// ServerRestoreRequest is the body of POST /api/v1/storage-servers/restore/preview (URL,
-// Signer, Wallet) and of POST /api/v1/storage-servers/restore (Preview, Confirm).
-type ServerRestoreRequest struct {
-	URL    string       `json:"url,omitempty"`
-	Signer ServerSigner `json:"signer"`
-	// Wallet is the configured wallet to restore into; the only one when empty.
-	Wallet string `json:"wallet,omitempty"`
-	// Preview is the succeeded preview task whose staged rows the restore merges: exactly
-	// what the person saw counted.
-	Preview string `json:"preview,omitempty"`
-	// Confirm must be true for the restore: the person saw the preview and said yes.
-	Confirm bool `json:"confirm,omitempty"`
-}
-
-// ServerRestorePreview is the result of a KindServerPreview task: the server, the identity,
-// and what the server holds for it, counted in the staging wallet.
-type ServerRestorePreview struct {
-	ServerCheck
-	Wallet string                     `json:"wallet"`
-	Counts map[wallet.TableName]int64 `json:"counts"`
-	Total  int64                      `json:"total"`
-	// Staging names the staging wallet in the agent's server-staging folder.
-	Staging string `json:"staging"`
-}
-
-// ServerRestoreResult is the result of a KindServerRestore task.
-type ServerRestoreResult struct {
-	SyncResult
-	URL         string `json:"url"`
-	Wallet      string `json:"wallet"`
-	IdentityKey string `json:"identityKey"`
-}
 
 // serverStagingDir holds the staging wallets of server previews (private, 0700): the rows
 // a server gave out, kept from the preview to the confirm so that the restore merges exactly
@@ -87,32 +46,32 @@ func serverTarget(walletPath string) string { return "server-restore:" + walletP
 // and a server that changes meanwhile changes nothing. Starting a preview clears the
 // staging wallets of the same wallet's earlier previews: only its newest preview can be
 // confirmed. Another wallet's preview stays confirmable.
-func (a *Agent) previewServerRestore(req ServerRestoreRequest) (Task, error) {
-	ref, err := a.config().walletRef(req.Wallet)
+func (a *Agent) previewServerRestore(req api.ServerRestoreRequest) (api.Task, error) {
+	ref, err := findWalletRef(a.config(), req.Wallet)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	signer, _, err := a.signer(req.URL, req.Signer)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	return a.tasks.Start(KindServerPreview, serverTarget(ref.Path), func(ctx context.Context, h *TaskHandle) error {
+	return a.tasks.Start(api.KindServerPreview, serverTarget(ref.Path), func(ctx context.Context, h *TaskHandle) error {
 		return a.serverPreviewJob(ctx, h, req.URL, signer, ref)
 	})
 }
 
-func (a *Agent) serverPreviewJob(ctx context.Context, h *TaskHandle, rawURL string, signer auth.Signer, ref WalletRef) error {
+func (a *Agent) serverPreviewJob(ctx context.Context, h *TaskHandle, rawURL string, signer auth.Signer, ref api.WalletRef) error {
 	h.SetDetail("asking the server")
 	chain, ids, err := a.walletFacts(ctx, ref)
 	if err != nil && !errors.Is(err, wallet.ErrNotFound) { // an empty wallet holds no identity yet
-		return atPath(ref.Path, err)
+		return api.AtPath(ref.Path, err)
 	}
 	check, err := checkServer(ctx, rawURL, signer, chain, nil)
 	if err != nil {
 		return err
 	}
 	if len(ids) > 0 && !slices.Contains(ids, check.IdentityKey) {
-		return &ServerCheckError{URL: rawURL, Problem: ServerOtherWallet,
+		return &api.ServerCheckError{URL: rawURL, Problem: api.ServerOtherWallet,
 			Err:     fmt.Errorf("the signer is %s, the wallet holds %s: %w", wallet.ShortKey(check.IdentityKey, 16), strings.Join(ids, ", "), wallet.ErrOtherIdentity),
 			Message: fmt.Sprintf("That key signs as identity %s, which is not your wallet's: the server would give out that identity's data, not your wallet's.", wallet.ShortKey(check.IdentityKey, 16)),
 			Hint:    "Sign with your wallet's identity key, or the BRC-100 wallet that holds it."}
@@ -153,7 +112,7 @@ func (a *Agent) serverPreviewJob(ctx context.Context, h *TaskHandle, rawURL stri
 	if err != nil {
 		return fmt.Errorf("count the staged rows: %w", err)
 	}
-	p := ServerRestorePreview{ServerCheck: check, Wallet: ref.Path, Counts: sum.Counts, Staging: name}
+	p := api.ServerRestorePreview{ServerCheck: check, Wallet: ref.Path, Counts: sum.Counts, Staging: name}
 	for _, n := range sum.Counts {
 		p.Total += n
 	}
@@ -165,28 +124,28 @@ func (a *Agent) serverPreviewJob(ctx context.Context, h *TaskHandle, rawURL stri
 
 // restoreFromServer starts a KindServerRestore task: the staged rows of a succeeded preview
 // merged into its wallet.
-func (a *Agent) restoreFromServer(req ServerRestoreRequest) (Task, error) {
+func (a *Agent) restoreFromServer(req api.ServerRestoreRequest) (api.Task, error) {
 	if !req.Confirm {
-		return Task{}, WithHint(fmt.Errorf("restore from a storage server without confirm: %w", wallet.ErrInvalidArgument), "look at the preview first, then confirm")
+		return api.Task{}, api.WithHint(fmt.Errorf("restore from a storage server without confirm: %w", wallet.ErrInvalidArgument), "look at the preview first, then confirm")
 	}
 	pt, err := a.tasks.Get(req.Preview)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
-	var p ServerRestorePreview
-	if pt.Kind != KindServerPreview || pt.State != TaskSucceeded || json.Unmarshal(pt.Result, &p) != nil || p.Staging == "" {
-		return Task{}, WithHint(fmt.Errorf("task %s is not a finished storage-server preview: %w", req.Preview, wallet.ErrInvalidArgument), "preview the restore first")
+	var p api.ServerRestorePreview
+	if pt.Kind != api.KindServerPreview || pt.State != api.TaskSucceeded || json.Unmarshal(pt.Result, &p) != nil || p.Staging == "" {
+		return api.Task{}, api.WithHint(fmt.Errorf("task %s is not a finished storage-server preview: %w", req.Preview, wallet.ErrInvalidArgument), "preview the restore first")
 	}
 	path := filepath.Join(a.serverStagingDir(), p.Staging)
 	if _, err := os.Stat(path); err != nil {
-		return Task{}, WithHint(fmt.Errorf("the preview's staged rows: %w", err), "a newer preview replaced them, or the restore finished: preview again")
+		return api.Task{}, api.WithHint(fmt.Errorf("the preview's staged rows: %w", err), "a newer preview replaced them, or the restore finished: preview again")
 	}
-	return a.tasks.Start(KindServerRestore, serverTarget(p.Wallet), func(ctx context.Context, h *TaskHandle) error {
+	return a.tasks.Start(api.KindServerRestore, serverTarget(p.Wallet), func(ctx context.Context, h *TaskHandle) error {
 		return a.serverRestoreJob(ctx, h, p, path)
 	})
 }
 
-func (a *Agent) serverRestoreJob(ctx context.Context, h *TaskHandle, p ServerRestorePreview, path string) error {
+func (a *Agent) serverRestoreJob(ctx context.Context, h *TaskHandle, p api.ServerRestorePreview, path string) error {
 	w, err := a.wallet(ctx, p.Wallet)
 	if err != nil {
 		return err
@@ -201,7 +160,7 @@ func (a *Agent) serverRestoreJob(ctx context.Context, h *TaskHandle, p ServerRes
 	// Every merge takes the wallet's background write slot for one short transaction, so
 	// the wallet app's own work goes first.
 	res, err := a.runChunks(ctx, h, staging, w.store, p.IdentityKey, p.Total, w.queue.NewSession(p.IdentityKey, "server-restore"))
-	h.SetResult(ServerRestoreResult{SyncResult: SyncResult{Sessions: []syncer.Result{res}}, URL: p.URL, Wallet: p.Wallet, IdentityKey: p.IdentityKey})
+	h.SetResult(api.ServerRestoreResult{SyncResult: api.SyncResult{Sessions: []syncer.Result{res}}, URL: p.URL, Wallet: p.Wallet, IdentityKey: p.IdentityKey})
 	if err != nil {
 		return err // the staging wallet stays: confirming the same preview again resumes
 	}

@@ -9,40 +9,27 @@ import (
 	"os/signal"
 	"slices"
 	"syscall"
+	"walletsync/agent/api"
 
 	"github.com/kardianos/service"
 )
 
-// ServiceName is the agent's name with the platform's service manager.
-const ServiceName = "walletsync"
+// serviceName is the agent's name with the platform's service manager.
+const serviceName = "walletsync"
 
-// ServiceStatus is what the service manager says about the agent's service. The strings
-// are a wire format.
-type ServiceStatus string
-
-// Service states.
-const (
-	ServiceRunning      ServiceStatus = "running"
-	ServiceStopped      ServiceStatus = "stopped"
-	ServiceNotInstalled ServiceStatus = "not-installed"
-	// ServiceUnavailable: the platform has no service manager walletsync installs with
-	// (ErrNoServiceManager). Not a failure: the agent runs while started by hand.
-	ServiceUnavailable ServiceStatus = "unavailable"
-)
-
-// ServiceError reports a failed service action.
-type ServiceError struct {
+// serviceError reports a failed service action.
+type serviceError struct {
 	Op       string // control (no manager), install, uninstall, start, stop, status, run
 	Platform string // the service manager, as kardianos/service names it
 	Err      error
 }
 
-func (e *ServiceError) Error() string {
+func (e *serviceError) Error() string {
 	return fmt.Sprintf("%s service on %s: %v", e.Op, e.Platform, e.Err)
 }
 
 // Unwrap returns the cause (ErrNoServiceManager, or the service manager's error).
-func (e *ServiceError) Unwrap() error { return e.Err }
+func (e *serviceError) Unwrap() error { return e.Err }
 
 // ServiceOptions say what the installed service runs.
 type ServiceOptions struct {
@@ -79,7 +66,7 @@ type Service struct {
 
 // NewService returns the agent's service as opts describe it, for the platform's service
 // manager. Where walletsync cannot install a per-user service (see perUserPlatforms) it
-// refuses with a *ServiceError wrapping ErrNoServiceManager, carrying a hint; nothing is
+// refuses with a *serviceError wrapping ErrNoServiceManager, carrying a hint; nothing is
 // written anywhere.
 func NewService(opts ServiceOptions) (*Service, error) {
 	platform := service.Platform()
@@ -89,7 +76,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	}
 	svc, err := service.New(controlOnly{}, cfg)
 	if err != nil {
-		return nil, &ServiceError{Op: "control", Platform: platform, Err: err}
+		return nil, &serviceError{Op: "control", Platform: platform, Err: err}
 	}
 	return &Service{svc: svc, platform: platform}, nil
 }
@@ -98,7 +85,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 func serviceConfig(platform string, opts ServiceOptions) (*service.Config, error) {
 	option, ok := perUserPlatforms[platform]
 	if !ok {
-		return nil, WithHint(&ServiceError{Op: "control", Platform: platform, Err: ErrNoServiceManager},
+		return nil, api.WithHint(&serviceError{Op: "control", Platform: platform, Err: api.ErrNoServiceManager},
 			"walletsync installs itself with systemd user units, launchd or the Windows service manager; "+
 				"here, start \"walletsync agent\" with your desktop session (an autostart entry) instead.")
 	}
@@ -107,7 +94,7 @@ func serviceConfig(platform string, opts ServiceOptions) (*service.Config, error
 		args = []string{"agent"}
 	}
 	return &service.Config{
-		Name:        ServiceName,
+		Name:        serviceName,
 		DisplayName: "walletsync agent",
 		Description: "Keeps a BSV wallet's store safe: syncs and encrypted backups.",
 		Executable:  opts.Executable,
@@ -140,26 +127,26 @@ func (s *Service) Stop() error { return s.do("stop", s.svc.Stop) }
 
 func (s *Service) do(op string, f func() error) error {
 	if err := f(); err != nil {
-		return &ServiceError{Op: op, Platform: s.platform, Err: err}
+		return &serviceError{Op: op, Platform: s.platform, Err: err}
 	}
 	return nil
 }
 
 // Status asks the service manager about the service. A service that is not installed is
 // ServiceNotInstalled, not an error.
-func (s *Service) Status() (ServiceStatus, error) {
+func (s *Service) Status() (api.ServiceStatus, error) {
 	st, err := s.svc.Status()
 	switch {
 	case errors.Is(err, service.ErrNotInstalled):
-		return ServiceNotInstalled, nil
+		return api.ServiceNotInstalled, nil
 	case err != nil:
-		return "", &ServiceError{Op: "status", Platform: s.platform, Err: err}
+		return "", &serviceError{Op: "status", Platform: s.platform, Err: err}
 	case st == service.StatusRunning:
-		return ServiceRunning, nil
+		return api.ServiceRunning, nil
 	case st == service.StatusStopped:
-		return ServiceStopped, nil
+		return api.ServiceStopped, nil
 	}
-	return "", &ServiceError{Op: "status", Platform: s.platform, Err: errors.New("the service manager reports no status")}
+	return "", &serviceError{Op: "status", Platform: s.platform, Err: errors.New("the service manager reports no status")}
 }
 
 // Program is the agent's main loop: it runs until ctx is cancelled, then stops at a safe
@@ -178,7 +165,7 @@ func RunService(ctx context.Context, program Program) error {
 	defer stop()
 	p := &serviceProgram{run: program, ctx: signals, exited: make(chan struct{})}
 	svc, err := service.New(p, &service.Config{
-		Name: ServiceName,
+		Name: serviceName,
 		// RunWait replaces the library's own signal wait, which would ignore ctx and a
 		// program that has already returned.
 		Option: service.KeyValue{"RunWait": func() {
@@ -189,7 +176,7 @@ func RunService(ctx context.Context, program Program) error {
 		}},
 	})
 	if err != nil {
-		return &ServiceError{Op: "run", Platform: service.Platform(), Err: err}
+		return &serviceError{Op: "run", Platform: service.Platform(), Err: err}
 	}
 	if err := svc.Run(); err != nil {
 		return err
@@ -228,49 +215,38 @@ func (p *serviceProgram) Stop(service.Service) error {
 	return nil
 }
 
-// ServiceInfo is the body of GET /api/v1/service.
-type ServiceInfo struct {
-	Platform string        `json:"platform"`
-	Status   ServiceStatus `json:"status,omitempty"`
-	// Note explains an unavailable service in plain words; Error and Hint report a
-	// failure to ask the service manager.
-	Note  string `json:"note,omitempty"`
-	Error string `json:"error,omitempty"`
-	Hint  string `json:"hint,omitempty"`
-}
-
 // serviceInfo reports the platform service; an environment without a service manager is
 // reported, not failed.
-func serviceInfo() ServiceInfo {
+func serviceInfo() api.ServiceInfo {
 	svc, err := NewService(ServiceOptions{})
-	if errors.Is(err, ErrNoServiceManager) {
-		ex := explain(err)
-		return ServiceInfo{Status: ServiceUnavailable, Note: ex.Message + " " + ex.Hint}
+	if errors.Is(err, api.ErrNoServiceManager) {
+		ex := api.Explain(err)
+		return api.ServiceInfo{Status: api.ServiceUnavailable, Note: ex.Message + " " + ex.Hint}
 	}
 	if err != nil {
-		return ServiceInfo{Error: err.Error(), Hint: hintFor(err)}
+		return api.ServiceInfo{Error: err.Error(), Hint: api.HintFor(err)}
 	}
-	info := ServiceInfo{Platform: svc.Platform()}
+	info := api.ServiceInfo{Platform: svc.Platform()}
 	if info.Status, err = svc.Status(); err != nil {
-		info.Error, info.Hint = err.Error(), hintFor(err)
+		info.Error, info.Hint = err.Error(), api.HintFor(err)
 	}
 	return info
 }
 
 // serviceAction does what the dashboard asked of the platform service, and reports it.
-func serviceAction(do func(*Service) error) (ServiceInfo, error) {
+func serviceAction(do func(*Service) error) (api.ServiceInfo, error) {
 	svc, err := NewService(ServiceOptions{})
 	if err != nil {
-		return ServiceInfo{}, err
+		return api.ServiceInfo{}, err
 	}
 	if err := do(svc); err != nil {
-		return ServiceInfo{}, err
+		return api.ServiceInfo{}, err
 	}
 	return serviceInfo(), nil
 }
 
 // hintFor is the hint a person sees for err.
 func hintFor(err error) string {
-	_, hint := classify(err)
+	_, hint := "", api.HintFor(err)
 	return hint
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"walletsync/agent/api"
 
 	"github.com/kardianos/service"
 )
@@ -19,14 +20,14 @@ import (
 func TestNewService_RefusesWithoutServiceManager(t *testing.T) {
 	for _, platform := range []string{"unix-systemv", "linux-upstart", "linux-openrc", "linux-rcs", "linux-procd", "freebsd", ""} {
 		_, err := serviceConfig(platform, ServiceOptions{})
-		se, ok := errors.AsType[*ServiceError](err)
-		if _, hint := classify(err); !ok || !errors.Is(err, ErrNoServiceManager) || se.Platform != platform || !strings.Contains(hint, "walletsync agent") {
+		se, ok := errors.AsType[*serviceError](err)
+		if hint := api.HintFor(err); !ok || !errors.Is(err, api.ErrNoServiceManager) || se.Platform != platform || !strings.Contains(hint, "walletsync agent") {
 			t.Errorf("%q: %v (hint %q), want a *ServiceError wrapping ErrNoServiceManager with a hint", platform, err, hint)
 		}
 	}
 	_, supported := perUserPlatforms[service.Platform()]
 	svc, err := NewService(ServiceOptions{})
-	if supported != (err == nil) || !supported && !errors.Is(err, ErrNoServiceManager) {
+	if supported != (err == nil) || !supported && !errors.Is(err, api.ErrNoServiceManager) {
 		t.Fatalf("on %s: NewService = %v, %v", service.Platform(), svc, err)
 	}
 }

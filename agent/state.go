@@ -9,23 +9,24 @@ import (
 	"net/url"
 	"os"
 	"time"
+	"walletsync/agent/api"
 
 	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
 
 	"walletsync/wallet"
 )
 
-// DefaultEventLog is how many events the state database's event log keeps by default.
-const DefaultEventLog = 10_000
+// defaultEventLog is how many events the state database's event log keeps by default.
+const defaultEventLog = 10_000
 
-// StateDB is the agent's own SQLite database in its data folder: the task history and the
+// stateDB is the agent's own SQLite database in its data folder: the task history and the
 // event log, under their own forward-only migration ledger. It is never a wallet file, and
 // no wallet data goes into it: tasks and events hold counts, ids, paths and scrubbed text.
 //
 // WAL journal, synchronous=FULL (a recorded task end survives a power cut), a bounded busy
 // timeout. The creator closes it, after the Manager's Shutdown and after RecordEvents has
 // returned.
-type StateDB struct {
+type stateDB struct {
 	db   *sql.DB
 	path string
 }
@@ -85,11 +86,11 @@ CREATE INDEX backups_destination ON backups (destination, created_at);
 	},
 }
 
-// OpenState opens the state database at path, creating it (mode 0600) if missing and
+// openState opens the state database at path, creating it (mode 0600) if missing and
 // applying the migrations it lacks. It refuses a database whose ledger is newer than this
 // binary (wallet.ErrSchemaTooNew) and a non-empty SQLite file without the ledger, such as
 // a wallet (wallet.ErrUnknownSchema), leaving both untouched.
-func OpenState(ctx context.Context, path string) (*StateDB, error) {
+func openState(ctx context.Context, path string) (*stateDB, error) {
 	// SQLite gives the -wal and -shm files the database file's mode, so creating the file
 	// first keeps all three private.
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
@@ -106,7 +107,7 @@ func OpenState(ctx context.Context, path string) (*StateDB, error) {
 		return nil, fmt.Errorf("open state database: %w", err)
 	}
 	db.SetMaxOpenConns(1)
-	s := &StateDB{db: db, path: path}
+	s := &stateDB{db: db, path: path}
 	if err := s.migrate(ctx); err != nil {
 		db.Close()
 		return nil, err
@@ -114,7 +115,7 @@ func OpenState(ctx context.Context, path string) (*StateDB, error) {
 	return s, nil
 }
 
-func (s *StateDB) migrate(ctx context.Context) error {
+func (s *stateDB) migrate(ctx context.Context) error {
 	var objects, ledger int
 	err := s.db.QueryRowContext(ctx, `SELECT count(*), count(*) FILTER (WHERE type = 'table' AND name = 'migrations') FROM sqlite_master`).Scan(&objects, &ledger)
 	if err != nil {
@@ -150,7 +151,7 @@ func (s *StateDB) migrate(ctx context.Context) error {
 	return nil
 }
 
-func (s *StateDB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
+func (s *stateDB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -162,17 +163,17 @@ func (s *StateDB) inTx(ctx context.Context, f func(*sql.Tx) error) error {
 }
 
 // Close closes the database.
-func (s *StateDB) Close() error { return s.db.Close() }
+func (s *stateDB) Close() error { return s.db.Close() }
 
 // taskRecord is one task as the state database holds it.
 type taskRecord struct {
-	Task
+	api.Task
 	ord uint64
-	log []LogLine
+	log []api.LogLine
 }
 
 // loadTasks returns every recorded task, oldest first.
-func (s *StateDB) loadTasks(ctx context.Context) ([]taskRecord, error) {
+func (s *stateDB) loadTasks(ctx context.Context) ([]taskRecord, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT ord, task, log FROM tasks ORDER BY ord`)
 	if err != nil {
 		return nil, fmt.Errorf("load task history: %w", err)
@@ -198,7 +199,7 @@ func (s *StateDB) loadTasks(ctx context.Context) ([]taskRecord, error) {
 
 // saveTasks writes recs and forgets all but the newest keep ended tasks, in one
 // transaction.
-func (s *StateDB) saveTasks(ctx context.Context, recs []taskRecord, keep int) error {
+func (s *stateDB) saveTasks(ctx context.Context, recs []taskRecord, keep int) error {
 	err := s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, r := range recs {
 			snap, err := json.Marshal(r.Task)
@@ -225,25 +226,25 @@ ON CONFLICT (id) DO UPDATE SET terminal = excluded.terminal, task = excluded.tas
 	return nil
 }
 
-// LoggedEvent is an event as the event log holds it: its data stays JSON.
-type LoggedEvent struct {
+// loggedEvent is an event as the event log holds it: its data stays JSON.
+type loggedEvent struct {
 	Epoch string          `json:"epoch"`
 	Seq   uint64          `json:"seq"`
 	Time  time.Time       `json:"time"`
-	Type  EventType       `json:"type"`
+	Type  api.EventType   `json:"type"`
 	Data  json.RawMessage `json:"data,omitempty"`
 }
 
 // RecordEvents appends bus's events to the event log until ctx ends or the bus closes,
 // then returns nil. task.progress and task.log events are left out: the task history
-// holds their outcome. The log keeps the newest keep events (DefaultEventLog when keep
+// holds their outcome. The log keeps the newest keep events (defaultEventLog when keep
 // is not positive).
 //
 // It starts after the last event it recorded from this bus, so running it again after an
 // error neither repeats nor skips events the ring still holds; events it fell too far
 // behind for are recorded as one missed event. It returns the first write error.
-func (s *StateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
-	keep = positiveOr(keep, DefaultEventLog)
+func (s *stateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
+	keep = positiveOr(keep, defaultEventLog)
 	var since uint64
 	err := s.db.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM events WHERE epoch = ?`, bus.Epoch()).Scan(&since)
 	switch {
@@ -255,10 +256,10 @@ func (s *StateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
 	sub := bus.Subscribe(since)
 	for {
 		ev, err := sub.Next(ctx)
-		if errors.Is(err, ErrClosed) || ctx.Err() != nil {
+		if errors.Is(err, api.ErrClosed) || ctx.Err() != nil {
 			return nil
 		}
-		batch := []Event{ev}
+		batch := []api.Event{ev}
 		for len(batch) < 256 {
 			ev, ok := sub.TryNext()
 			if !ok {
@@ -272,10 +273,10 @@ func (s *StateDB) RecordEvents(ctx context.Context, bus *Bus, keep int) error {
 	}
 }
 
-func (s *StateDB) appendEvents(ctx context.Context, epoch string, batch []Event, keep int) error {
+func (s *stateDB) appendEvents(ctx context.Context, epoch string, batch []api.Event, keep int) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		for _, ev := range batch {
-			if ev.Type == EventTaskProgress || ev.Type == EventTaskLog {
+			if ev.Type == api.EventTaskProgress || ev.Type == api.EventTaskLog {
 				continue
 			}
 			data, err := json.Marshal(ev.Data)
@@ -293,16 +294,16 @@ func (s *StateDB) appendEvents(ctx context.Context, epoch string, batch []Event,
 }
 
 // Events returns the newest limit events of the event log, oldest first.
-func (s *StateDB) Events(ctx context.Context, limit int) ([]LoggedEvent, error) {
+func (s *stateDB) Events(ctx context.Context, limit int) ([]loggedEvent, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT epoch, seq, time, type, data FROM
 	(SELECT * FROM events ORDER BY id DESC LIMIT ?) ORDER BY id`, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read event log: %w", err)
 	}
 	defer rows.Close()
-	var out []LoggedEvent
+	var out []loggedEvent
 	for rows.Next() {
-		var e LoggedEvent
+		var e loggedEvent
 		var at string
 		var data []byte
 		if err := rows.Scan(&e.Epoch, &e.Seq, &at, &e.Type, &data); err != nil {
@@ -322,7 +323,7 @@ func (s *StateDB) Events(ctx context.Context, limit int) ([]LoggedEvent, error) 
 
 // RecordBackup remembers a backup file the agent wrote (replacing an older record of the
 // same path).
-func (s *StateDB) RecordBackup(ctx context.Context, f Backup) error {
+func (s *stateDB) RecordBackup(ctx context.Context, f api.Backup) error {
 	rows, err := json.Marshal(f.Rows)
 	if err != nil {
 		return err
@@ -341,24 +342,17 @@ created_at = excluded.created_at, verified_at = NULL, verify_error = NULL`,
 	return nil
 }
 
-// BackupRecord is a recorded backup file with what verifying it found.
-type BackupRecord struct {
-	Backup
-	VerifiedAt  time.Time `json:"verifiedAt,omitzero"`
-	VerifyError string    `json:"verifyError,omitempty"`
-}
-
 // Backups returns the recorded files of a destination, newest first.
-func (s *StateDB) Backups(ctx context.Context, destination string) ([]BackupRecord, error) {
+func (s *stateDB) Backups(ctx context.Context, destination string) ([]api.BackupRecord, error) {
 	rs, err := s.db.QueryContext(ctx, `SELECT path, destination, identity_key, size, sha256, rows, created_at,
 coalesce(verified_at, ''), coalesce(verify_error, '') FROM backups WHERE destination = ? ORDER BY created_at DESC`, destination)
 	if err != nil {
 		return nil, fmt.Errorf("list backups: %w", err)
 	}
 	defer rs.Close()
-	var out []BackupRecord
+	var out []api.BackupRecord
 	for rs.Next() {
-		var r BackupRecord
+		var r api.BackupRecord
 		var rows, created, verified string
 		if err := rs.Scan(&r.Path, &r.Destination, &r.IdentityKey, &r.Size, &r.SHA256, &rows, &created, &verified, &r.VerifyError); err != nil {
 			return nil, fmt.Errorf("list backups: %w", err)
@@ -377,7 +371,7 @@ coalesce(verified_at, ''), coalesce(verify_error, '') FROM backups WHERE destina
 
 // MarkVerified records the outcome of verifying (or drilling) the backup at path: a nil
 // failure marks it verified now.
-func (s *StateDB) MarkVerified(ctx context.Context, path string, now time.Time, failure error) error {
+func (s *stateDB) MarkVerified(ctx context.Context, path string, now time.Time, failure error) error {
 	verified, msg := any(now.UTC().Format(time.RFC3339Nano)), any(nil)
 	if failure != nil {
 		verified, msg = nil, failure.Error()
@@ -389,7 +383,7 @@ func (s *StateDB) MarkVerified(ctx context.Context, path string, now time.Time, 
 }
 
 // ForgetBackup drops the record of a deleted backup file.
-func (s *StateDB) ForgetBackup(ctx context.Context, path string) error {
+func (s *stateDB) ForgetBackup(ctx context.Context, path string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM backups WHERE path = ?`, path)
 		return err

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"walletsync/agent/api"
 
 	"walletsync/wallet"
 )
@@ -16,7 +17,7 @@ import (
 func TestOpenState_MigratesOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
 	for range 2 {
-		s, err := OpenState(t.Context(), path)
+		s, err := openState(t.Context(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,7 +60,7 @@ func TestOpenState_RefusesForeignOrNewer(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "state.db")
-			s, err := OpenState(t.Context(), path)
+			s, err := openState(t.Context(), path)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +72,7 @@ func TestOpenState_RefusesForeignOrNewer(t *testing.T) {
 			}
 			s.Close()
 			before, _ := os.ReadFile(path)
-			if _, err := OpenState(t.Context(), path); !errors.Is(err, tc.want) {
+			if _, err := openState(t.Context(), path); !errors.Is(err, tc.want) {
 				t.Fatalf("OpenState = %v, want %v", err, tc.want)
 			}
 			if after, _ := os.ReadFile(path); !bytes.Equal(before, after) {
@@ -85,7 +86,7 @@ func TestOpenState_RefusesForeignOrNewer(t *testing.T) {
 // that stops and starts again records every event exactly once.
 func TestStateDB_RecordEvents(t *testing.T) {
 	s := mustState(t)
-	bus := NewBus(0)
+	bus := newBus(0)
 	record := func(ctx context.Context) chan error {
 		done := make(chan error, 1)
 		go func() { done <- s.RecordEvents(ctx, bus, 5) }()
@@ -94,16 +95,16 @@ func TestStateDB_RecordEvents(t *testing.T) {
 	ctx, stop := context.WithCancel(t.Context())
 	first := record(ctx)
 	for i := range 3 {
-		bus.Publish(EventBackupWritten, map[string]int{"file": i})
-		bus.Publish(EventTaskProgress, map[string]int{"rows": i})
+		bus.Publish(api.EventBackupWritten, map[string]int{"file": i})
+		bus.Publish(api.EventTaskProgress, map[string]int{"rows": i})
 	}
 	stop()
 	if err := <-first; err != nil {
 		t.Fatal(err)
 	}
 	for i := 3; i < 6; i++ {
-		bus.Publish(EventDrillFinished, map[string]int{"file": i})
-		bus.Publish(EventTaskLog, map[string]int{"line": i})
+		bus.Publish(api.EventDrillFinished, map[string]int{"file": i})
+		bus.Publish(api.EventTaskLog, map[string]int{"line": i})
 	}
 	second := record(t.Context())
 	bus.Close()
@@ -119,11 +120,11 @@ func TestStateDB_RecordEvents(t *testing.T) {
 		t.Fatalf("event log: %+v, want seqs %v", got, want)
 	}
 	for i, e := range got {
-		if e.Seq != want[i] || e.Epoch != bus.Epoch() || e.Type == EventTaskProgress || e.Type == EventTaskLog {
+		if e.Seq != want[i] || e.Epoch != bus.Epoch() || e.Type == api.EventTaskProgress || e.Type == api.EventTaskLog {
 			t.Fatalf("event %d: %+v, want seq %d", i, e, want[i])
 		}
 	}
-	if string(got[4].Data) != `{"file":5}` || got[4].Type != EventDrillFinished {
+	if string(got[4].Data) != `{"file":5}` || got[4].Type != api.EventDrillFinished {
 		t.Errorf("newest event: %s %s", got[4].Type, got[4].Data)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/localstore"
 	"walletsync/remote/auth"
@@ -48,9 +49,9 @@ func closedURL(t *testing.T) string {
 }
 
 // serverDestination is a storage-server destination of srvURL, paused (runs only by hand).
-func serverDestination(srvURL string) Destination {
-	return Destination{ID: "server", Name: "Storage server", Kind: DestinationStorageServer, Path: srvURL,
-		Schedule: Schedule{Kind: ScheduleChange, Debounce: Duration(DefaultDebounce)}, Pause: &Pause{}}
+func serverDestination(srvURL string) api.Destination {
+	return api.Destination{ID: "server", Name: "Storage server", Kind: api.DestinationStorageServer, Path: srvURL,
+		Schedule: api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(api.DefaultDebounce)}, Pause: &api.Pause{}}
 }
 
 // TestAgent_AddServerDestination_RefusesInWords adds a storage-server destination through
@@ -69,34 +70,34 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		url     string
-		signer  ServerSigner
-		problem ServerProblem
+		signer  api.ServerSigner
+		problem api.ServerProblem
 		is      error
 		words   string
 	}{
-		{"unreachable", closedURL(t), ServerSigner{KeyFile: goodKey}, ServerUnreachable, wallet.ErrUnavailable, "nothing answers there"},
-		{"not a toolbox server", notToolbox.URL, ServerSigner{KeyFile: goodKey}, ServerNotToolbox, toolbox.ErrNotStorageServer, "not a wallet-toolbox storage server"},
-		{"another identity", srv.URL, ServerSigner{KeyFile: writeKeyFile(t, 5, 0o600)}, ServerUnauthorized, wallet.ErrUnauthorized, "not one of your wallet's identities"},
-		{"key file others can read", srv.URL, ServerSigner{KeyFile: writeKeyFile(t, 4, 0o644)}, ServerBadKey, auth.ErrKeyFileMode, "cannot sign"},
-		{"not a key", srv.URL, ServerSigner{Key: NewSecret("not a key")}, ServerBadKey, auth.ErrKeyFile, "cannot sign"},
+		{"unreachable", closedURL(t), api.ServerSigner{KeyFile: goodKey}, api.ServerUnreachable, wallet.ErrUnavailable, "nothing answers there"},
+		{"not a toolbox server", notToolbox.URL, api.ServerSigner{KeyFile: goodKey}, api.ServerNotToolbox, toolbox.ErrNotStorageServer, "not a wallet-toolbox storage server"},
+		{"another identity", srv.URL, api.ServerSigner{KeyFile: writeKeyFile(t, 5, 0o600)}, api.ServerUnauthorized, wallet.ErrUnauthorized, "not one of your wallet's identities"},
+		{"key file others can read", srv.URL, api.ServerSigner{KeyFile: writeKeyFile(t, 4, 0o644)}, api.ServerBadKey, auth.ErrKeyFileMode, "cannot sign"},
+		{"not a key", srv.URL, api.ServerSigner{Key: api.NewSecret("not a key")}, api.ServerBadKey, auth.ErrKeyFile, "cannot sign"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := ServerDestinationRequest{Destination: serverDestination(tc.url), Signer: tc.signer}
+			req := api.ServerDestinationRequest{Destination: serverDestination(tc.url), Signer: tc.signer}
 			_, err := a.addServerDestination(t.Context(), req)
-			var sc *ServerCheckError
-			if !errors.As(err, &sc) || sc.Problem != tc.problem || !errors.Is(err, tc.is) || !errors.Is(err, ErrServerCheck) {
+			var sc *api.ServerCheckError
+			if !errors.As(err, &sc) || sc.Problem != tc.problem || !errors.Is(err, tc.is) || !errors.Is(err, api.ErrServerCheck) {
 				t.Fatalf("got %v, want %s matching %v", err, tc.problem, tc.is)
 			}
 			// Through the API: the same refusal, in words.
-			apiErr := c.Call(context.Background(), RouteServerDestinationAdd, req, nil)
-			var ae *APIError
+			apiErr := c.Call(context.Background(), api.RouteServerDestinationAdd, req, nil)
+			var ae *api.APIError
 			if !errors.As(apiErr, &ae) || ae.Code != "server_check" || !strings.Contains(ae.Message, tc.words) || ae.Hint == "" {
 				t.Fatalf("the API says %#v", apiErr)
 			}
-			if _, err := a.config().destination("server"); err == nil {
+			if _, err := findDestination(a.config(), "server"); err == nil {
 				t.Fatal("a refused destination was saved")
 			}
-			if _, err := a.secrets.Get(StorageKeySecret("server")); err == nil {
+			if _, err := a.secrets.Get(storageKeySecret("server")); err == nil {
 				t.Fatal("a refused destination's key was kept")
 			}
 		})
@@ -104,13 +105,13 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 
 	// The wrong network: the server keeps test-network wallets.
 	if _, err := checkServer(t.Context(), srv.URL, fixtureSigner(t, 4), wallet.ChainMain, nil); !errors.Is(err, wallet.ErrWrongChain) ||
-		!strings.Contains(explain(err).Message, "keeps test network wallets, and your wallet is on the main network") {
-		t.Fatalf("wrong chain: %v (%q)", err, explain(err).Message)
+		!strings.Contains(api.Explain(err).Message, "keeps test network wallets, and your wallet is on the main network") {
+		t.Fatalf("wrong chain: %v (%q)", err, api.Explain(err).Message)
 	}
 
 	// The good one.
-	req := ServerDestinationRequest{Destination: serverDestination(srv.URL), Signer: ServerSigner{KeyFile: goodKey}}
-	if err := c.Call(context.Background(), RouteServerDestinationAdd, req, nil); err != nil {
+	req := api.ServerDestinationRequest{Destination: serverDestination(srv.URL), Signer: api.ServerSigner{KeyFile: goodKey}}
+	if err := c.Call(context.Background(), api.RouteServerDestinationAdd, req, nil); err != nil {
 		t.Fatal(err)
 	}
 	cfgText, err := os.ReadFile(e.opts.ConfigPath)
@@ -120,21 +121,21 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 	if !strings.Contains(string(cfgText), srv.URL) || strings.Contains(string(cfgText), hex.EncodeToString(localstore.FixtureRootKey(4))) {
 		t.Fatalf("config: %s", cfgText)
 	}
-	if sec, err := a.secrets.Get(StorageKeySecret("server")); err != nil || sec.Reveal() != hex.EncodeToString(localstore.FixtureRootKey(4)) {
+	if sec, err := a.secrets.Get(storageKeySecret("server")); err != nil || sec.Reveal() != hex.EncodeToString(localstore.FixtureRootKey(4)) {
 		t.Fatalf("the key in the secrets: %v", err)
 	}
 
 	// An edit that moves it to another URL is checked too; a rename is not.
 	moved := serverDestination(closedURL(t))
-	if err := c.Call(context.Background(), RouteServerDestinationPut, moved, nil, "server"); err == nil || !strings.Contains(err.Error(), "nothing answers there") {
+	if err := c.Call(context.Background(), api.RouteServerDestinationPut, moved, nil, "server"); err == nil || !strings.Contains(err.Error(), "nothing answers there") {
 		t.Fatalf("moved to a closed port: %v", err)
 	}
 	renamed := serverDestination(srv.URL)
 	renamed.Name = "Renamed"
-	if err := c.Call(context.Background(), RouteServerDestinationPut, renamed, nil, "server"); err != nil {
+	if err := c.Call(context.Background(), api.RouteServerDestinationPut, renamed, nil, "server"); err != nil {
 		t.Fatal(err)
 	}
-	if d, err := a.config().destination("server"); err != nil || d.Name != "Renamed" || d.Path != srv.URL {
+	if d, err := findDestination(a.config(), "server"); err != nil || d.Name != "Renamed" || d.Path != srv.URL {
 		t.Fatalf("after the edits: %+v %v", d, err)
 	}
 }
@@ -159,13 +160,13 @@ func TestAgent_ServerLastConfirmed_SurvivesRestart(t *testing.T) {
 	c := apiClient(t, e.opts.Dir)
 	// A Secret never marshals its value: the body is written as the page writes it.
 	req := map[string]any{"destination": serverDestination(srv.URL), "signer": map[string]string{"key": hex.EncodeToString(localstore.FixtureRootKey(4))}}
-	if err := c.Call(context.Background(), RouteServerDestinationAdd, req, nil); err != nil {
+	if err := c.Call(context.Background(), api.RouteServerDestinationAdd, req, nil); err != nil {
 		t.Fatal(err)
 	}
-	overview := func(c *Client) DestinationView {
+	overview := func(c *api.Client) api.DestinationView {
 		t.Helper()
-		var ov Overview
-		if err := c.Call(context.Background(), RouteOverview, nil, &ov); err != nil {
+		var ov api.Overview
+		if err := c.Call(context.Background(), api.RouteOverview, nil, &ov); err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range ov.Destinations {
@@ -174,13 +175,13 @@ func TestAgent_ServerLastConfirmed_SurvivesRestart(t *testing.T) {
 			}
 		}
 		t.Fatal("no server in the overview")
-		return DestinationView{}
+		return api.DestinationView{}
 	}
 	if v := overview(c); !v.LastConfirmed.IsZero() {
 		t.Fatalf("confirmed before any push: %v", v.LastConfirmed)
 	}
-	task := runAndWait(t, c, a, RouteRun, "server")
-	if task.State != TaskSucceeded {
+	task := runAndWait(t, c, a, api.RouteRun, "server")
+	if task.State != api.TaskSucceeded {
 		t.Fatalf("push: %+v", task)
 	}
 	before := overview(c)
@@ -189,10 +190,10 @@ func TestAgent_ServerLastConfirmed_SurvivesRestart(t *testing.T) {
 	}
 	// A failed push later does not take the confirmation back (a key of another identity
 	// fails at once, without waiting out a stopped server's retries).
-	if err := a.secrets.Set(StorageKeySecret("server"), NewSecret(hex.EncodeToString(localstore.FixtureRootKey(5)))); err != nil {
+	if err := a.secrets.Set(storageKeySecret("server"), api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(5)))); err != nil {
 		t.Fatal(err)
 	}
-	if failed := runAndWait(t, c, a, RouteRun, "server"); failed.State != TaskFailed {
+	if failed := runAndWait(t, c, a, api.RouteRun, "server"); failed.State != api.TaskFailed {
 		t.Fatalf("push to a stopped server: %+v", failed)
 	}
 	if err := a.Close(context.Background()); err != nil {
@@ -234,25 +235,25 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	s.Close()
-	cfg, err := LoadConfig(e.opts.ConfigPath)
+	cfg, err := loadConfig(e.opts.ConfigPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Wallets, cfg.Destinations = []WalletRef{{Path: empty}}, nil
+	cfg.Wallets, cfg.Destinations = []api.WalletRef{{Path: empty}}, nil
 	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
 		t.Fatal(err)
 	}
 	a := launchAgent(t, e.opts)
 	c := apiClient(t, e.opts.Dir)
 
-	var pt Task
-	if err := c.Call(ctx, RouteServerRestorePreview, map[string]any{"url": srv.URL, "signer": map[string]string{"key": key}}, &pt); err != nil {
+	var pt api.Task
+	if err := c.Call(ctx, api.RouteServerRestorePreview, map[string]any{"url": srv.URL, "signer": map[string]string{"key": key}}, &pt); err != nil {
 		t.Fatal(err)
 	}
-	if pt, err = a.tasks.Wait(ctx, pt.ID); err != nil || pt.State != TaskSucceeded {
+	if pt, err = a.tasks.Wait(ctx, pt.ID); err != nil || pt.State != api.TaskSucceeded {
 		t.Fatalf("preview: %+v %v", pt, err)
 	}
-	var p ServerRestorePreview
+	var p api.ServerRestorePreview
 	if err := json.Unmarshal(pt.Result, &p); err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +275,8 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 		t.Fatalf("the preview wrote to the wallet: %v", err)
 	}
 
-	var ae *APIError
-	if err := c.Call(ctx, RouteServerRestore, ServerRestoreRequest{Preview: pt.ID}, nil); !errors.As(err, &ae) || ae.Code != "invalid_argument" {
+	var ae *api.APIError
+	if err := c.Call(ctx, api.RouteServerRestore, api.ServerRestoreRequest{Preview: pt.ID}, nil); !errors.As(err, &ae) || ae.Code != "invalid_argument" {
 		t.Fatalf("a restore without confirm: %v", err)
 	}
 	// The restore writes as a background writer: while the wallet app holds the write
@@ -290,8 +291,8 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var rt Task
-	if err := c.Call(ctx, RouteServerRestore, ServerRestoreRequest{Preview: pt.ID, Confirm: true}, &rt); err != nil {
+	var rt api.Task
+	if err := c.Call(ctx, api.RouteServerRestore, api.ServerRestoreRequest{Preview: pt.ID, Confirm: true}, &rt); err != nil {
 		t.Fatal(err)
 	}
 	for !strings.HasPrefix(rt.Detail, string(syncer.StateCommitting)) && !rt.State.Terminal() {
@@ -301,20 +302,20 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 		rt, _ = a.tasks.Get(rt.ID)
 	}
-	if err := c.Call(ctx, RouteTaskCancel, nil, nil, rt.ID); err != nil {
+	if err := c.Call(ctx, api.RouteTaskCancel, nil, nil, rt.ID); err != nil {
 		t.Fatal(err)
 	}
-	if rt, err = a.tasks.Wait(ctx, rt.ID); err != nil || rt.State != TaskCancelled {
+	if rt, err = a.tasks.Wait(ctx, rt.ID); err != nil || rt.State != api.TaskCancelled {
 		t.Fatalf("the cancelled restore: %+v %v", rt, err)
 	}
 	app.Release(g)
 	if sum, err := w.store.Summary(ctx, e.identity); err == nil && sum.Counts[wallet.Transactions.Name] != 0 {
 		t.Fatalf("a cancelled restore wrote %d transactions", sum.Counts[wallet.Transactions.Name])
 	}
-	if err := c.Call(ctx, RouteServerRestore, ServerRestoreRequest{Preview: pt.ID, Confirm: true}, &rt); err != nil {
+	if err := c.Call(ctx, api.RouteServerRestore, api.ServerRestoreRequest{Preview: pt.ID, Confirm: true}, &rt); err != nil {
 		t.Fatal(err)
 	}
-	if rt, err = a.tasks.Wait(ctx, rt.ID); err != nil || rt.State != TaskSucceeded || rt.Counters.Inserts == 0 {
+	if rt, err = a.tasks.Wait(ctx, rt.ID); err != nil || rt.State != api.TaskSucceeded || rt.Counters.Inserts == 0 {
 		t.Fatalf("restore: %+v %v", rt, err)
 	}
 	if left, _ := filepath.Glob(filepath.Join(a.serverStagingDir(), "*")); len(left) != 0 {

@@ -14,103 +14,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"walletsync/agent/api"
 
 	"walletsync/internal/stats"
 	"walletsync/syncer"
 	"walletsync/wallet"
 )
-
-// TaskState is where a task is in its life. The strings are a wire format (API, events,
-// state database) and never change.
-type TaskState string
-
-// A task goes queued -> running -> (cancelling ->) one terminal state. A task whose target
-// is free skips queued.
-const (
-	TaskQueued     TaskState = "queued"     // waiting for the task running on its target
-	TaskRunning    TaskState = "running"    // its job is running
-	TaskCancelling TaskState = "cancelling" // cancel was asked; the job stops at its next safe point
-	TaskCancelled  TaskState = "cancelled"  // stopped by a cancel, or cancelled while queued
-	TaskSucceeded  TaskState = "succeeded"  // its job returned nil
-	TaskFailed     TaskState = "failed"     // its job returned an error; Error and Hint say which
-	// TaskInterrupted: the agent stopped, or died, before the task ended. Work the job had
-	// acknowledged is kept; running it again resumes from there.
-	TaskInterrupted TaskState = "interrupted"
-)
-
-// Terminal reports whether s ends a task.
-func (s TaskState) Terminal() bool {
-	switch s {
-	case TaskCancelled, TaskSucceeded, TaskFailed, TaskInterrupted:
-		return true
-	}
-	return false
-}
-
-// TaskKind says what a task's job does. The strings are a wire format (API, events, the
-// state database's task history, the dashboard) and never change.
-type TaskKind string
-
-// Task kinds.
-const (
-	KindSync          TaskKind = "sync"           // bring a SQLite backup wallet up to date
-	KindBackup        TaskKind = "backup"         // write an encrypted BRC-39 file into a backup folder
-	KindBundle        TaskKind = "bundle"         // write a whole-store bundle into a bundle folder
-	KindExport        TaskKind = "export"         // write one BRC-39 file where the person asked
-	KindDrill         TaskKind = "drill"          // restore the newest backups into scratch wallets
-	KindImportPreview TaskKind = "import-preview" // decrypt a backup file and show what an import would do
-	KindImport        TaskKind = "import"         // merge or restore a backup file into a wallet
-	KindImportAbandon TaskKind = "import-abandon" // take back an unfinished merge of a backup file
-	KindVerify        TaskKind = "verify"         // decrypt and validate one backup file of a folder
-	KindBundleRestore TaskKind = "bundle-restore" // replace a wallet with a whole-store bundle
-)
-
-// String returns k's wire string.
-func (k TaskKind) String() string { return string(k) }
-
-// Task is a snapshot of one task. Snapshots are values: later changes never alter one.
-type Task struct {
-	ID     string    `json:"id"`
-	Kind   TaskKind  `json:"kind"`   // what the job does
-	Target string    `json:"target"` // what it works on: a destination id; one running task per target
-	State  TaskState `json:"state"`
-	// Detail is the job's own word for where it is ("committing outputs").
-	Detail   string          `json:"detail,omitempty"`
-	Counters syncer.Counters `json:"counters"`
-	// Total is how many rows the job expects to move, 0 when unknown; the ETA needs it.
-	Total int64 `json:"total,omitempty"`
-	// RowsPerSec and BytesPerSec: over the sliding window (see stats.RateSpan) while the task
-	// runs, the whole run's average once it has ended.
-	RowsPerSec  float64 `json:"rowsPerSec"`
-	BytesPerSec float64 `json:"bytesPerSec"`
-	// ETASeconds is the time left at the current rate, 0 when unknown.
-	ETASeconds int64     `json:"etaSeconds,omitempty"`
-	QueuedAt   time.Time `json:"queuedAt"`
-	StartedAt  time.Time `json:"startedAt,omitzero"`
-	FinishedAt time.Time `json:"finishedAt,omitzero"`
-	// Error and Hint say why a task failed or was interrupted, and what to do about it.
-	// Error is the technical text; Message says it in plain words and Path names the path
-	// involved, when walletsync knows the failure (see Explanation).
-	Error   string `json:"error,omitempty"`
-	Message string `json:"message,omitempty"`
-	Path    string `json:"path,omitempty"`
-	Hint    string `json:"hint,omitempty"`
-	// Result is what the job produced, as JSON (a sync's checkpoint, a backup file's path
-	// and SHA-256, an import preview); absent until the job sets it.
-	Result json.RawMessage `json:"result,omitempty"`
-}
-
-// LogLine is one line of a task's log.
-type LogLine struct {
-	Time time.Time `json:"time"`
-	Text string    `json:"text"`
-}
-
-// TaskLog is the Data of an EventTaskLog event.
-type TaskLog struct {
-	TaskID string  `json:"taskId"`
-	Line   LogLine `json:"line"`
-}
 
 // RunFunc is a task's job. It runs in its own goroutine and reports through h. It must
 // return soon after ctx is cancelled, at its next safe point, with an error wrapping
@@ -118,16 +27,16 @@ type TaskLog struct {
 // Returning nil means the work is done, even if a cancel came too late to stop it.
 type RunFunc func(ctx context.Context, h *TaskHandle) error
 
-// Redactor scrubs secret values out of a text before it is stored or published.
+// redactor scrubs secret values out of a text before it is stored or published.
 // *Secrets is one.
-type Redactor interface {
+type redactor interface {
 	Redact(text string) string
 }
 
-// Defaults of ManagerOptions.
+// Defaults of managerOptions.
 const (
-	DefaultHistory  = 500
-	DefaultLogLines = 200
+	defaultHistory  = 500
+	defaultLogLines = 200
 )
 
 // progressEvery bounds task.progress events to 4 a second per task: a local sync reports
@@ -139,19 +48,19 @@ const progressEvery = 250 * time.Millisecond
 // maxLogLine bounds one log line, in bytes.
 const maxLogLine = 1024
 
-// ManagerOptions configure a Manager.
-type ManagerOptions struct {
+// managerOptions configure a Manager.
+type managerOptions struct {
 	// Bus receives every change of every task. Required.
 	Bus *Bus
 	// State persists the task history; nil keeps it in memory only.
-	State *StateDB
+	State *stateDB
 	// History is how many ended tasks are kept (default 500); older ones are forgotten,
 	// in memory and in State.
 	History int
 	// LogLines is how many lines each task's log keeps (default 200); older lines drop out.
 	LogLines int
-	// Redactor, when set, scrubs every log line, detail and error text.
-	Redactor Redactor
+	// redactor, when set, scrubs every log line, detail and error text.
+	Redactor redactor
 	// Logger receives task starts and ends (default: discarded).
 	Logger *slog.Logger
 }
@@ -169,9 +78,9 @@ type ManagerOptions struct {
 // The creator calls Shutdown.
 type Manager struct {
 	bus      *Bus
-	state    *StateDB
+	state    *stateDB
 	log      *slog.Logger
-	redactor Redactor
+	redactor redactor
 	history  int
 	logLines int
 
@@ -191,9 +100,9 @@ type Manager struct {
 }
 
 type task struct {
-	snap    Task
+	snap    api.Task
 	ord     uint64
-	log     []LogLine
+	log     []api.LogLine
 	run     RunFunc
 	cancel  context.CancelCauseFunc
 	rate    stats.Rate
@@ -207,9 +116,9 @@ var (
 	errShutdown        = errors.New("agent shutting down")
 )
 
-// NewManager returns a manager, loading the history from opts.State: tasks that were
+// newManager returns a manager, loading the history from opts.State: tasks that were
 // still queued or running there (the agent died under them) are recorded as interrupted.
-func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
+func newManager(ctx context.Context, opts managerOptions) (*Manager, error) {
 	if opts.Bus == nil {
 		return nil, fmt.Errorf("new task manager: no bus: %w", wallet.ErrInvalidArgument)
 	}
@@ -218,8 +127,8 @@ func NewManager(ctx context.Context, opts ManagerOptions) (*Manager, error) {
 		state:       opts.State,
 		log:         opts.Logger,
 		redactor:    opts.Redactor,
-		history:     positiveOr(opts.History, DefaultHistory),
-		logLines:    positiveOr(opts.LogLines, DefaultLogLines),
+		history:     positiveOr(opts.History, defaultHistory),
+		logLines:    positiveOr(opts.LogLines, defaultLogLines),
 		tasks:       map[string]*task{},
 		dirty:       map[string]*task{},
 		kick:        make(chan struct{}, 1),
@@ -269,14 +178,14 @@ func positiveOr[T ~int | ~int64](v, def T) T {
 // running task, a queued one when another task runs on target, or the already queued task
 // of the same kind on target (see Manager). It refuses an empty kind or target or a nil
 // run (wallet.ErrInvalidArgument), and any task after Shutdown (ErrClosed).
-func (m *Manager) Start(kind TaskKind, target string, run RunFunc) (Task, error) {
+func (m *Manager) Start(kind api.TaskKind, target string, run RunFunc) (api.Task, error) {
 	if kind == "" || target == "" || run == nil {
-		return Task{}, fmt.Errorf("start task: kind, target and job are required: %w", wallet.ErrInvalidArgument)
+		return api.Task{}, fmt.Errorf("start task: kind, target and job are required: %w", wallet.ErrInvalidArgument)
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
-		return Task{}, fmt.Errorf("start %s task: %w", kind, ErrClosed)
+		return api.Task{}, fmt.Errorf("start %s task: %w", kind, api.ErrClosed)
 	}
 	now := time.Now()
 	busy := false
@@ -284,16 +193,16 @@ func (m *Manager) Start(kind TaskKind, target string, run RunFunc) (Task, error)
 		if t.snap.Target != target || t.snap.State.Terminal() {
 			continue
 		}
-		if t.snap.State == TaskQueued && t.snap.Kind == kind {
+		if t.snap.State == api.TaskQueued && t.snap.Kind == kind {
 			return m.snapshotLocked(t, now), nil
 		}
-		busy = busy || t.snap.State != TaskQueued
+		busy = busy || t.snap.State != api.TaskQueued
 	}
 	m.ord++
-	t := &task{ord: m.ord, run: run, snap: Task{ID: newTaskID(), Kind: kind, Target: target, State: TaskQueued, QueuedAt: now}}
+	t := &task{ord: m.ord, run: run, snap: api.Task{ID: newTaskID(), Kind: kind, Target: target, State: api.TaskQueued, QueuedAt: now}}
 	m.tasks[t.snap.ID] = t
 	if busy {
-		m.publishLocked(EventTaskQueued, t, now)
+		m.publishLocked(api.EventTaskQueued, t, now)
 	} else {
 		m.startLocked(t, now)
 	}
@@ -301,8 +210,8 @@ func (m *Manager) Start(kind TaskKind, target string, run RunFunc) (Task, error)
 }
 
 // setInterrupted records on s that the agent stopped under it.
-func setInterrupted(s *Task) {
-	s.State = TaskInterrupted
+func setInterrupted(s *api.Task) {
+	s.State = api.TaskInterrupted
 	s.Error = "the agent stopped before the task finished"
 	s.Hint = "Run it again: work that was acknowledged is kept."
 }
@@ -316,9 +225,9 @@ func newTaskID() string {
 func (m *Manager) startLocked(t *task, now time.Time) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	t.cancel = cancel
-	t.snap.State, t.snap.StartedAt = TaskRunning, now
+	t.snap.State, t.snap.StartedAt = api.TaskRunning, now
 	t.rate.Observe(now, 0, 0)
-	m.publishLocked(EventTaskStarted, t, now)
+	m.publishLocked(api.EventTaskStarted, t, now)
 	m.log.Info("task started", "id", t.snap.ID, "kind", t.snap.Kind, "target", t.snap.Target)
 	run := t.run
 	t.run = nil // the history need not keep what the job's closure holds
@@ -326,16 +235,16 @@ func (m *Manager) startLocked(t *task, now time.Time) {
 	ctx = context.WithValue(ctx, taskKey{}, h)
 	m.jobs.Go(func() {
 		err := run(ctx, h)
-		state := TaskSucceeded
+		state := api.TaskSucceeded
 		switch {
 		case err == nil:
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-			state = TaskCancelled
+			state = api.TaskCancelled
 			if errors.Is(context.Cause(ctx), errShutdown) {
-				state = TaskInterrupted
+				state = api.TaskInterrupted
 			}
 		default:
-			state = TaskFailed
+			state = api.TaskFailed
 		}
 		cancel(nil)
 		m.mu.Lock()
@@ -354,7 +263,7 @@ func (m *Manager) startLocked(t *task, now time.Time) {
 func (m *Manager) nextQueuedLocked(target string) *task {
 	var next *task
 	for _, t := range m.tasks {
-		if t.snap.Target == target && t.snap.State == TaskQueued && (next == nil || t.ord < next.ord) {
+		if t.snap.Target == target && t.snap.State == api.TaskQueued && (next == nil || t.ord < next.ord) {
 			next = t
 		}
 	}
@@ -363,7 +272,7 @@ func (m *Manager) nextQueuedLocked(target string) *task {
 
 // endLocked moves t to a terminal state and forgets the oldest ended tasks beyond the
 // history bound.
-func (m *Manager) endLocked(t *task, state TaskState, err error, now time.Time) {
+func (m *Manager) endLocked(t *task, state api.TaskState, err error, now time.Time) {
 	if t.pending != nil {
 		t.pending.Stop()
 		t.pending = nil
@@ -371,15 +280,15 @@ func (m *Manager) endLocked(t *task, state TaskState, err error, now time.Time) 
 	t.run = nil // a queued task cancelled or interrupted never ran
 	t.snap.State, t.snap.FinishedAt = state, now
 	switch state {
-	case TaskFailed:
-		ex := explain(err)
+	case api.TaskFailed:
+		ex := api.Explain(err)
 		t.snap.Error, t.snap.Message, t.snap.Path, t.snap.Hint = m.redact(err.Error()), m.redact(ex.Message), ex.Path, ex.Hint
 		// The technical text stays in the log too, beside the plain words the task shows.
-		m.appendLogLocked(t, LogLine{Time: now, Text: m.redact("failed: " + err.Error())})
-	case TaskInterrupted:
+		m.appendLogLocked(t, api.LogLine{Time: now, Text: m.redact("failed: " + err.Error())})
+	case api.TaskInterrupted:
 		setInterrupted(&t.snap)
 	}
-	m.publishLocked(EventTaskFinished, t, now)
+	m.publishLocked(api.EventTaskFinished, t, now)
 	m.log.Info("task finished", "id", t.snap.ID, "kind", t.snap.Kind, "target", t.snap.Target,
 		"state", state, "error", t.snap.Error)
 
@@ -401,19 +310,19 @@ func (m *Manager) endLocked(t *task, state TaskState, err error, now time.Time) 
 // a running one moves to cancelling and its job's ctx is cancelled, and it ends when the
 // job returns. Cancelling an ended task changes nothing. It returns the task's snapshot,
 // or an error wrapping wallet.ErrNotFound.
-func (m *Manager) Cancel(id string) (Task, error) {
+func (m *Manager) Cancel(id string) (api.Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, err := m.taskLocked(id)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	now := time.Now()
 	switch t.snap.State {
-	case TaskQueued:
-		m.endLocked(t, TaskCancelled, nil, now)
-	case TaskRunning:
-		t.snap.State = TaskCancelling
+	case api.TaskQueued:
+		m.endLocked(t, api.TaskCancelled, nil, now)
+	case api.TaskRunning:
+		t.snap.State = api.TaskCancelling
 		t.cancel(errCancelRequested)
 		m.emitProgressLocked(t, now)
 	}
@@ -421,7 +330,7 @@ func (m *Manager) Cancel(id string) (Task, error) {
 }
 
 // List returns every known task, newest first.
-func (m *Manager) List() []Task {
+func (m *Manager) List() []api.Task {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	ts := make([]*task, 0, len(m.tasks))
@@ -430,7 +339,7 @@ func (m *Manager) List() []Task {
 	}
 	slices.SortFunc(ts, func(a, b *task) int { return cmp.Compare(b.ord, a.ord) })
 	now := time.Now()
-	out := make([]Task, len(ts))
+	out := make([]api.Task, len(ts))
 	for i, t := range ts {
 		out[i] = m.snapshotLocked(t, now)
 	}
@@ -442,7 +351,7 @@ func (m *Manager) Busy() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for _, t := range m.tasks {
-		if st := t.snap.State; st == TaskRunning || st == TaskCancelling {
+		if st := t.snap.State; st == api.TaskRunning || st == api.TaskCancelling {
 			return true
 		}
 	}
@@ -450,19 +359,19 @@ func (m *Manager) Busy() bool {
 }
 
 // Get returns task id's snapshot, or an error wrapping wallet.ErrNotFound.
-func (m *Manager) Get(id string) (Task, error) {
+func (m *Manager) Get(id string) (api.Task, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, err := m.taskLocked(id)
 	if err != nil {
-		return Task{}, err
+		return api.Task{}, err
 	}
 	return m.snapshotLocked(t, time.Now()), nil
 }
 
 // Wait returns task id once it has ended, or ctx's error when ctx ends first. It watches
 // the bus rather than the job, so it also sees a queued task cancelled before it ran.
-func (m *Manager) Wait(ctx context.Context, id string) (Task, error) {
+func (m *Manager) Wait(ctx context.Context, id string) (api.Task, error) {
 	sub := m.bus.Subscribe(m.bus.Last())
 	for {
 		// Checked after subscribing, so that an end published in between is not missed.
@@ -475,10 +384,10 @@ func (m *Manager) Wait(ctx context.Context, id string) (Task, error) {
 			if err != nil {
 				return t, err
 			}
-			if ev.Type == EventMissed {
+			if ev.Type == api.EventMissed {
 				break // the end may be among what was missed: look again
 			}
-			if done, ok := ev.Data.(Task); ok && ev.Type == EventTaskFinished && done.ID == id {
+			if done, ok := ev.Data.(api.Task); ok && ev.Type == api.EventTaskFinished && done.ID == id {
 				return done, nil
 			}
 		}
@@ -487,7 +396,7 @@ func (m *Manager) Wait(ctx context.Context, id string) (Task, error) {
 
 // Log returns a copy of task id's log, oldest line first, or an error wrapping
 // wallet.ErrNotFound.
-func (m *Manager) Log(id string) ([]LogLine, error) {
+func (m *Manager) Log(id string) ([]api.LogLine, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, err := m.taskLocked(id)
@@ -516,9 +425,9 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 		now := time.Now()
 		for _, t := range m.tasks {
 			switch t.snap.State {
-			case TaskQueued:
-				m.endLocked(t, TaskInterrupted, nil, now)
-			case TaskRunning, TaskCancelling:
+			case api.TaskQueued:
+				m.endLocked(t, api.TaskInterrupted, nil, now)
+			case api.TaskRunning, api.TaskCancelling:
 				t.cancel(errShutdown)
 			}
 		}
@@ -542,10 +451,10 @@ func (m *Manager) Shutdown(ctx context.Context) error {
 }
 
 // snapshotLocked returns t's snapshot with its rate and ETA as of now.
-func (m *Manager) snapshotLocked(t *task, now time.Time) Task {
+func (m *Manager) snapshotLocked(t *task, now time.Time) api.Task {
 	s := t.snap
 	switch {
-	case s.State == TaskRunning || s.State == TaskCancelling:
+	case s.State == api.TaskRunning || s.State == api.TaskCancelling:
 		s.RowsPerSec, s.BytesPerSec = t.rate.PerSecond(now)
 		s.ETASeconds = int64(stats.ETA(s.Total, s.Counters.Rows, s.RowsPerSec) / time.Second)
 	case s.State.Terminal() && !s.StartedAt.IsZero() && s.FinishedAt.After(s.StartedAt):
@@ -556,7 +465,7 @@ func (m *Manager) snapshotLocked(t *task, now time.Time) Task {
 }
 
 // publishLocked publishes t's snapshot and schedules it for the state database.
-func (m *Manager) publishLocked(typ EventType, t *task, now time.Time) {
+func (m *Manager) publishLocked(typ api.EventType, t *task, now time.Time) {
 	m.bus.Publish(typ, m.snapshotLocked(t, now))
 	m.markDirtyLocked(t)
 }
@@ -587,7 +496,7 @@ func (m *Manager) emitProgressLocked(t *task, now time.Time) {
 		t.pending = nil
 	}
 	t.emitted = now
-	m.publishLocked(EventTaskProgress, t, now)
+	m.publishLocked(api.EventTaskProgress, t, now)
 }
 
 func (m *Manager) redact(s string) string {
@@ -697,7 +606,7 @@ func (h *TaskHandle) SetCounters(c syncer.Counters) {
 }
 
 // SetResult records what the job produced; v is marshalled to JSON and, like every text a
-// task publishes, scrubbed by the Redactor. A value that does not marshal is recorded as an
+// task publishes, scrubbed by the redactor. A value that does not marshal is recorded as an
 // error text instead, so that a result is never silently lost.
 func (h *TaskHandle) SetResult(v any) {
 	b, err := json.Marshal(v)
@@ -715,7 +624,7 @@ func (h *TaskHandle) SetTotal(rows int64) {
 
 // SetDetail records where the job is, in a word or two ("committing outputs"). Like log
 // lines, the detail is built from fixed words and values the agent computed, never from a
-// secret; it is scrubbed by the Redactor all the same.
+// secret; it is scrubbed by the redactor all the same.
 func (h *TaskHandle) SetDetail(detail string) {
 	detail = h.m.redact(detail)
 	h.update(func(t *task, _ time.Time) { t.snap.Detail = detail })
@@ -740,7 +649,7 @@ func (h *TaskHandle) SyncProgress(p syncer.Progress) {
 // The redaction rule: format is a constant and args are values the agent computed
 // (counts, ids, paths, durations); a secret travels only as a Secret, which formats as
 // [redacted] under every verb. As a second line of defence every line passes through the
-// manager's Redactor, which replaces the stored secret values. Lines are for milestones
+// manager's redactor, which replaces the stored secret values. Lines are for milestones
 // (a table done, a file renamed); per-page progress belongs in SetCounters.
 func (h *TaskHandle) Logf(format string, args ...any) {
 	text := h.m.redact(fmt.Sprintf(format, args...))
@@ -750,12 +659,12 @@ func (h *TaskHandle) Logf(format string, args ...any) {
 	if t.snap.State.Terminal() {
 		return
 	}
-	m.appendLogLocked(t, LogLine{Time: time.Now(), Text: text})
+	m.appendLogLocked(t, api.LogLine{Time: time.Now(), Text: text})
 }
 
 // appendLogLocked appends line to t's log (the oldest line drops out beyond the bound) and
 // publishes it.
-func (m *Manager) appendLogLocked(t *task, line LogLine) {
+func (m *Manager) appendLogLocked(t *task, line api.LogLine) {
 	if len(line.Text) > maxLogLine {
 		line.Text = strings.ToValidUTF8(line.Text[:maxLogLine], "")
 	}
@@ -763,7 +672,7 @@ func (m *Manager) appendLogLocked(t *task, line LogLine) {
 	if over := len(t.log) - m.logLines; over > 0 {
 		t.log = slices.Delete(t.log, 0, over)
 	}
-	m.bus.Publish(EventTaskLog, TaskLog{TaskID: t.snap.ID, Line: line})
+	m.bus.Publish(api.EventTaskLog, api.TaskLog{TaskID: t.snap.ID, Line: line})
 	m.markDirtyLocked(t)
 	m.log.Debug("task log", "id", t.snap.ID, "text", line.Text)
 }

@@ -14,6 +14,7 @@ import (
 	"testing/synctest"
 	"time"
 	"unicode/utf8"
+	"walletsync/agent/api"
 
 	"walletsync/internal/stats"
 	"walletsync/syncer"
@@ -21,52 +22,52 @@ import (
 )
 
 func TestManager_JobOutcomeDecidesState(t *testing.T) {
-	diskFullHint := explain(wallet.ErrDiskFull).Hint
+	diskFullHint := api.Explain(wallet.ErrDiskFull).Hint
 	for _, tc := range []struct {
 		name      string
 		cancel    bool  // cancel the task while its job runs
 		ignoreCtx bool  // the job does not watch ctx
 		result    error // what the job returns when released
-		want      TaskState
+		want      api.TaskState
 		wantError string
 		wantHint  string
 	}{
-		{name: "nil succeeds", want: TaskSucceeded},
+		{name: "nil succeeds", want: api.TaskSucceeded},
 		{name: "an error fails, hinted by its class", result: fmt.Errorf("commit page: %w", wallet.ErrDiskFull),
-			want: TaskFailed, wantError: "commit page: disk full", wantHint: diskFullHint},
-		{name: "a WithHint hint wins", result: WithHint(fmt.Errorf("open: %w", wallet.ErrDiskFull), "do this"),
-			want: TaskFailed, wantError: "open: disk full", wantHint: "do this"},
-		{name: "cancel stops at the safe point", cancel: true, want: TaskCancelled},
-		{name: "work done despite a cancel succeeds", cancel: true, ignoreCtx: true, want: TaskSucceeded},
+			want: api.TaskFailed, wantError: "commit page: disk full", wantHint: diskFullHint},
+		{name: "a WithHint hint wins", result: api.WithHint(fmt.Errorf("open: %w", wallet.ErrDiskFull), "do this"),
+			want: api.TaskFailed, wantError: "open: disk full", wantHint: "do this"},
+		{name: "cancel stops at the safe point", cancel: true, want: api.TaskCancelled},
+		{name: "work done despite a cancel succeeds", cancel: true, ignoreCtx: true, want: api.TaskSucceeded},
 		{name: "another failure despite a cancel fails", cancel: true, ignoreCtx: true, result: errors.New("boom"),
-			want: TaskFailed, wantError: "boom"},
+			want: api.TaskFailed, wantError: "boom"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			m, bus := mustManager(t, ManagerOptions{})
+			m, bus := mustManager(t, managerOptions{})
 			sub := bus.Subscribe(0)
 			j := newBlockingJob()
 			run := j.run
 			if tc.ignoreCtx {
 				run = func(ctx context.Context, h *TaskHandle) error { return j.run(context.Background(), h) }
 			}
-			task, err := m.Start(KindSync, "dest-1", run)
-			if err != nil || task.State != TaskRunning {
+			task, err := m.Start(api.KindSync, "dest-1", run)
+			if err != nil || task.State != api.TaskRunning {
 				t.Fatalf("Start = %+v, %v", task, err)
 			}
-			nextTaskEvent(t, sub, task.ID, EventTaskStarted)
+			nextTaskEvent(t, sub, task.ID, api.EventTaskStarted)
 			<-j.started
 			if tc.cancel {
-				if c, err := m.Cancel(task.ID); err != nil || c.State != TaskCancelling {
+				if c, err := m.Cancel(task.ID); err != nil || c.State != api.TaskCancelling {
 					t.Fatalf("Cancel = %+v, %v", c, err)
 				}
-				if p := nextTaskEvent(t, sub, task.ID, EventTaskProgress); p.State != TaskCancelling {
+				if p := nextTaskEvent(t, sub, task.ID, api.EventTaskProgress); p.State != api.TaskCancelling {
 					t.Fatalf("progress after cancel: %s", p.State)
 				}
 			}
 			j.release <- tc.result
-			end := nextTaskEvent(t, sub, task.ID, EventTaskFinished)
+			end := nextTaskEvent(t, sub, task.ID, api.EventTaskFinished)
 			got, _ := m.Get(task.ID)
-			for _, s := range []Task{end, got} {
+			for _, s := range []api.Task{end, got} {
 				if s.State != tc.want || s.Error != tc.wantError || s.Hint != tc.wantHint || s.FinishedAt.IsZero() {
 					t.Fatalf("task = %s %q %q, want %s %q %q", s.State, s.Error, s.Hint, tc.want, tc.wantError, tc.wantHint)
 				}
@@ -79,9 +80,9 @@ func TestManager_JobOutcomeDecidesState(t *testing.T) {
 }
 
 func TestManager_OneRunningTaskPerTarget(t *testing.T) {
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	first, second, absorbed, other, dropped := newBlockingJob(), newBlockingJob(), newBlockingJob(), newBlockingJob(), newBlockingJob()
-	start := func(kind TaskKind, target string, j *blockingJob, want TaskState) Task {
+	start := func(kind api.TaskKind, target string, j *blockingJob, want api.TaskState) api.Task {
 		t.Helper()
 		task, err := m.Start(kind, target, j.run)
 		if err != nil || task.State != want {
@@ -89,25 +90,25 @@ func TestManager_OneRunningTaskPerTarget(t *testing.T) {
 		}
 		return task
 	}
-	a := start(KindSync, "d1", first, TaskRunning)
+	a := start(api.KindSync, "d1", first, api.TaskRunning)
 	<-first.started
-	b := start(KindBackup, "d1", second, TaskQueued)
-	if c := start(KindBackup, "d1", absorbed, TaskQueued); c.ID != b.ID {
+	b := start(api.KindBackup, "d1", second, api.TaskQueued)
+	if c := start(api.KindBackup, "d1", absorbed, api.TaskQueued); c.ID != b.ID {
 		t.Fatalf("a second queued backup of d1 got its own task %s, want %s", c.ID, b.ID)
 	}
-	start(KindSync, "d2", other, TaskRunning)
+	start(api.KindSync, "d2", other, api.TaskRunning)
 	<-other.started // another target runs at once
-	d := start(KindDrill, "d1", dropped, TaskQueued)
-	if got, err := m.Cancel(d.ID); err != nil || got.State != TaskCancelled {
+	d := start(api.KindDrill, "d1", dropped, api.TaskQueued)
+	if got, err := m.Cancel(d.ID); err != nil || got.State != api.TaskCancelled {
 		t.Fatalf("Cancel of a queued task = %s, %v", got.State, err)
 	}
 
 	first.release <- nil
 	<-second.started // the oldest queued task on d1 runs next
-	if got, _ := m.Get(b.ID); got.State != TaskRunning || got.StartedAt.IsZero() {
+	if got, _ := m.Get(b.ID); got.State != api.TaskRunning || got.StartedAt.IsZero() {
 		t.Fatalf("queued task after the first ended: %+v", got)
 	}
-	if got, _ := m.Get(a.ID); got.State != TaskSucceeded {
+	if got, _ := m.Get(a.ID); got.State != api.TaskSucceeded {
 		t.Fatalf("first task: %s", got.State)
 	}
 	second.release <- nil
@@ -127,7 +128,7 @@ func TestManager_OneRunningTaskPerTarget(t *testing.T) {
 	}
 }
 
-func taskIDs(ts []Task) []string {
+func taskIDs(ts []api.Task) []string {
 	var ids []string
 	for _, t := range ts {
 		ids = append(ids, t.ID)
@@ -136,13 +137,13 @@ func taskIDs(ts []Task) []string {
 }
 
 func TestManager_StartRefuses(t *testing.T) {
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	ok := func(context.Context, *TaskHandle) error { return nil }
 	for _, tc := range []struct {
-		kind   TaskKind
+		kind   api.TaskKind
 		target string
 		run    RunFunc
-	}{{"", "d", ok}, {KindSync, "", ok}, {KindSync, "d", nil}} {
+	}{{"", "d", ok}, {api.KindSync, "", ok}, {api.KindSync, "d", nil}} {
 		if _, err := m.Start(tc.kind, tc.target, tc.run); !errors.Is(err, wallet.ErrInvalidArgument) {
 			t.Errorf("Start(%q, %q) = %v, want ErrInvalidArgument", tc.kind, tc.target, err)
 		}
@@ -157,22 +158,22 @@ func TestManager_StartRefuses(t *testing.T) {
 		t.Errorf("Log(unknown) = %v", err)
 	}
 	m.Shutdown(waitCtx(t))
-	if _, err := m.Start(KindSync, "d", ok); !errors.Is(err, ErrClosed) {
+	if _, err := m.Start(api.KindSync, "d", ok); !errors.Is(err, api.ErrClosed) {
 		t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
 	}
 }
 
 func TestManager_ShutdownInterrupts(t *testing.T) {
-	m, _ := mustManager(t, ManagerOptions{})
+	m, _ := mustManager(t, managerOptions{})
 	running, queued := newBlockingJob(), newBlockingJob()
-	r, _ := m.Start(KindSync, "d1", running.run)
+	r, _ := m.Start(api.KindSync, "d1", running.run)
 	<-running.started
-	q, _ := m.Start(KindBackup, "d1", queued.run)
+	q, _ := m.Start(api.KindBackup, "d1", queued.run)
 	if err := m.Shutdown(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
 	for _, id := range []string{r.ID, q.ID} {
-		if got, _ := m.Get(id); got.State != TaskInterrupted || got.Error == "" || got.Hint == "" {
+		if got, _ := m.Get(id); got.State != api.TaskInterrupted || got.Error == "" || got.Hint == "" {
 			t.Errorf("task %s after Shutdown: %s %q %q, want interrupted with an error and a hint", id, got.State, got.Error, got.Hint)
 		}
 	}
@@ -182,17 +183,17 @@ func TestManager_ShutdownInterrupts(t *testing.T) {
 // the log it had written.
 func TestManager_RestartMarksInterrupted(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "state.db")
-	open := func() *StateDB {
-		s, err := OpenState(t.Context(), path)
+	open := func() *stateDB {
+		s, err := openState(t.Context(), path)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { s.Close() })
 		return s
 	}
-	before, _ := mustManager(t, ManagerOptions{State: open()})
+	before, _ := mustManager(t, managerOptions{State: open()})
 	j := newBlockingJob()
-	task, _ := before.Start(KindSync, "d1", func(ctx context.Context, h *TaskHandle) error {
+	task, _ := before.Start(api.KindSync, "d1", func(ctx context.Context, h *TaskHandle) error {
 		h.Logf("opened snapshot of %s", "wallet.sqlite")
 		return j.run(ctx, h)
 	})
@@ -202,9 +203,9 @@ func TestManager_RestartMarksInterrupted(t *testing.T) {
 	}
 	// The process dies here: before is never shut down. A new agent opens the database.
 	for range 2 { // and again: the interrupted state itself was recorded
-		after, _ := mustManager(t, ManagerOptions{State: open()})
+		after, _ := mustManager(t, managerOptions{State: open()})
 		got, err := after.Get(task.ID)
-		if err != nil || got.State != TaskInterrupted || got.Error == "" || !got.FinishedAt.IsZero() {
+		if err != nil || got.State != api.TaskInterrupted || got.Error == "" || !got.FinishedAt.IsZero() {
 			t.Fatalf("after restart: %+v, %v; want interrupted, finish time unknown", got, err)
 		}
 		if log, _ := after.Log(task.ID); len(log) != 1 || log[0].Text != "opened snapshot of wallet.sqlite" {
@@ -215,15 +216,15 @@ func TestManager_RestartMarksInterrupted(t *testing.T) {
 
 func TestManager_HistoryBounded(t *testing.T) {
 	st := mustState(t)
-	m, bus := mustManager(t, ManagerOptions{State: st, History: 3})
+	m, bus := mustManager(t, managerOptions{State: st, History: 3})
 	sub := bus.Subscribe(0)
 	var ids []string
 	for i := range 5 {
-		task, err := m.Start(KindSync, fmt.Sprintf("d%d", i), func(context.Context, *TaskHandle) error { return nil })
+		task, err := m.Start(api.KindSync, fmt.Sprintf("d%d", i), func(context.Context, *TaskHandle) error { return nil })
 		if err != nil {
 			t.Fatal(err)
 		}
-		nextTaskEvent(t, sub, task.ID, EventTaskFinished)
+		nextTaskEvent(t, sub, task.ID, api.EventTaskFinished)
 		ids = append(ids, task.ID)
 	}
 	want := []string{ids[4], ids[3], ids[2]}
@@ -233,23 +234,23 @@ func TestManager_HistoryBounded(t *testing.T) {
 	if err := m.Shutdown(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	again, _ := mustManager(t, ManagerOptions{State: st, History: 3})
+	again, _ := mustManager(t, managerOptions{State: st, History: 3})
 	if got := taskIDs(again.List()); !slices.Equal(got, want) {
 		t.Fatalf("reloaded List = %v, want %v", got, want)
 	}
 }
 
 func TestTaskHandle_LogBounded(t *testing.T) {
-	m, bus := mustManager(t, ManagerOptions{LogLines: 3})
+	m, bus := mustManager(t, managerOptions{LogLines: 3})
 	sub := bus.Subscribe(0)
-	task, _ := m.Start(KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
+	task, _ := m.Start(api.KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 		for i := range 5 {
 			h.Logf("table %d done", i)
 		}
 		h.Logf("%s", strings.Repeat("é", maxLogLine)) // 2 bytes a rune: cut inside one
 		return nil
 	})
-	nextTaskEvent(t, sub, task.ID, EventTaskFinished)
+	nextTaskEvent(t, sub, task.ID, api.EventTaskFinished)
 	log, _ := m.Log(task.ID)
 	if len(log) != 3 || log[0].Text != "table 3 done" || log[1].Text != "table 4 done" {
 		t.Fatalf("log = %+v, want the last 3 lines", log)
@@ -259,7 +260,7 @@ func TestTaskHandle_LogBounded(t *testing.T) {
 	}
 	var logEvents int
 	for _, ev := range bus.Since(0) {
-		if l, ok := ev.Data.(TaskLog); ok && l.TaskID == task.ID {
+		if l, ok := ev.Data.(api.TaskLog); ok && l.TaskID == task.ID {
 			logEvents++
 		}
 	}
@@ -272,9 +273,9 @@ func TestTaskHandle_LogBounded(t *testing.T) {
 // speed, the new speed once a change is a window old, zero once the job stalls.
 func TestTaskHandle_RateAndETA(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, _ := mustManager(t, ManagerOptions{})
+		m, _ := mustManager(t, managerOptions{})
 		steps := make(chan func(*TaskHandle))
-		task, _ := m.Start(KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
+		task, _ := m.Start(api.KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 			for f := range steps {
 				f(h)
 			}
@@ -317,9 +318,9 @@ func TestTaskHandle_RateAndETA(t *testing.T) {
 // last counters, not one event each.
 func TestTaskHandle_ProgressThrottled(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		m, bus := mustManager(t, ManagerOptions{})
+		m, bus := mustManager(t, managerOptions{})
 		release := make(chan struct{})
-		task, _ := m.Start(KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
+		task, _ := m.Start(api.KindSync, "d1", func(_ context.Context, h *TaskHandle) error {
 			for i := range 100 {
 				h.SyncProgress(syncer.Progress{State: syncer.StateCommitting, Table: "outputs", Counters: syncer.Counters{Rows: int64(i + 1)}})
 			}
@@ -329,10 +330,10 @@ func TestTaskHandle_ProgressThrottled(t *testing.T) {
 		synctest.Wait()
 		time.Sleep(progressEvery)
 		synctest.Wait()
-		var progress []Task
+		var progress []api.Task
 		for _, ev := range bus.Since(0) {
-			if ev.Type == EventTaskProgress {
-				progress = append(progress, ev.Data.(Task))
+			if ev.Type == api.EventTaskProgress {
+				progress = append(progress, ev.Data.(api.Task))
 			}
 		}
 		if len(progress) != 2 || progress[0].Counters.Rows != 1 || progress[1].Counters.Rows != 100 {
@@ -348,7 +349,7 @@ func TestTaskHandle_ProgressThrottled(t *testing.T) {
 	})
 }
 
-func taskRows(ts []Task) []int64 {
+func taskRows(ts []api.Task) []int64 {
 	var out []int64
 	for _, t := range ts {
 		out = append(out, t.Counters.Rows)
@@ -362,26 +363,26 @@ func TestManager_SecretNeverLeaks(t *testing.T) {
 	const password = "correct-horse-battery-staple-7731"
 	dir := t.TempDir()
 	secrets := NewSecrets(filepath.Join(dir, "secrets.json"))
-	if err := secrets.Set("backup", NewSecret(password)); err != nil {
+	if err := secrets.Set("backup", api.NewSecret(password)); err != nil {
 		t.Fatal(err)
 	}
-	st, err := OpenState(t.Context(), filepath.Join(dir, "state.db"))
+	st, err := openState(t.Context(), filepath.Join(dir, "state.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer st.Close()
 	logger, logs := debugLogger()
-	m, bus := mustManager(t, ManagerOptions{State: st, Redactor: secrets, Logger: logger})
+	m, bus := mustManager(t, managerOptions{State: st, Redactor: secrets, Logger: logger})
 	sub := bus.Subscribe(0)
-	task, _ := m.Start(KindBackup, "folder-1", func(_ context.Context, h *TaskHandle) error {
+	task, _ := m.Start(api.KindBackup, "folder-1", func(_ context.Context, h *TaskHandle) error {
 		pw, err := secrets.Get("backup")
 		if err != nil {
 			return err
 		}
 		args := struct {
 			Folder   string
-			Password Secret
-			hidden   Secret
+			Password api.Secret
+			hidden   api.Secret
 		}{"/backups", pw, pw}
 		h.Logf("args %v %+v %#v", args, args, args)
 		h.Logf("password %v %s %q %x %X %d %#v", pw, pw, pw, pw, pw, pw, pw)
@@ -389,11 +390,11 @@ func TestManager_SecretNeverLeaks(t *testing.T) {
 		h.SetDetail("deriving key for " + pw.Reveal())
 		return fmt.Errorf("decrypt with %q: %w", pw.Reveal(), wallet.ErrInvalidArgument)
 	})
-	end := nextTaskEvent(t, sub, task.ID, EventTaskFinished)
+	end := nextTaskEvent(t, sub, task.ID, api.EventTaskFinished)
 	if err := m.Shutdown(waitCtx(t)); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(end.Error, redacted) {
+	if !strings.Contains(end.Error, api.Redacted) {
 		t.Fatalf("error %q: the job's text should be there, scrubbed", end.Error)
 	}
 	var seen strings.Builder

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/cli/command"
 	"walletsync/frontend"
 )
@@ -34,7 +35,7 @@ func (f agentFlags) dir() (agent.DataDir, error) {
 }
 
 // client finds the running agent through the port and token files in its data folder.
-func (f agentFlags) client() (*agent.Client, error) {
+func (f agentFlags) client() (*api.Client, error) {
 	dir, err := f.dir()
 	if err != nil {
 		return nil, err
@@ -43,7 +44,7 @@ func (f agentFlags) client() (*agent.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return agent.NewClient(e), nil
+	return api.NewClient(e), nil
 }
 
 // runAgent runs the agent in the foreground until SIGINT or SIGTERM, under the platform's
@@ -120,7 +121,7 @@ func runService(ctx context.Context, args []string, out io.Writer) error {
 
 // runStatus prints the agent's overview.
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "status", (*agent.Client).Overview, func(w io.Writer, ov agent.Overview) {
+	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, ov api.Overview) {
 		fmt.Fprintln(w, ov.Health)
 		for _, d := range ov.Destinations {
 			state := "never backed up"
@@ -143,7 +144,7 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 
 // runTasks lists the agent's tasks, newest first.
 func runTasks(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "tasks", (*agent.Client).Tasks, func(w io.Writer, tasks []agent.Task) {
+	return askAgent(ctx, args, out, "tasks", (*api.Client).Tasks, func(w io.Writer, tasks []api.Task) {
 		for _, t := range tasks {
 			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
 		}
@@ -153,7 +154,7 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 // askAgent is a command that reads one answer from the running agent (status, tasks): it
 // takes the agent flags and --json, makes the one call, and prints the answer as JSON or
 // with text.
-func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*agent.Client, context.Context) (T, error), text func(io.Writer, T)) error {
+func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*api.Client, context.Context) (T, error), text func(io.Writer, T)) error {
 	fs := command.NewFlags(name, "[--data-dir D] [--json]", out)
 	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -173,14 +174,14 @@ func askAgent[T any](ctx context.Context, args []string, out io.Writer, name str
 
 // runRun asks the agent to bring a destination up to date now.
 func runRun(ctx context.Context, args []string, out io.Writer) error {
-	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *agent.Client, target string) (any, error) {
+	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *api.Client, target string) (any, error) {
 		return c.Run(ctx, target)
 	})
 }
 
 // runCancel cancels a task at its next safe point.
 func runCancel(ctx context.Context, args []string, out io.Writer) error {
-	return agentAction(ctx, "cancel", "TASK", "task", args, out, func(c *agent.Client, target string) (any, error) {
+	return agentAction(ctx, "cancel", "TASK", "task", args, out, func(c *api.Client, target string) (any, error) {
 		return c.Cancel(ctx, target)
 	})
 }
@@ -235,7 +236,7 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 }
 
 // agentAction runs one request about one named thing against the running agent.
-func agentAction(ctx context.Context, name, what, noun string, args []string, out io.Writer, do func(*agent.Client, string) (any, error)) error {
+func agentAction(ctx context.Context, name, what, noun string, args []string, out io.Writer, do func(*api.Client, string) (any, error)) error {
 	fs := command.NewFlags(name, what+" [--data-dir D] [--json]", out)
 	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -254,7 +255,7 @@ func agentAction(ctx context.Context, name, what, noun string, args []string, ou
 		return err
 	}
 	return command.Report(out, *asJSON, res, func(w io.Writer) {
-		if t, ok := res.(agent.Task); ok {
+		if t, ok := res.(api.Task); ok {
 			fmt.Fprintf(w, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
 		}
 	})

@@ -14,7 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/cli/command"
 )
 
@@ -66,7 +66,7 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Name:     "walletsync",
 		Summary:  "walletsync keeps a BSV wallet's local store safe.",
 		Commands: commands(),
-		Hint:     agent.HintOf,
+		Hint:     api.HintOf,
 	}
 	return p.Dispatch(ctx, args, stdout, stderr)
 }

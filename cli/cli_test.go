@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/localstore"
 	"walletsync/testkit/walletsynctest"
 )
@@ -164,14 +164,14 @@ func TestCLI_StatusAndTasks(t *testing.T) {
 		t.Fatalf("status: exit %d, %q (%s)", code, out, stderr)
 	}
 	code, out, stderr := walletsync(t, "tasks", dir, "--json")
-	var tasks []agent.Task
+	var tasks []api.Task
 	if err := json.Unmarshal([]byte(out), &tasks); code != 0 || err != nil {
 		t.Fatalf("tasks --json: exit %d, %v, %q (%s)", code, err, out, stderr)
 	}
 	// The agent may queue its own drill beside the run asked for, so the run is looked up
 	// by id rather than expected first.
-	i := slices.IndexFunc(tasks, func(x agent.Task) bool { return x.ID == task.ID })
-	if i < 0 || tasks[i].Target != dest || tasks[i].State != agent.TaskSucceeded {
+	i := slices.IndexFunc(tasks, func(x api.Task) bool { return x.ID == task.ID })
+	if i < 0 || tasks[i].Target != dest || tasks[i].State != api.TaskSucceeded {
 		t.Fatalf("tasks --json: %q; want task %s for %s, succeeded", out, task.ID, dest)
 	}
 	if code, out, _ := walletsync(t, "tasks", dir); code != 0 || !strings.Contains(out, task.ID) || !strings.Contains(out, dest) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/cli/command"
 	"walletsync/frontend"
 	"walletsync/localstore"
@@ -29,10 +30,10 @@ const (
 
 // demoSummary is what `walletsync demo --exit-after-first-run --json` prints.
 type demoSummary struct {
-	Dir       string         `json:"dir"`
-	Dashboard string         `json:"dashboard"`
-	Tasks     []agent.Task   `json:"tasks"`
-	Overview  agent.Overview `json:"overview"`
+	Dir       string       `json:"dir"`
+	Dashboard string       `json:"dashboard"`
+	Tasks     []api.Task   `json:"tasks"`
+	Overview  api.Overview `json:"overview"`
 }
 
 // runDemo is the main job on an embedded default: a demo wallet, a SQLite backup wallet
@@ -104,7 +105,7 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintln(out, ov.Health)
 		}
 		for _, t := range tasks {
-			if t.State != agent.TaskSucceeded {
+			if t.State != api.TaskSucceeded {
 				return fmt.Errorf("%s %s: %s: %s", t.Kind, t.Target, t.State, t.Error)
 			}
 		}
@@ -139,12 +140,12 @@ func demoConfig(path, walletPath, dir string) error {
 		return nil
 	}
 	cfg := agent.DefaultConfig()
-	cfg.Wallets = []agent.WalletRef{{Path: walletPath}}
-	cfg.Destinations = []agent.Destination{
-		{ID: demoFileID, Name: "Backup wallet", Kind: agent.DestinationSQLite, Path: filepath.Join(dir, "backup-wallet.sqlite"),
-			Schedule: agent.Schedule{Kind: agent.ScheduleChange, Debounce: agent.Duration(agent.DefaultDebounce)}},
-		{ID: demoFolderID, Name: "Backup folder", Kind: agent.DestinationFolder, Path: filepath.Join(dir, "backups"),
-			Schedule: agent.Schedule{Kind: agent.ScheduleInterval, Every: agent.Duration(time.Hour)}},
+	cfg.Wallets = []api.WalletRef{{Path: walletPath}}
+	cfg.Destinations = []api.Destination{
+		{ID: demoFileID, Name: "Backup wallet", Kind: api.DestinationSQLite, Path: filepath.Join(dir, "backup-wallet.sqlite"),
+			Schedule: api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(api.DefaultDebounce)}},
+		{ID: demoFolderID, Name: "Backup folder", Kind: api.DestinationFolder, Path: filepath.Join(dir, "backups"),
+			Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}},
 	}
 	return agent.SaveConfig(path, cfg)
 }
@@ -162,26 +163,26 @@ func demoPassword(data agent.DataDir, say io.Writer) error {
 	rand.Read(b)
 	pw := strings.ToLower(base32.StdEncoding.EncodeToString(b))
 	pw = pw[0:6] + "-" + pw[6:12] + "-" + pw[12:18] + "-" + pw[18:24]
-	if err := secrets.Set(agent.BackupPasswordKey, agent.NewSecret(pw)); err != nil {
+	if err := secrets.Set(agent.BackupPasswordKey, api.NewSecret(pw)); err != nil {
 		return err
 	}
-	fmt.Fprintf(say, "demo backup password (shown once; the backups in the folder need it): %s\n%s\n", pw, agent.LostPasswordWarning)
+	fmt.Fprintf(say, "demo backup password (shown once; the backups in the folder need it): %s\n%s\n", pw, api.LostPasswordWarning)
 	return nil
 }
 
 // demoFirstRun follows the first task of each target that the agent runs, printing their
 // progress, and returns them finished, in the order of targets.
-func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.Writer) ([]agent.Task, error) {
+func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.Writer) ([]api.Task, error) {
 	sub := a.Bus().Subscribe(0)  // from the agent's first event: the runs may have begun already
 	first := map[string]string{} // target -> the id of its first task
-	finished := map[string]agent.Task{}
+	finished := map[string]api.Task{}
 	bar := command.NewProgressLine(say)
 	for len(finished) < len(targets) {
 		ev, err := sub.Next(ctx)
 		if err != nil {
 			return nil, err
 		}
-		t, ok := ev.Data.(agent.Task)
+		t, ok := ev.Data.(api.Task)
 		if !ok || !slices.Contains(targets, t.Target) {
 			continue
 		}
@@ -193,10 +194,10 @@ func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.
 			continue // a later run, such as one a change to the wallet asked for
 		}
 		switch ev.Type {
-		case agent.EventTaskProgress:
+		case api.EventTaskProgress:
 			bar.Update(false, "%s %s: %s, %d pages, %s, %s", t.Kind, t.Target, t.Detail, t.Counters.Pages,
 				command.HumanBytes(t.Counters.Bytes), command.ProgressText(t.Counters.Rows, t.Total, t.RowsPerSec))
-		case agent.EventTaskFinished:
+		case api.EventTaskFinished:
 			finished[t.Target] = t
 			moved := fmt.Sprintf("%d rows", t.Counters.Rows)
 			if t.Counters.Pages > 0 { // a backup file is written whole, not in pages
@@ -209,7 +210,7 @@ func demoFirstRun(ctx context.Context, a *agent.Agent, targets []string, say io.
 			}
 		}
 	}
-	out := make([]agent.Task, 0, len(targets))
+	out := make([]api.Task, 0, len(targets))
 	for _, target := range targets {
 		out = append(out, finished[target])
 	}

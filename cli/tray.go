@@ -6,7 +6,7 @@ import (
 	"log/slog"
 	"os"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/cli/command"
 	"walletsync/desktop"
 )
@@ -30,12 +30,12 @@ func runTray(ctx context.Context, args []string, out io.Writer) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
 	ctx, quit := context.WithCancel(ctx)
 	defer quit()
-	endpoint := func(context.Context) (agent.Endpoint, error) { return dir.Endpoint() }
+	endpoint := func(context.Context) (api.Endpoint, error) { return dir.Endpoint() }
 	notifier := desktop.SystemNotifier()
 	go desktop.NotifyEvents(ctx, endpoint, "", notifier, log)
 	t := &desktop.Tray{Endpoint: endpoint, Open: desktop.BrowserDashboard(endpoint, desktop.OpenURL), Quit: quit, Notifier: notifier, Log: log}
 	if err := desktop.RunTrayIcon(ctx, t); err != nil {
-		return agent.WithHint(err, "the tray needs a desktop session with a system tray; "+
+		return api.WithHint(err, "the tray needs a desktop session with a system tray; "+
 			"\"walletsync status\" shows the same health on the command line")
 	}
 	return nil

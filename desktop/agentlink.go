@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // AgentLink is how the window and the tray reach the agent: through the data folder's
@@ -68,7 +69,7 @@ func ConnectAgent(ctx context.Context, opts agent.Options) (*AgentLink, error) {
 		return l, nil
 	}
 	a, err := agent.Start(ctx, opts)
-	if errors.Is(err, agent.ErrAgentRunning) {
+	if errors.Is(err, api.ErrAgentRunning) {
 		return nil, &AgentUnreachableError{Dir: string(opts.Dir), Err: errors.Join(dialErr, err)}
 	}
 	if err != nil {
@@ -78,19 +79,19 @@ func ConnectAgent(ctx context.Context, opts agent.Options) (*AgentLink, error) {
 }
 
 // Endpoint returns the agent's current address and token; it does not wait.
-func (l *AgentLink) Endpoint(context.Context) (agent.Endpoint, error) { return l.dir.Endpoint() }
+func (l *AgentLink) Endpoint(context.Context) (api.Endpoint, error) { return l.dir.Endpoint() }
 
 // EndpointFunc returns the agent's current address and token. It may wait within ctx (for
 // the window to finish connecting).
-type EndpointFunc func(ctx context.Context) (agent.Endpoint, error)
+type EndpointFunc func(ctx context.Context) (api.Endpoint, error)
 
 // client returns an API client for the agent's current address.
-func (l *AgentLink) client() (*agent.Client, error) {
+func (l *AgentLink) client() (*api.Client, error) {
 	e, err := l.dir.Endpoint()
 	if err != nil {
 		return nil, err
 	}
-	return agent.NewClient(e), nil
+	return api.NewClient(e), nil
 }
 
 // InProcess reports whether the link runs its own agent, which stops with the window.

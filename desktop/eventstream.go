@@ -5,7 +5,7 @@ import (
 	"log/slog"
 	"time"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // Reconnect delays of followEvents: the first retry comes soon (an agent restarting is back
@@ -27,7 +27,7 @@ const (
 // is set, then its whole history since it started; handle sees both. handle runs on the
 // calling goroutine: a slow handle delays the stream, it never drops events. Why the stream
 // dropped goes to log, once per outage: a stopped agent would otherwise log every retry.
-func followEvents(ctx context.Context, endpoint EndpointFunc, cursor string, log *slog.Logger, handle func(agent.StreamedEvent)) error {
+func followEvents(ctx context.Context, endpoint EndpointFunc, cursor string, log *slog.Logger, handle func(api.StreamedEvent)) error {
 	delay := eventRetryFirst
 	for {
 		var err error
@@ -62,16 +62,16 @@ func EventCursor(ctx context.Context, endpoint EndpointFunc) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	st, err := agent.NewClient(e).Status(ctx)
+	st, err := api.NewClient(e).Status(ctx)
 	return st.Events, err
 }
 
 // streamEvents reads one connection of the event stream of the agent endpoint returns,
 // from cursor on (see agent.Client.Events).
-func streamEvents(ctx context.Context, endpoint EndpointFunc, cursor string, handle func(agent.StreamedEvent)) (next string, opened bool, err error) {
+func streamEvents(ctx context.Context, endpoint EndpointFunc, cursor string, handle func(api.StreamedEvent)) (next string, opened bool, err error) {
 	e, err := endpoint(ctx)
 	if err != nil {
 		return cursor, false, err
 	}
-	return agent.NewClient(e).Events(ctx, cursor, handle)
+	return api.NewClient(e).Events(ctx, cursor, handle)
 }

@@ -10,23 +10,24 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/testkit/walletsynctest"
 )
 
 // collectEvents follows f's agent from now on into a channel, until the test ends. It
 // returns the sequence number of the newest event before it started.
-func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan agent.StreamedEvent, uint64) {
+func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan api.StreamedEvent, uint64) {
 	t.Helper()
 	cursor, err := EventCursor(walletsynctest.Wait(t), f.Endpoint)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	events := make(chan agent.StreamedEvent, 64)
+	events := make(chan api.StreamedEvent, 64)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		followEvents(ctx, f.Endpoint, cursor, slog.New(slog.DiscardHandler), func(ev agent.StreamedEvent) { events <- ev })
+		followEvents(ctx, f.Endpoint, cursor, slog.New(slog.DiscardHandler), func(ev api.StreamedEvent) { events <- ev })
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	_, seq, _ := strings.Cut(cursor, "-")
@@ -38,7 +39,7 @@ func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan agent.Streamed
 }
 
 // nextEvent returns the next event of one of types, skipping others.
-func nextEvent(t *testing.T, events <-chan agent.StreamedEvent, types ...agent.EventType) agent.StreamedEvent {
+func nextEvent(t *testing.T, events <-chan api.StreamedEvent, types ...api.EventType) api.StreamedEvent {
 	t.Helper()
 	ctx := walletsynctest.Wait(t)
 	for {
@@ -71,7 +72,7 @@ func TestFollowEvents_FromNowOnAndAcrossAnAgentRestart(t *testing.T) {
 	}
 	// Other events (the drill the agent runs at start) may come between; the pause's
 	// destination.changed, at or before last, must not.
-	if ev := nextEvent(t, events, agent.EventDestinationChanged); ev.Seq <= last {
+	if ev := nextEvent(t, events, api.EventDestinationChanged); ev.Seq <= last {
 		t.Fatalf("first destination.changed = %+v; want the resume's, after seq %d (the pause came before)", ev, last)
 	}
 
@@ -85,12 +86,12 @@ func TestFollowEvents_FromNowOnAndAcrossAnAgentRestart(t *testing.T) {
 	if _, err := f.Client(t).PauseAll(walletsynctest.Wait(t), 0); err != nil {
 		t.Fatal(err)
 	}
-	ev := nextEvent(t, events, agent.EventMissed, agent.EventDestinationChanged)
-	var missed agent.Missed
-	if err := json.Unmarshal(ev.Data, &missed); ev.Type != agent.EventMissed || err != nil || !missed.Reset {
+	ev := nextEvent(t, events, api.EventMissed, api.EventDestinationChanged)
+	var missed api.Missed
+	if err := json.Unmarshal(ev.Data, &missed); ev.Type != api.EventMissed || err != nil || !missed.Reset {
 		t.Fatalf("first event after the restart = %+v; want a missed event with reset", ev)
 	}
-	if ev := nextEvent(t, events, agent.EventDestinationChanged); ev.Time.Before(restarted) {
+	if ev := nextEvent(t, events, api.EventDestinationChanged); ev.Time.Before(restarted) {
 		t.Fatalf("after the reset = %+v; want the new agent's pause", ev)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"log/slog"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // Notification is one desktop notification: a title a person takes in at a glance, and a
@@ -33,20 +33,20 @@ type Notifier interface {
 // backup file), because "it's backed up" is no longer true, and a restore that finished,
 // because they are waiting for it. Everything else shows in the window and the tray.
 // destinationName turns a destination id into the name the person gave it.
-func notificationFor(ev agent.StreamedEvent, destinationName func(id string) string) (Notification, bool) {
-	if ev.Type != agent.EventTaskFinished {
+func notificationFor(ev api.StreamedEvent, destinationName func(id string) string) (Notification, bool) {
+	if ev.Type != api.EventTaskFinished {
 		return Notification{}, false
 	}
-	var t agent.Task
+	var t api.Task
 	if err := json.Unmarshal(ev.Data, &t); err != nil {
 		return Notification{}, false
 	}
 	switch {
-	case (t.Kind == agent.KindSync || t.Kind == agent.KindBackup) && t.State == agent.TaskFailed:
+	case (t.Kind == api.KindSync || t.Kind == api.KindBackup) && t.State == api.TaskFailed:
 		return Notification{Title: "Backup failed", Body: withHint("The backup to "+destinationName(t.Target)+" failed: "+t.Error, t.Hint)}, true
-	case t.Kind == agent.KindImport && t.State == agent.TaskSucceeded:
+	case t.Kind == api.KindImport && t.State == api.TaskSucceeded:
 		return Notification{Title: "Restore finished", Body: "Your wallet has been restored from the backup file."}, true
-	case t.Kind == agent.KindImport && t.State == agent.TaskFailed:
+	case t.Kind == api.KindImport && t.State == api.TaskFailed:
 		return Notification{Title: "Restore failed", Body: withHint("Nothing was changed in your wallet: "+t.Error, t.Hint)}, true
 	}
 	return Notification{}, false
@@ -56,9 +56,9 @@ func notificationFor(ev agent.StreamedEvent, destinationName func(id string) str
 // itself when the agent cannot say.
 func destinationName(ctx context.Context, endpoint EndpointFunc, id string) string {
 	e, err := endpoint(ctx)
-	var dests []agent.Destination
+	var dests []api.Destination
 	if err == nil {
-		dests, err = agent.NewClient(e).Destinations(ctx)
+		dests, err = api.NewClient(e).Destinations(ctx)
 	}
 	for _, d := range dests {
 		if err == nil && d.ID == id && d.Name != "" {
@@ -79,7 +79,7 @@ func withHint(text, hint string) string {
 // notifications they deserve, until ctx ends. A notification that cannot be shown is logged
 // and skipped.
 func NotifyEvents(ctx context.Context, endpoint EndpointFunc, cursor string, n Notifier, log *slog.Logger) {
-	err := followEvents(ctx, endpoint, cursor, log, func(ev agent.StreamedEvent) {
+	err := followEvents(ctx, endpoint, cursor, log, func(ev api.StreamedEvent) {
 		note, ok := notificationFor(ev, func(id string) string { return destinationName(ctx, endpoint, id) })
 		if !ok {
 			return

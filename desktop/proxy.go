@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // windowOrigins are the origins of the dashboard page inside the desktop window: Wails
@@ -57,11 +57,11 @@ type APIProxy struct {
 // state-changing request from another origin, 502 when the agent cannot be reached.
 func (p *APIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !strings.HasPrefix(r.URL.Path, "/api/") {
-		writeAPIError(w, &agent.APIError{Status: http.StatusNotFound, Code: "not_found", Message: "no file or route " + r.URL.Path})
+		writeAPIError(w, &api.APIError{Status: http.StatusNotFound, Code: "not_found", Message: "no file or route " + r.URL.Path})
 		return
 	}
 	if !safeMethod(r.Method) && !fromWindow(r) {
-		writeAPIError(w, &agent.APIError{Status: http.StatusForbidden, Code: "cross_origin",
+		writeAPIError(w, &api.APIError{Status: http.StatusForbidden, Code: "cross_origin",
 			Message: r.Method + " request from outside the walletsync window"})
 		return
 	}
@@ -97,7 +97,7 @@ func (p *APIProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // unreachable answers a request the agent could not take.
 func (p *APIProxy) unreachable(w http.ResponseWriter, r *http.Request, err error) {
 	p.Log.Warn("window request: agent unreachable", "method", r.Method, "path", r.URL.Path, "err", err)
-	writeAPIError(w, &agent.APIError{Status: http.StatusBadGateway, Code: "agent_unreachable",
+	writeAPIError(w, &api.APIError{Status: http.StatusBadGateway, Code: "agent_unreachable",
 		Message: "the walletsync agent cannot be reached: " + err.Error(),
 		Hint:    "Close and reopen the window; if the background service should be running, start it with \"walletsync service start\"."})
 }
@@ -122,10 +122,10 @@ func safeMethod(m string) bool {
 
 // writeAPIError writes e in the agent's error shape, {"error": {...}}, so that the
 // dashboard shows the proxy's failures as it shows the agent's.
-func writeAPIError(w http.ResponseWriter, e *agent.APIError) {
+func writeAPIError(w http.ResponseWriter, e *api.APIError) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(e.Status)
-	_ = json.NewEncoder(w).Encode(map[string]*agent.APIError{"error": e}) // the status is sent: a failed body has nobody to tell
+	_ = json.NewEncoder(w).Encode(map[string]*api.APIError{"error": e}) // the status is sent: a failed body has nobody to tell
 }

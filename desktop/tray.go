@@ -10,7 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // ErrNoTray: the system has no tray (notification area, menu bar extra, StatusNotifierItem
@@ -100,7 +100,7 @@ type Tray struct {
 // reached is a state too, with the reason as its sentence.
 func (t *Tray) state(ctx context.Context) trayState {
 	c, err := t.client(ctx)
-	var ov agent.Overview
+	var ov api.Overview
 	if err == nil {
 		ov, err = c.Overview(ctx)
 	}
@@ -146,7 +146,7 @@ func (t *Tray) do(ctx context.Context, a trayAction, s trayState) error {
 // backUpNow asks the agent to bring every destination up to date now and returns the
 // tasks it started. It asks for each one even when an earlier one is refused, and
 // returns the refusals together.
-func (t *Tray) backUpNow(ctx context.Context) ([]agent.Task, error) {
+func (t *Tray) backUpNow(ctx context.Context) ([]api.Task, error) {
 	c, err := t.client(ctx)
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (t *Tray) backUpNow(ctx context.Context) ([]agent.Task, error) {
 	if err != nil {
 		return nil, err
 	}
-	var tasks []agent.Task
+	var tasks []api.Task
 	var errs []error
 	for _, d := range dests {
 		task, err := c.Run(ctx, d.ID)
@@ -191,8 +191,8 @@ func (t *Tray) watch(ctx context.Context, show func(trayState)) {
 	defer following.Wait()
 	following.Go(func() {
 		// It returns only ctx's end, which the loop below sees for itself.
-		_ = followEvents(ctx, t.Endpoint, "", t.Log, func(ev agent.StreamedEvent) {
-			if ev.Type == agent.EventTaskProgress || ev.Type == agent.EventTaskLog {
+		_ = followEvents(ctx, t.Endpoint, "", t.Log, func(ev api.StreamedEvent) {
+			if ev.Type == api.EventTaskProgress || ev.Type == api.EventTaskLog {
 				return // progress never changes the sentence; the end of the task does
 			}
 			select {
@@ -214,12 +214,12 @@ func (t *Tray) watch(ctx context.Context, show func(trayState)) {
 	}
 }
 
-func (t *Tray) client(ctx context.Context) (*agent.Client, error) {
+func (t *Tray) client(ctx context.Context) (*api.Client, error) {
 	e, err := t.Endpoint(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return agent.NewClient(e), nil
+	return api.NewClient(e), nil
 }
 
 // BrowserDashboard returns an opener that logs the person's browser in to the agent's
@@ -231,7 +231,7 @@ func BrowserDashboard(endpoint EndpointFunc, open func(ctx context.Context, url 
 		if err != nil {
 			return err
 		}
-		url, err := agent.NewClient(e).LoginURL(ctx)
+		url, err := api.NewClient(e).LoginURL(ctx)
 		if err != nil {
 			return err
 		}

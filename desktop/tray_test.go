@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/testkit/walletsynctest"
 )
 
@@ -45,11 +45,11 @@ func TestTray_ShowsHealthAndActsOnEveryDestination(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ran := map[string]agent.TaskState{}
+	ran := map[string]api.TaskState{}
 	for _, task := range tasks {
 		ran[task.Target] = walletsynctest.WaitTask(t, f.Client(t), task.ID).State
 	}
-	if len(ran) != 2 || ran["good-1"] != agent.TaskSucceeded || ran["good-2"] != agent.TaskSucceeded {
+	if len(ran) != 2 || ran["good-1"] != api.TaskSucceeded || ran["good-2"] != api.TaskSucceeded {
 		t.Fatalf("Back up now ran %v; want both destinations, succeeded", ran)
 	}
 	if s = tr.state(ctx); !s.Healthy || s.Health != overviewHealth(t, f) || !strings.HasPrefix(s.Health, "Backed up just now to 2 destinations") {
@@ -97,7 +97,7 @@ func TestTray_WithoutAnAgent(t *testing.T) {
 	if s.Reachable || !strings.HasPrefix(s.Health, "The walletsync agent is not reachable") || s.enabled(trayBackUp) || s.enabled(trayPause) || !s.enabled(trayOpen) {
 		t.Fatalf("state = %+v", s)
 	}
-	if err := tr.do(ctx, trayBackUp, s); !errors.Is(err, agent.ErrAgentNotRunning) {
+	if err := tr.do(ctx, trayBackUp, s); !errors.Is(err, api.ErrAgentNotRunning) {
 		t.Fatalf("Back up now = %v; want ErrAgentNotRunning", err)
 	}
 	if note := n.Next(t); note.Title != "Back up now failed" {

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/testkit/compare"
@@ -31,21 +32,21 @@ func TestDashboard_BundleFolder(t *testing.T) {
 		chromedp.SendKeys(chromedp.CSS(`form.editor input.mono`), folder),
 		chromedp.Click(byText(`form.editor button`, "Add destination")))
 	d.waitFor(`document.querySelector('[data-destination=snapshots]')`, "the new destination")
-	var cfg agent.Config
-	d.api(agent.RouteConfig, nil, &cfg)
-	var dest agent.Destination
+	var cfg api.Config
+	d.api(api.RouteConfig, nil, &cfg)
+	var dest api.Destination
 	for _, x := range cfg.Destinations {
 		if x.ID == "snapshots" {
 			dest = x
 		}
 	}
-	if dest.Kind != agent.DestinationBundles || dest.Path != folder {
+	if dest.Kind != api.DestinationBundles || dest.Path != folder {
 		t.Fatalf("the agent has %+v", dest)
 	}
 
-	var task agent.Task
-	d.api(agent.RouteRun, nil, &task, "snapshots")
-	if got := d.wait(task.ID); got.State != agent.TaskSucceeded || got.Kind != agent.KindBundle {
+	var task api.Task
+	d.api(api.RouteRun, nil, &task, "snapshots")
+	if got := d.wait(task.ID); got.State != api.TaskSucceeded || got.Kind != api.KindBundle {
 		t.Fatalf("bundle: %s %s %s", got.Kind, got.State, got.Error)
 	}
 	d.page("backups")
@@ -53,8 +54,8 @@ func TestDashboard_BundleFolder(t *testing.T) {
 	d.do(chromedp.Click(byText(`[data-destination=snapshots] .backups-table button`, "Verify now")))
 	d.waitFor(`document.querySelector('[data-destination=snapshots] .backups-table tbody tr .badge')?.textContent === 'Verified'`, "the verified bundle")
 	d.shot("bundle-verified")
-	var listing agent.BackupListing
-	d.api(agent.RouteBackups, nil, &listing, "snapshots")
+	var listing api.BackupListing
+	d.api(api.RouteBackups, nil, &listing, "snapshots")
 	if len(listing.Files) == 0 || !listing.Files[0].Keep || listing.Files[0].Record == nil || listing.Files[0].Record.VerifiedAt.IsZero() {
 		t.Errorf("the agent lists %+v", listing.Files)
 	}
@@ -86,13 +87,13 @@ func TestDashboard_BundleRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := compare.Digests(t, source)
-	var cfg agent.Config
-	d.api(agent.RouteDestinationAdd, agent.Destination{ID: "snapshots", Name: "Snapshots", Kind: agent.DestinationBundles, Path: folder,
-		Schedule: agent.Schedule{Kind: agent.ScheduleInterval, Every: agent.Duration(time.Hour)}, Pause: &agent.Pause{}}, &cfg)
+	var cfg api.Config
+	d.api(api.RouteDestinationAdd, api.Destination{ID: "snapshots", Name: "Snapshots", Kind: api.DestinationBundles, Path: folder,
+		Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, Pause: &api.Pause{}}, &cfg)
 	// A sync first: the agent has the wallet open when the restore comes.
-	var task agent.Task
-	d.api(agent.RouteRun, nil, &task, fileID)
-	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
+	var task api.Task
+	d.api(api.RouteRun, nil, &task, fileID)
+	if got := d.wait(task.ID); got.State != api.TaskSucceeded {
 		t.Fatalf("sync: %s %s", got.State, got.Error)
 	}
 	before := compare.Digests(t, d.wallet)
@@ -129,8 +130,8 @@ func TestDashboard_BundleRestore(t *testing.T) {
 	compare.Same(t, "the restored wallet", compare.Digests(t, d.wallet), want)
 
 	// The agent opened the restored wallet again: a sync runs on it.
-	d.api(agent.RouteRun, nil, &task, fileID)
-	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
+	d.api(api.RouteRun, nil, &task, fileID)
+	if got := d.wait(task.ID); got.State != api.TaskSucceeded {
 		t.Fatalf("sync after the restore: %s %s", got.State, got.Error)
 	}
 }

@@ -23,7 +23,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/frontend"
 	"walletsync/portable"
 	"walletsync/wallet"
@@ -37,8 +37,8 @@ func digits(s string) int64 {
 
 func TestDashboard_LoginShowsOverview(t *testing.T) {
 	d := newDash(t)
-	var ov agent.Overview
-	d.api(agent.RouteOverview, nil, &ov)
+	var ov api.Overview
+	d.api(api.RouteOverview, nil, &ov)
 	d.waitFor(`document.querySelector('.identity')`, "the wallet's identity")
 
 	if got := d.text("[data-testid=health]"); got != ov.Health {
@@ -93,17 +93,17 @@ func (d *dash) seen(what string) []string {
 }
 
 // newestTask returns the newest task of kind (on target, unless it is ""), from the API.
-func (d *dash) newestTask(kind agent.TaskKind, target string) agent.Task {
+func (d *dash) newestTask(kind api.TaskKind, target string) api.Task {
 	d.t.Helper()
-	var ts []agent.Task
-	d.api(agent.RouteTasks, nil, &ts)
+	var ts []api.Task
+	d.api(api.RouteTasks, nil, &ts)
 	for _, t := range ts {
 		if t.Kind == kind && (target == "" || t.Target == target) {
 			return t
 		}
 	}
 	d.t.Fatalf("no %s task on %s", kind, target)
-	return agent.Task{}
+	return api.Task{}
 }
 
 func TestDashboard_SyncProgressMovesThroughStates(t *testing.T) {
@@ -128,8 +128,8 @@ func TestDashboard_SyncProgressMovesThroughStates(t *testing.T) {
 	if pages := d.seen("pages"); len(pages) < 3 {
 		t.Errorf("the page counter took the values %v: it did not move", pages)
 	}
-	task := d.newestTask(agent.KindSync, fileID)
-	if task.State != agent.TaskSucceeded {
+	task := d.newestTask(api.KindSync, fileID)
+	if task.State != api.TaskSucceeded {
 		t.Fatalf("sync %s: %s", task.State, task.Error)
 	}
 	shown := eval[map[string]string](d, `Object.fromEntries([...document.querySelectorAll('[data-destination=backup-file] .task-panel .stats div')]
@@ -153,11 +153,11 @@ func TestDashboard_CancelShowsCheckpoint(t *testing.T) {
 	if buttons := d.seen("buttons"); !slices.Contains(buttons, "Cancelling…") {
 		t.Errorf("Cancel never read \"Cancelling…\" before the stop (labels %v)", buttons)
 	}
-	task := d.newestTask(agent.KindSync, fileID)
-	if task.State != agent.TaskCancelled {
+	task := d.newestTask(api.KindSync, fileID)
+	if task.State != api.TaskCancelled {
 		t.Fatalf("the task is %s, want cancelled", task.State)
 	}
-	var res agent.SyncResult
+	var res api.SyncResult
 	if err := json.Unmarshal(task.Result, &res); err != nil || len(res.Sessions) == 0 {
 		t.Fatalf("cancelled sync result %s: %v", task.Result, err)
 	}
@@ -173,22 +173,22 @@ func TestDashboard_CancelShowsCheckpoint(t *testing.T) {
 		t.Errorf("the last page state reads %q, want Cancelled", got)
 	}
 	// The promise kept: the next run continues at that checkpoint.
-	if next := d.runTask(agent.RouteRun, fileID); next.State != agent.TaskSucceeded || !resumedFromCheckpoint(t, next) {
+	if next := d.runTask(api.RouteRun, fileID); next.State != api.TaskSucceeded || !resumedFromCheckpoint(t, next) {
 		t.Errorf("the next run %s, result %s: it did not continue from the checkpoint", next.State, next.Result)
 	}
 }
 
 func TestDashboard_DestinationEditor(t *testing.T) {
 	d := newDash(t)
-	config := func() (agent.Destination, bool) {
-		var cfg agent.Config
-		d.api(agent.RouteConfig, nil, &cfg)
+	config := func() (api.Destination, bool) {
+		var cfg api.Config
+		d.api(api.RouteConfig, nil, &cfg)
 		for _, dest := range cfg.Destinations {
 			if dest.ID == "usb-disk" {
 				return dest, true
 			}
 		}
-		return agent.Destination{}, false
+		return api.Destination{}, false
 	}
 	folder := filepath.Join(d.dir, "usb")
 	d.page("destinations")
@@ -207,8 +207,8 @@ func TestDashboard_DestinationEditor(t *testing.T) {
 	d.do(chromedp.Click(byText(`form.editor button`, "Add destination")))
 	d.waitFor(`document.querySelector('[data-destination=usb-disk]')`, "the new destination")
 	dest, ok := config()
-	if !ok || dest.Name != "USB disk" || dest.Kind != agent.DestinationFolder || dest.Path != folder ||
-		dest.Schedule.Kind != agent.ScheduleDaily || dest.Schedule.At != "02:30" {
+	if !ok || dest.Name != "USB disk" || dest.Kind != api.DestinationFolder || dest.Path != folder ||
+		dest.Schedule.Kind != api.ScheduleDaily || dest.Schedule.At != "02:30" {
 		t.Fatalf("the agent has %+v", dest)
 	}
 
@@ -247,9 +247,9 @@ func TestDashboard_DestinationEditor(t *testing.T) {
 
 func TestDashboard_BackupsVerifyNow(t *testing.T) {
 	d := newDash(t)
-	var task agent.Task
-	d.api(agent.RouteRun, nil, &task, folderID)
-	if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
+	var task api.Task
+	d.api(api.RouteRun, nil, &task, folderID)
+	if got := d.wait(task.ID); got.State != api.TaskSucceeded {
 		t.Fatalf("backup: %s %s", got.State, got.Error)
 	}
 	d.page("backups")
@@ -257,8 +257,8 @@ func TestDashboard_BackupsVerifyNow(t *testing.T) {
 	d.do(chromedp.Click(byText(`.backups-table button`, "Verify now")))
 	d.waitFor(`document.querySelector('.backups-table tbody tr .badge')?.textContent === 'Verified'`, "the verified file")
 	d.shot("verified")
-	var listing agent.BackupListing
-	d.api(agent.RouteBackups, nil, &listing, folderID)
+	var listing api.BackupListing
+	d.api(api.RouteBackups, nil, &listing, folderID)
 	if len(listing.Files) != 1 || listing.Files[0].Record == nil || listing.Files[0].Record.VerifiedAt.IsZero() {
 		t.Errorf("the agent lists %+v", listing.Files)
 	}
@@ -338,14 +338,14 @@ func TestDashboard_ImportPreviewMatchesAPI(t *testing.T) {
 	d.shot("preview")
 
 	// The API's own answer to the page's request: the preview task's result.
-	task := d.newestTask(agent.KindImportPreview, "")
+	task := d.newestTask(api.KindImportPreview, "")
 	var preview portable.PreviewResult
 	if err := json.Unmarshal(task.Result, &preview); err != nil {
 		t.Fatalf("preview result %s: %v", task.Result, err)
 	}
 	shown := eval[map[string][]string](d, `Object.fromEntries([...document.querySelectorAll('.preview-table tbody tr')]
 		.map((r) => [r.dataset.table, [...r.cells].slice(1).map((c) => c.textContent)]))`)
-	if task.State != agent.TaskSucceeded || len(preview.Counts) == 0 {
+	if task.State != api.TaskSucceeded || len(preview.Counts) == 0 {
 		t.Fatalf("the API's preview: %s %s", task.State, task.Error)
 	}
 	all := maps.Clone(preview.Plan)
@@ -387,9 +387,9 @@ func TestDashboard_ImportPreviewMatchesAPI(t *testing.T) {
 		chromedp.Click(byText(`.wizard button`, "Import now")))
 	d.waitFor(`document.querySelector('[data-testid=import-result]')`, "the import's result")
 	d.shot("imported")
-	imported := d.newestTask(agent.KindImport, "")
+	imported := d.newestTask(api.KindImport, "")
 	var res portable.ImportResult
-	if err := json.Unmarshal(imported.Result, &res); err != nil || imported.State != agent.TaskSucceeded {
+	if err := json.Unmarshal(imported.Result, &res); err != nil || imported.State != api.TaskSucceeded {
 		t.Fatalf("import %s %s: %v", imported.State, imported.Error, err)
 	}
 	if got := d.text("[data-testid=import-result] .notice"); !strings.Contains(got, fmt.Sprintf("%d rows added and %d updated", res.Inserts, res.Updates)) {
@@ -437,8 +437,8 @@ func TestDashboard_ReconnectsAfterAgentRestart(t *testing.T) {
 // it: only the event stream tells the page.
 func (d *dash) addDestination(id string) {
 	d.t.Helper()
-	d.api(agent.RouteDestinationAdd, agent.Destination{ID: id, Name: "USB disk", Kind: agent.DestinationFolder,
-		Path: filepath.Join(d.dir, id), Schedule: agent.Schedule{Kind: agent.ScheduleDaily, At: "03:00"}, Pause: &agent.Pause{}}, nil)
+	d.api(api.RouteDestinationAdd, api.Destination{ID: id, Name: "USB disk", Kind: api.DestinationFolder,
+		Path: filepath.Join(d.dir, id), Schedule: api.Schedule{Kind: api.ScheduleDaily, At: "03:00"}, Pause: &api.Pause{}}, nil)
 	d.waitFor(fmt.Sprintf(`document.querySelector('[data-destination=%q]')`, id), "the new destination, from the event stream")
 }
 
@@ -523,13 +523,13 @@ func TestDashboard_KeyboardAndTheme(t *testing.T) {
 func TestScreenshots_EveryPage(t *testing.T) {
 	d := newDash(t)
 	for _, dest := range []string{fileID, folderID} {
-		var task agent.Task
-		d.api(agent.RouteRun, nil, &task, dest)
-		if got := d.wait(task.ID); got.State != agent.TaskSucceeded {
+		var task api.Task
+		d.api(api.RouteRun, nil, &task, dest)
+		if got := d.wait(task.ID); got.State != api.TaskSucceeded {
 			t.Fatalf("%s: %s %s", dest, got.State, got.Error)
 		}
 	}
-	d.api(agent.RouteResumeAll, nil, nil)
+	d.api(api.RouteResumeAll, nil, nil)
 	d.waitIdle()
 	// Both backups and the resume shown, not an overview loaded before them.
 	d.waitFor(`document.querySelector('[data-testid=health]')?.textContent.startsWith('Backed up just now to 2 destinations') &&

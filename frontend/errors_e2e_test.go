@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // problemText returns the message, the hint and the technical details of the first error
@@ -34,7 +34,7 @@ func TestDashboard_ErrorsInWords(t *testing.T) {
 	if err := os.WriteFile(notADB, []byte("these are my notes, not a database at all, long enough for SQLite to look"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.runTask(agent.RouteRun, fileID); got.State != agent.TaskFailed {
+	if got := d.runTask(api.RouteRun, fileID); got.State != api.TaskFailed {
 		t.Fatalf("sync into a text file: %s", got.State)
 	}
 	d.page("destinations")
@@ -64,9 +64,9 @@ func TestDashboard_ErrorsInWords(t *testing.T) {
 		t.Errorf("hint %q, details %q", hint, details)
 	}
 
-	var svc agent.ServiceInfo
-	d.api(agent.RouteService, nil, &svc)
-	if svc.Status == agent.ServiceUnavailable {
+	var svc api.ServiceInfo
+	d.api(api.RouteService, nil, &svc)
+	if svc.Status == api.ServiceUnavailable {
 		d.page("settings")
 		d.waitFor(`document.querySelector('[data-testid=service-note]')`, "the service's explanation")
 		if eval[bool](d, `!!document.querySelector('[aria-labelledby=svc-title] .notice.error')`) {

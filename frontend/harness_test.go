@@ -21,6 +21,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/frontend"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
@@ -172,7 +173,7 @@ type dash struct {
 	data   agent.DataDir
 	addr   string
 	agent  *agent.Agent
-	client *agent.Client
+	client *api.Client
 	ctx    context.Context // the browser tab
 	// tweaks change the agent's options at every start (small sync pages, say).
 	tweaks []func(*agent.Options)
@@ -195,12 +196,12 @@ func newDash(t *testing.T, tweaks ...func(*agent.Options)) *dash {
 	copyFile(t, templateWallet, d.wallet)
 	d.config = filepath.Join(d.dir, "config.json")
 	cfg := agent.DefaultConfig()
-	cfg.Wallets = []agent.WalletRef{{Path: d.wallet}}
-	cfg.Destinations = []agent.Destination{
-		{ID: fileID, Name: "Backup wallet", Kind: agent.DestinationSQLite, Path: filepath.Join(d.dir, "backup-wallet.sqlite"),
-			Schedule: agent.Schedule{Kind: agent.ScheduleChange, Debounce: agent.Duration(agent.DefaultDebounce)}, Pause: &agent.Pause{}},
-		{ID: folderID, Name: "Backup folder", Kind: agent.DestinationFolder, Path: filepath.Join(d.dir, "backups"),
-			Schedule: agent.Schedule{Kind: agent.ScheduleInterval, Every: agent.Duration(time.Hour)}, Pause: &agent.Pause{}},
+	cfg.Wallets = []api.WalletRef{{Path: d.wallet}}
+	cfg.Destinations = []api.Destination{
+		{ID: fileID, Name: "Backup wallet", Kind: api.DestinationSQLite, Path: filepath.Join(d.dir, "backup-wallet.sqlite"),
+			Schedule: api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(api.DefaultDebounce)}, Pause: &api.Pause{}},
+		{ID: folderID, Name: "Backup folder", Kind: api.DestinationFolder, Path: filepath.Join(d.dir, "backups"),
+			Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, Pause: &api.Pause{}},
 	}
 	if err := agent.SaveConfig(d.config, cfg); err != nil {
 		t.Fatal(err)
@@ -209,7 +210,7 @@ func newDash(t *testing.T, tweaks ...func(*agent.Options)) *dash {
 	if err := d.data.Ensure(); err != nil {
 		t.Fatal(err)
 	}
-	if err := agent.NewSecrets(d.data.SecretsPath()).Set(agent.BackupPasswordKey, agent.NewSecret(backupPassword)); err != nil {
+	if err := agent.NewSecrets(d.data.SecretsPath()).Set(agent.BackupPasswordKey, api.NewSecret(backupPassword)); err != nil {
 		t.Fatal(err)
 	}
 	d.addr = freeAddr(t)
@@ -236,7 +237,7 @@ func (d *dash) startAgent() {
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	d.client = agent.NewClient(e)
+	d.client = api.NewClient(e)
 }
 
 // stopAgent closes the agent, if one runs.
@@ -442,7 +443,7 @@ func (d *dash) shotTo(dir, name string) string {
 }
 
 // api calls the agent's API as the command line does.
-func (d *dash) api(route agent.Route, in, out any, args ...string) {
+func (d *dash) api(route api.Route, in, out any, args ...string) {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -452,7 +453,7 @@ func (d *dash) api(route agent.Route, in, out any, args ...string) {
 }
 
 // wait waits for task id to end and returns it.
-func (d *dash) wait(id string) agent.Task {
+func (d *dash) wait(id string) api.Task {
 	d.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), patience)
 	defer cancel()

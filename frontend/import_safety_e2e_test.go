@@ -8,7 +8,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/testkit/importtest"
@@ -59,11 +59,11 @@ func TestDashboard_OtherIdentityNeedsItsOwnYes(t *testing.T) {
 	}
 	d.do(chromedp.Click(byText(`.wizard button`, "Import now")))
 	d.waitFor(`document.querySelector('[data-testid=import-result]')`, "the import's result")
-	if task := d.newestTask(agent.KindImport, ""); task.State != agent.TaskSucceeded {
+	if task := d.newestTask(api.KindImport, ""); task.State != api.TaskSucceeded {
 		t.Fatalf("import %s: %s", task.State, task.Error)
 	}
-	var ov agent.Overview
-	d.api(agent.RouteOverview, nil, &ov)
+	var ov api.Overview
+	d.api(api.RouteOverview, nil, &ov)
 	if len(ov.Wallets[0].Identities) != 2 {
 		t.Fatalf("identities after the import: %+v", ov.Wallets[0].Identities)
 	}
@@ -74,8 +74,8 @@ func TestDashboard_OtherIdentityNeedsItsOwnYes(t *testing.T) {
 // held before.
 func TestDashboard_AbandonAnUnfinishedImport(t *testing.T) {
 	d := newDash(t)
-	var ov agent.Overview
-	d.api(agent.RouteOverview, nil, &ov)
+	var ov api.Overview
+	d.api(api.RouteOverview, nil, &ov)
 	counts := ov.Wallets[0].Identities[0].Counts
 
 	// Stop the agent, stop a merge of another identity after two pages, start it again.
@@ -110,11 +110,11 @@ func TestDashboard_AbandonAnUnfinishedImport(t *testing.T) {
 	d.shot("import-unfinished")
 	d.do(chromedp.Click(byText(`[data-testid=import-unfinished] button`, "Abandon that import")))
 	d.waitFor(`document.querySelector('[data-testid=import-unfinished] .notice.ok')`, "the abandon's result")
-	if task := d.newestTask(agent.KindImportAbandon, ""); task.State != agent.TaskSucceeded {
+	if task := d.newestTask(api.KindImportAbandon, ""); task.State != api.TaskSucceeded {
 		t.Fatalf("abandon %s: %s", task.State, task.Error)
 	}
-	var after agent.Overview
-	d.api(agent.RouteOverview, nil, &after)
+	var after api.Overview
+	d.api(api.RouteOverview, nil, &after)
 	w := after.Wallets[0]
 	if w.ImportInProgress != nil || len(w.Identities) != 1 {
 		t.Fatalf("after the abandon: %+v", w)

@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // typeInto replaces an input's text as a person does, firing input and change.
@@ -46,8 +46,8 @@ func TestDashboard_PathsCheckedWhereTyped(t *testing.T) {
 	d.do(chromedp.Click(chromedp.CSS(`form.editor input[value=sqlite]`)), typeInto(`form.editor input.mono`, d.wallet))
 	d.waitFor(problem+`.includes('is the wallet itself')`, "the wallet itself refused")
 	d.do(chromedp.Click(byText(`form.editor button`, "Add destination")))
-	var cfg agent.Config
-	d.api(agent.RouteConfig, nil, &cfg)
+	var cfg api.Config
+	d.api(api.RouteConfig, nil, &cfg)
 	if len(cfg.Destinations) != 2 {
 		t.Errorf("a wrong path was saved: %+v", cfg.Destinations)
 	}
@@ -89,7 +89,7 @@ func TestDashboard_PathsCheckedWhereTyped(t *testing.T) {
 // new file beside the wallet, which is then shown, and made the protected wallet on request.
 func TestDashboard_RestoreFromBackupWalletLeadsSomewhere(t *testing.T) {
 	d := newDash(t)
-	if got := d.runTask(agent.RouteRun, fileID); got.State != agent.TaskSucceeded {
+	if got := d.runTask(api.RouteRun, fileID); got.State != api.TaskSucceeded {
 		t.Fatalf("sync: %s %s", got.State, got.Error)
 	}
 	before := d.walletState()
@@ -121,8 +121,8 @@ func TestDashboard_RestoreFromBackupWalletLeadsSomewhere(t *testing.T) {
 	d.waitFor(`document.querySelector('dialog[open]')`, "the question")
 	d.do(chromedp.Click(byText(`dialog button`, "Protect it")))
 	d.waitFor(`document.querySelector('[data-testid=restore-next] .notice.ok')`, "the change")
-	var cfg agent.Config
-	d.api(agent.RouteConfig, nil, &cfg)
+	var cfg api.Config
+	d.api(api.RouteConfig, nil, &cfg)
 	if len(cfg.Wallets) != 1 || cfg.Wallets[0].Path != into {
 		t.Errorf("the agent protects %+v, want %s", cfg.Wallets, into)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // smallPages makes every sync move a few rows a page: a long sync of the test wallet.
@@ -44,7 +45,7 @@ func TestDashboard_LongSyncShowsPercentAndTimeLeft(t *testing.T) {
 	panel := `[data-destination=backup-file] .task-panel`
 	d.waitFor(`[...document.querySelectorAll('`+panel+` .stats dd')].some((e) => e.textContent.startsWith('about '))`, "a time left")
 	d.shot("long-sync")
-	task := d.newestTask(agent.KindSync, fileID)
+	task := d.newestTask(api.KindSync, fileID)
 	if task.Total == 0 {
 		t.Fatalf("the running sync has no total: %+v", task)
 	}

@@ -11,7 +11,7 @@ import (
 )
 
 var (
-	// tableRoute is one constant of agent/routes.go: Route = "METHOD /api/v1/...".
+	// tableRoute is one constant of agent/api/routes.go: Route = "METHOD /api/v1/...".
 	tableRoute = regexp.MustCompile(`Route\s*=\s*"([A-Z]+) (/api/v1/[^"]*)"`)
 	// jsRoute is one route api.js calls: request('METHOD', '/api/v1/...' or `...${...}...`).
 	jsRoute = regexp.MustCompile("request\\('([A-Z]+)', ['`](/api/v1/[^'`]*)['`]")
@@ -22,7 +22,7 @@ var (
 // web/api.js is the only file of the dashboard that names an API path, and every route it
 // calls is one of the agent's route table, method and path.
 func TestAPIJS_NamesOnlyTheAgentsRoutes(t *testing.T) {
-	src, err := os.ReadFile("../agent/routes.go")
+	src, err := os.ReadFile("../agent/api/routes.go")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func TestAPIJS_NamesOnlyTheAgentsRoutes(t *testing.T) {
 		table[m[1]+" "+wildcard.ReplaceAllString(m[2], "{}")] = true
 	}
 	if len(table) < 30 {
-		t.Fatalf("found %d routes in agent/routes.go", len(table))
+		t.Fatalf("found %d routes in agent/api/routes.go", len(table))
 	}
 
 	web := frontend.Assets()
@@ -45,7 +45,7 @@ func TestAPIJS_NamesOnlyTheAgentsRoutes(t *testing.T) {
 	}
 	for _, m := range calls {
 		if r := m[1] + " " + wildcard.ReplaceAllString(m[2], "{}"); !table[r] {
-			t.Errorf("api.js calls %s %s, which is not in agent/routes.go", m[1], m[2])
+			t.Errorf("api.js calls %s %s, which is not in agent/api/routes.go", m[1], m[2])
 		}
 	}
 	if !table["GET /api/v1/events"] || !strings.Contains(string(js), "`${base}/api/v1/events`") {

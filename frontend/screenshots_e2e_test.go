@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // TestScreenshots_States photographs the states a person must be able to trust, in light
@@ -41,7 +41,7 @@ func TestScreenshots_States(t *testing.T) {
 	d.tweaks = nil
 	d.startAgent()
 	d.waitFor(`document.getElementById('conn').dataset.state === 'live'`, "the page back")
-	if got := d.runTask(agent.RouteRun, fileID); got.State != agent.TaskSucceeded {
+	if got := d.runTask(api.RouteRun, fileID); got.State != api.TaskSucceeded {
 		t.Fatalf("sync: %s %s", got.State, got.Error)
 	}
 	d.page("restore")
@@ -59,7 +59,7 @@ func TestScreenshots_States(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(d.dir, "backups"), []byte("not a folder"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.runTask(agent.RouteRun, folderID); got.State != agent.TaskFailed {
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskFailed {
 		t.Fatalf("backup into a file: %s", got.State)
 	}
 	d.page("overview")

@@ -10,7 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/localstore"
 	"walletsync/testkit/toolboxpeer"
 )
@@ -53,36 +53,36 @@ func TestDashboard_StorageServer(t *testing.T) {
 	d.do(chromedp.SetValue(chromedp.CSS(`form.editor input[name=key-file]`), keyFile(4)),
 		chromedp.Click(byText(`form.editor button`, "Add destination")))
 	d.waitFor(`document.querySelector('[data-destination=toolbox-server]')`, "the new destination")
-	var cfg agent.Config
-	d.api(agent.RouteConfig, nil, &cfg)
-	if dest := cfg.Destinations[len(cfg.Destinations)-1]; dest.Kind != agent.DestinationStorageServer || dest.Path != srv.URL || dest.WalletURL != "" {
+	var cfg api.Config
+	d.api(api.RouteConfig, nil, &cfg)
+	if dest := cfg.Destinations[len(cfg.Destinations)-1]; dest.Kind != api.DestinationStorageServer || dest.Path != srv.URL || dest.WalletURL != "" {
 		t.Fatalf("the agent has %+v", dest)
 	}
 
 	d.do(chromedp.Click(byText(`[data-destination=toolbox-server] button`, "Run now")))
 	d.waitFor(`document.querySelector('[data-destination=toolbox-server] .task-panel')`, "the push's progress")
 	d.waitIdle()
-	var pushed *agent.Task
+	var pushed *api.Task
 	for _, task := range d.agent.Tasks().List() {
 		if task.Target == "toolbox-server" && pushed == nil {
 			pushed = &task
 		}
 	}
-	if pushed == nil || pushed.State != agent.TaskSucceeded {
+	if pushed == nil || pushed.State != api.TaskSucceeded {
 		t.Fatalf("the push: %+v", pushed)
 	}
 	// Pause, edit and resume work for a storage server as for the others; the edit keeps
 	// the URL, the signer and the pause.
-	server := func() agent.Destination {
-		var cfg agent.Config
-		d.api(agent.RouteConfig, nil, &cfg)
+	server := func() api.Destination {
+		var cfg api.Config
+		d.api(api.RouteConfig, nil, &cfg)
 		for _, x := range cfg.Destinations {
 			if x.ID == "toolbox-server" {
 				return x
 			}
 		}
 		t.Fatal("no toolbox-server in the config")
-		return agent.Destination{}
+		return api.Destination{}
 	}
 	d.do(chromedp.Click(byText(`[data-destination=toolbox-server] summary`, "Pause")),
 		chromedp.Click(byText(`[data-destination=toolbox-server] button`, "Until I resume")))
@@ -92,7 +92,7 @@ func TestDashboard_StorageServer(t *testing.T) {
 	d.do(chromedp.SetValue(chromedp.CSS(`[data-destination=toolbox-server] form.editor input[type=text]`), "Toolbox storage"),
 		chromedp.Click(byText(`[data-destination=toolbox-server] form.editor button`, "Save changes")))
 	d.waitFor(`document.querySelector('[data-destination=toolbox-server] h2')?.textContent === 'Toolbox storage'`, "the new name")
-	if dest := server(); dest.Path != srv.URL || dest.Kind != agent.DestinationStorageServer || dest.Pause == nil {
+	if dest := server(); dest.Path != srv.URL || dest.Kind != api.DestinationStorageServer || dest.Pause == nil {
 		t.Errorf("after the edit the agent has %+v", dest)
 	}
 	d.do(chromedp.Click(byText(`[data-destination=toolbox-server] button`, "Resume")))
@@ -119,7 +119,7 @@ func TestDashboard_StorageServer(t *testing.T) {
 		t.Errorf("the preview counts %q transactions, the server holds 6", got)
 	}
 	for _, task := range d.agent.Tasks().List() {
-		if task.Kind == agent.KindServerRestore {
+		if task.Kind == api.KindServerRestore {
 			t.Fatalf("a restore started before the confirm: %+v", task)
 		}
 	}

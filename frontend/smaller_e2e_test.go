@@ -7,7 +7,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 )
 
 // TestDashboard_SmallerOnes: the overview shows each destination's path, shortened, whole
@@ -32,8 +32,8 @@ func TestDashboard_SmallerOnes(t *testing.T) {
 	d.waitFor(`!document.querySelector('[data-testid=paused-header] .notice')`, "the header gone after Resume all")
 	d.do(chromedp.Click(byText("summary", "Pause all")), chromedp.Click(byText(`button`, "For 1 hour")))
 	d.waitFor(`document.querySelector('[data-testid=paused-header]')?.textContent.includes('Every destination is paused')`, "the header after Pause all")
-	var cfg agent.Config
-	d.api(agent.RouteConfig, nil, &cfg)
+	var cfg api.Config
+	d.api(api.RouteConfig, nil, &cfg)
 	for _, dest := range cfg.Destinations {
 		if dest.Pause == nil || dest.Pause.Until.IsZero() {
 			t.Errorf("%s: pause %+v after Pause all for an hour", dest.ID, dest.Pause)
@@ -69,7 +69,7 @@ func TestDashboard_SmallerOnes(t *testing.T) {
 
 	// With no destination, the overview's link opens the form.
 	for _, dest := range []string{fileID, folderID, "cloud-folder"} {
-		d.api(agent.RouteDestinationDelete, nil, nil, dest)
+		d.api(api.RouteDestinationDelete, nil, nil, dest)
 	}
 	d.page("overview")
 	d.waitFor(`document.querySelector('a[href="#/destinations/add"]')`, "the add link")

@@ -9,14 +9,14 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/syncer"
 )
 
 // runTask starts destination id's job through the API and waits for it to end.
-func (d *dash) runTask(route agent.Route, args ...string) agent.Task {
+func (d *dash) runTask(route api.Route, args ...string) api.Task {
 	d.t.Helper()
-	var task agent.Task
+	var task api.Task
 	d.api(route, nil, &task, args...)
 	return d.wait(task.ID)
 }
@@ -26,10 +26,10 @@ func (d *dash) runTask(route agent.Route, args ...string) agent.Task {
 // and said "Not yet" forever).
 func TestDashboard_DrillColumnReadsTheServer(t *testing.T) {
 	d := newDash(t)
-	if got := d.runTask(agent.RouteRun, folderID); got.State != agent.TaskSucceeded {
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskSucceeded {
 		t.Fatalf("backup: %s %s", got.State, got.Error)
 	}
-	if got := d.runTask(agent.RouteDrill); got.State != agent.TaskSucceeded {
+	if got := d.runTask(api.RouteDrill); got.State != api.TaskSucceeded {
 		t.Fatalf("drill: %s %s", got.State, got.Error)
 	}
 	d.waitFor(`document.querySelector('[data-destination=backup-folder] [data-testid=drill-passed]')`, "the drill's pass on the overview")
@@ -42,7 +42,7 @@ func TestDashboard_DrillColumnReadsTheServer(t *testing.T) {
 // "Skipped" in Activity and in Settings, never a green "Done".
 func TestDashboard_DrillWithoutBackupIsSkipped(t *testing.T) {
 	d := newDash(t)
-	if got := d.runTask(agent.RouteDrill); got.State != agent.TaskSucceeded {
+	if got := d.runTask(api.RouteDrill); got.State != api.TaskSucceeded {
 		t.Fatalf("drill: %s %s", got.State, got.Error)
 	}
 	d.page("activity")
@@ -61,10 +61,10 @@ func TestDashboard_DrillWithoutBackupIsSkipped(t *testing.T) {
 // succeeded, with its path; and then the one that fails, with its path and what is wrong.
 func TestDashboard_HealthNamesTheDestination(t *testing.T) {
 	d := newDash(t)
-	if got := d.runTask(agent.RouteRun, fileID); got.State != agent.TaskSucceeded {
+	if got := d.runTask(api.RouteRun, fileID); got.State != api.TaskSucceeded {
 		t.Fatalf("sync: %s %s", got.State, got.Error)
 	}
-	d.api(agent.RouteResume, nil, nil, fileID)
+	d.api(api.RouteResume, nil, nil, fileID)
 	folder := filepath.Join(d.dir, "backups")
 	d.waitFor(`document.querySelector('[data-testid=health]')?.textContent.includes('1 of 2 destinations')`, "the banner after one backup")
 	if got := d.text("[data-testid=health]"); !strings.Contains(got, "1 of 2 destinations") || !strings.Contains(got, "Backup folder ("+folder+") has never completed a backup") {
@@ -78,7 +78,7 @@ func TestDashboard_HealthNamesTheDestination(t *testing.T) {
 	if err := os.WriteFile(folder, []byte("not a folder"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if got := d.runTask(agent.RouteRun, folderID); got.State != agent.TaskFailed {
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskFailed {
 		t.Fatalf("backup into a file: %s", got.State)
 	}
 	d.waitFor(`document.querySelector('[data-testid=health]')?.textContent.includes('failing')`, "the failure in the banner")
@@ -129,9 +129,9 @@ func TestDashboard_CancelBackupSaysWhatHappens(t *testing.T) {
 }
 
 // syncResult decodes a sync task's result.
-func syncResult(t *testing.T, task agent.Task) agent.SyncResult {
+func syncResult(t *testing.T, task api.Task) api.SyncResult {
 	t.Helper()
-	var res agent.SyncResult
+	var res api.SyncResult
 	if err := json.Unmarshal(task.Result, &res); err != nil || len(res.Sessions) == 0 {
 		t.Fatalf("sync result %s: %v", task.Result, err)
 	}
@@ -140,7 +140,7 @@ func syncResult(t *testing.T, task agent.Task) agent.SyncResult {
 
 // resumedFromCheckpoint reports whether the sync task's last session continued at the
 // checkpoint a cancelled run left: what "the next run continues from there" promises.
-func resumedFromCheckpoint(t *testing.T, task agent.Task) bool {
+func resumedFromCheckpoint(t *testing.T, task api.Task) bool {
 	t.Helper()
 	res := syncResult(t, task)
 	return res.Sessions[len(res.Sessions)-1].Resumed == syncer.ResumeCheckpoint

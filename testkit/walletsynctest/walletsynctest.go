@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/localstore"
 	"walletsync/testkit"
 )
@@ -33,7 +34,7 @@ type Folder struct {
 
 // NewFolder returns a fresh folder whose config holds cfg (the default config when
 // cfg is nil).
-func NewFolder(t testing.TB, cfg *agent.Config) Folder {
+func NewFolder(t testing.TB, cfg *api.Config) Folder {
 	t.Helper()
 	root := t.TempDir()
 	f := Folder{Dir: agent.DataDir(filepath.Join(root, "data")), Config: filepath.Join(root, "config.json")}
@@ -62,17 +63,17 @@ func (f Folder) StartAgent(t testing.TB) *agent.Agent {
 }
 
 // Client returns an API client for the agent running on f.
-func (f Folder) Client(t testing.TB) *agent.Client {
+func (f Folder) Client(t testing.TB) *api.Client {
 	t.Helper()
 	e, err := f.Dir.Endpoint()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agent.NewClient(e)
+	return api.NewClient(e)
 }
 
 // Endpoint returns the address and token of the agent running on f (a desktop.EndpointFunc).
-func (f Folder) Endpoint(context.Context) (agent.Endpoint, error) { return f.Dir.Endpoint() }
+func (f Folder) Endpoint(context.Context) (api.Endpoint, error) { return f.Dir.Endpoint() }
 
 // WalletConfig returns a config that backs up a new small wallet to a backup wallet file
 // for each name in good (ids good-1, good-2...) and to one in a folder that does not exist,
@@ -80,13 +81,13 @@ func (f Folder) Endpoint(context.Context) (agent.Endpoint, error) { return f.Dir
 // paused until resumed: the agent runs a destination that never succeeded as soon as it
 // starts, and retries a failed one, which would race with what a test asks for by hand
 // (a run asked for by hand still runs).
-func WalletConfig(t testing.TB, good, broken []string) *agent.Config {
+func WalletConfig(t testing.TB, good, broken []string) *api.Config {
 	t.Helper()
 	cfg := agent.DefaultConfig()
-	cfg.Wallets = []agent.WalletRef{{Path: testkit.SeededWallet(t, localstore.FixtureSmall, 1)}}
+	cfg.Wallets = []api.WalletRef{{Path: testkit.SeededWallet(t, localstore.FixtureSmall, 1)}}
 	add := func(id, name, path string) {
-		cfg.Destinations = append(cfg.Destinations, agent.Destination{ID: id, Name: name, Kind: agent.DestinationSQLite, Path: path,
-			Schedule: agent.Schedule{Kind: agent.ScheduleDaily, At: "04:00"}, Pause: &agent.Pause{}})
+		cfg.Destinations = append(cfg.Destinations, api.Destination{ID: id, Name: name, Kind: api.DestinationSQLite, Path: path,
+			Schedule: api.Schedule{Kind: api.ScheduleDaily, At: "04:00"}, Pause: &api.Pause{}})
 	}
 	for i, name := range good {
 		add(fmt.Sprintf("good-%d", i+1), name, filepath.Join(t.TempDir(), "backup.sqlite"))
@@ -98,7 +99,7 @@ func WalletConfig(t testing.TB, good, broken []string) *agent.Config {
 }
 
 // WaitTask polls task id until it ends and returns it.
-func WaitTask(t testing.TB, c *agent.Client, id string) agent.Task {
+func WaitTask(t testing.TB, c *api.Client, id string) api.Task {
 	t.Helper()
 	ctx := Wait(t)
 	for {

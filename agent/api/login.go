@@ -1,4 +1,4 @@
-package agent
+package api
 
 import (
 	"crypto/rand"
@@ -6,6 +6,12 @@ import (
 	"sync"
 	"time"
 )
+
+// loginPage leads the browser on to the dashboard. It is a page rather than a redirect
+// because a SameSite=Strict cookie is not sent on a redirect that began on another site
+// (a link in a mail, a chat): the page's own navigation is same-site.
+const loginPage = `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">` +
+	`<title>walletsync</title><p><a href="/">Open the walletsync dashboard</a></p>` + "\n"
 
 // DefaultLoginTTL is how long a login URL works, unless it is used first.
 const DefaultLoginTTL = 2 * time.Minute

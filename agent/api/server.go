@@ -1,4 +1,4 @@
-package agent
+package api
 
 import (
 	"bytes"
@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
 	"walletsync/wallet"
 )
 
@@ -34,13 +33,13 @@ type ServerOptions struct {
 	// "localhost" binds 127.0.0.1 without asking the resolver; anything that is not a
 	// loopback IP is refused with an *AddrError.
 	Addr string
-	// Token is the per-install API token (DataDir.Token). Required.
+	// Token is the per-install API token (agent.DataDir.Token). Required.
 	Token string
 	// Bus feeds /api/v1/events; Tasks serves /api/v1/tasks. Both required.
-	Bus   *Bus
-	Tasks *Manager
+	Bus   EventSource
+	Tasks TaskSource
 	// Secrets, when set, serves /api/v1/secrets and scrubs error messages.
-	Secrets *Secrets
+	Secrets SecretStore
 	// Version is reported by /api/v1/status.
 	Version string
 	// MaxBodyBytes bounds request bodies (default 1 MiB); larger ones get 413.
@@ -56,6 +55,51 @@ type ServerOptions struct {
 	Logger *slog.Logger
 }
 
+// EventSource is the event bus a Server streams from: the daemon's, which numbers its
+// events within an epoch (one run of the agent).
+type EventSource interface {
+	// Epoch names this run of the bus; cursors of another epoch restart the stream.
+	Epoch() string
+	// Last returns the Seq of the newest event, 0 before the first.
+	Last() uint64
+	// Subscribe follows the events after since, those still retained first. A since the
+	// bus no longer retains, or of the future, is answered with an EventMissed event.
+	Subscribe(since uint64) Subscription
+}
+
+// Subscription is one follower of an EventSource.
+type Subscription interface {
+	// Next waits for the next event, until ctx ends or the source closes (an error).
+	Next(ctx context.Context) (Event, error)
+	// TryNext returns the next event if one is waiting, without waiting.
+	TryNext() (Event, bool)
+}
+
+// TaskSource is the task manager whose tasks a Server lists and cancels.
+type TaskSource interface {
+	// List returns the tasks, newest first.
+	List() []Task
+	// Get returns task id; an unknown id wraps wallet.ErrNotFound.
+	Get(id string) (Task, error)
+	// Log returns task id's log lines, oldest first.
+	Log(id string) ([]LogLine, error)
+	// Cancel asks task id to stop at its next safe point and returns it, cancelling.
+	Cancel(id string) (Task, error)
+}
+
+// SecretStore holds the secrets whose keys a Server lists and whose values it sets or
+// deletes, never reads back.
+type SecretStore interface {
+	// Keys returns the keys of the stored secrets.
+	Keys() ([]string, error)
+	// Set stores value under key.
+	Set(key string, value Secret) error
+	// Delete removes key; a missing key is not an error.
+	Delete(key string) error
+	// Redact replaces every stored secret value in text.
+	Redact(text string) string
+}
+
 // HandlerFunc serves one API route. It returns the response body, marshalled as JSON with
 // status 200 (or a Reply for another status), or an error, sent as a typed JSON error:
 // an *APIError as it is, anything else classified by its wallet or agent sentinel
@@ -67,30 +111,6 @@ type HandlerFunc func(r *http.Request) (any, error)
 type Reply struct {
 	Status int
 	Body   any
-}
-
-// APIError is the error body of every failed API request:
-// {"error": {"code": "...", "message": "...", "hint": "..."}}.
-type APIError struct {
-	Status  int    `json:"-"`
-	Code    string `json:"code"`
-	Message string `json:"message"`
-	Hint    string `json:"hint,omitempty"`
-	// Path is the path the error concerns; Detail the technical text behind a Message in
-	// plain words (see Explanation).
-	Path   string `json:"path,omitempty"`
-	Detail string `json:"detail,omitempty"`
-}
-
-func (e *APIError) Error() string {
-	if e.Hint == "" {
-		return e.Message
-	}
-	return e.Message + " (" + e.Hint + ")"
-}
-
-type errorBody struct {
-	Error *APIError `json:"error"`
 }
 
 // Status is the body of GET /api/v1/status.
@@ -151,10 +171,18 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.Addr == "" {
 		opts.Addr = DefaultAddr
 	}
-	opts.MaxBodyBytes = positiveOr(opts.MaxBodyBytes, DefaultMaxBodyBytes)
-	opts.MaxUploadBytes = positiveOr(opts.MaxUploadBytes, DefaultMaxUploadBytes)
-	opts.Heartbeat = positiveOr(opts.Heartbeat, DefaultHeartbeat)
-	opts.LoginTTL = positiveOr(opts.LoginTTL, DefaultLoginTTL)
+	if opts.MaxBodyBytes <= 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.MaxUploadBytes <= 0 {
+		opts.MaxUploadBytes = DefaultMaxUploadBytes
+	}
+	if opts.Heartbeat <= 0 {
+		opts.Heartbeat = DefaultHeartbeat
+	}
+	if opts.LoginTTL <= 0 {
+		opts.LoginTTL = DefaultLoginTTL
+	}
 	bind, err := loopbackBind(opts.Addr)
 	if err != nil {
 		return nil, err
@@ -254,6 +282,14 @@ func (s *Server) HandleUpload(route Route, h HandlerFunc) {
 // HandleHTTP adds a plain handler for an http.ServeMux pattern, such as the dashboard's
 // files at "GET /". It sits behind the same checks as every route.
 func (s *Server) HandleHTTP(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
+
+// Pattern returns the pattern of the route or handler that serves r, "" when none does; it
+// applies none of the checks. The route table's test asks it that every Route is served
+// under exactly its own pattern.
+func (s *Server) Pattern(r *http.Request) string {
+	_, pattern := s.mux.Handler(r)
+	return pattern
+}
 
 // Serve serves until ctx ends, then ends the event streams, shuts down gracefully (up to
 // 5 s for requests in flight) and returns nil. It returns nil at once after Close.
@@ -414,7 +450,7 @@ func (s *Server) writeError(w http.ResponseWriter, err error) {
 	ae, ok := errors.AsType[*APIError](err)
 	if !ok {
 		c, _ := classify(err)
-		ex := explain(err)
+		ex := Explain(err)
 		ae = &APIError{Status: c.status, Code: c.code, Message: s.redact(ex.Message), Hint: ex.Hint, Path: ex.Path, Detail: s.redact(ex.Detail)}
 	}
 	if ae.Status >= 500 {
@@ -455,12 +491,6 @@ func DecodeJSON(r *http.Request, v any) error {
 	}
 	return nil
 }
-
-// loginPage leads the browser on to the dashboard. It is a page rather than a redirect
-// because a SameSite=Strict cookie is not sent on a redirect that began on another site
-// (a link in a mail, a chat): the page's own navigation is same-site.
-const loginPage = `<!doctype html><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">` +
-	`<title>walletsync</title><p><a href="/">Open the walletsync dashboard</a></p>` + "\n"
 
 // login trades a one-time code for the token cookie.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
@@ -559,7 +589,7 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 
 // writeEvents writes ev and every event already waiting behind it, so that a burst costs
 // one flush.
-func (s *Server) writeEvents(w io.Writer, sub *Subscription, ev Event) error {
+func (s *Server) writeEvents(w io.Writer, sub Subscription, ev Event) error {
 	for ok := true; ok; ev, ok = sub.TryNext() {
 		b, err := json.Marshal(ev)
 		if err != nil {
@@ -571,4 +601,33 @@ func (s *Server) writeEvents(w io.Writer, sub *Subscription, ev Event) error {
 		}
 	}
 	return nil
+}
+
+// isAPIFallthrough reports a request under /api/ that only a catch-all pattern (the
+// dashboard's "GET /") matched: an unknown API path, which must answer a JSON error like
+// every other route instead of the dashboard's page.
+func isAPIFallthrough(path, pattern string) bool {
+	return strings.HasPrefix(path, "/api/") && !strings.Contains(pattern, "/api/")
+}
+
+// invalidBody classifies a request body the JSON decoder refused as wallet.ErrInvalidArgument,
+// once: a field's own decoder (a Duration, a Secret) may have classified it already, and
+// "invalid argument: invalid argument" tells a person nothing twice.
+func invalidBody(err error) error {
+	if errors.Is(err, wallet.ErrInvalidArgument) {
+		return fmt.Errorf("decode request body: %w", err)
+	}
+	return fmt.Errorf("decode request body: %v: %w", err, wallet.ErrInvalidArgument)
+}
+
+// WithBody adapts a handler of a JSON request body of type T: the body is decoded (see
+// DecodeJSON) before h runs.
+func WithBody[T any](h func(r *http.Request, body T) (any, error)) HandlerFunc {
+	return func(r *http.Request) (any, error) {
+		var body T
+		if err := DecodeJSON(r, &body); err != nil {
+			return nil, err
+		}
+		return h(r, body)
+	}
 }

@@ -1,4 +1,4 @@
-package agent
+package api
 
 import (
 	"bufio"
@@ -13,6 +13,18 @@ import (
 	"time"
 )
 
+// PreviewBundle starts the verify of the bundle req names, which shows what it holds before
+// a restore (see agent.Agent.PreviewBundle); its Result is the bundle.Manifest.
+func (c *Client) PreviewBundle(ctx context.Context, req BundleRequest) (Task, error) {
+	return call[Task](ctx, c, RouteBundlePreview, req)
+}
+
+// RestoreBundle starts the restore of the bundle req names into a configured wallet (see
+// agent.Agent.RestoreBundle); req must carry Confirm. Its Result is a BundleRestored.
+func (c *Client) RestoreBundle(ctx context.Context, req BundleRequest) (Task, error) {
+	return call[Task](ctx, c, RouteBundleRestore, req)
+}
+
 // Client calls a running agent's API, as the command line, the tray and the window do: it
 // sends the token and the agent's own Origin, builds every path from the Route table
 // (wildcards escaped), and turns error bodies into *APIError values. It is safe for
@@ -23,7 +35,7 @@ type Client struct {
 	http  *http.Client
 }
 
-// NewClient returns a client for the agent at e (see DataDir.Endpoint).
+// NewClient returns a client for the agent at e (see agent.DataDir.Endpoint).
 func NewClient(e Endpoint) *Client {
 	return &Client{base: "http://" + e.Addr, token: e.Token, http: &http.Client{}}
 }
@@ -178,7 +190,7 @@ func (c *Client) ReplaceWallet(ctx context.Context, req WalletReplaceRequest) (C
 	return call[Config](ctx, c, RouteWalletReplace, req)
 }
 
-// CheckPath asks whether a path will do for its purpose (see Agent.CheckPath).
+// CheckPath asks whether a path will do for its purpose (see agent.Agent.CheckPath).
 func (c *Client) CheckPath(ctx context.Context, req PathCheckRequest) (PathCheck, error) {
 	return call[PathCheck](ctx, c, RoutePathCheck, req)
 }
@@ -281,4 +293,10 @@ func (c *Client) Events(ctx context.Context, cursor string, handle func(Streamed
 		return cursor, true, fmt.Errorf("read event stream: %w", err)
 	}
 	return cursor, true, ErrEventStreamEnded
+}
+
+// Endpoint is where the command line reaches a running agent.
+type Endpoint struct {
+	Addr  string // host:port on loopback
+	Token string
 }

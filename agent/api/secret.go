@@ -1,0 +1,71 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"walletsync/wallet"
+)
+
+// Redacted is what a Secret shows in place of its value.
+const Redacted = "[redacted]"
+
+// Secret holds a value that must never be shown, such as the unattended backup password.
+// It prints, marshals and logs as "[redacted]" under every fmt verb, encoding/json,
+// encoding.TextMarshaler and log/slog; only Reveal returns the value, and the only code
+// that should call it hands the value to a key derivation function.
+//
+// The value sits behind a pointer, so that even a Secret in an unexported struct field,
+// which fmt prints without calling its methods, shows as an address.
+type Secret struct {
+	v *string
+}
+
+// NewSecret wraps s.
+func NewSecret(s string) Secret { return Secret{v: &s} }
+
+// Reveal returns the secret value; "" for the zero Secret.
+func (s Secret) Reveal() string {
+	if s.v == nil {
+		return ""
+	}
+	return *s.v
+}
+
+// IsZero reports whether s holds nothing.
+func (s Secret) IsZero() bool { return s.v == nil }
+
+// String returns "[redacted]".
+func (s Secret) String() string { return Redacted }
+
+// GoString returns "[redacted]", for %#v.
+func (s Secret) GoString() string { return Redacted }
+
+// Format writes "[redacted]" whatever the verb and flags.
+func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, Redacted) }
+
+// MarshalJSON returns "[redacted]" as a JSON string.
+func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Redacted + `"`), nil }
+
+// MarshalText returns "[redacted]".
+func (s Secret) MarshalText() ([]byte, error) { return []byte(Redacted), nil }
+
+// LogValue makes slog log "[redacted]".
+func (s Secret) LogValue() slog.Value { return slog.StringValue(Redacted) }
+
+// UnmarshalJSON reads a JSON string into s, so that a request body can carry a secret.
+func (s *Secret) UnmarshalJSON(b []byte) error {
+	var v string
+	if err := json.Unmarshal(b, &v); err != nil {
+		return fmt.Errorf("secret: not a JSON string: %w", wallet.ErrInvalidArgument)
+	}
+	*s = NewSecret(v)
+	return nil
+}
+
+// LostPasswordWarning is what a person is told when they set an unattended backup
+// password.
+const LostPasswordWarning = "walletsync keeps this password only to write scheduled backups; it cannot " +
+	"recover it. If the password is lost, the backups it encrypts cannot be restored: write it down " +
+	"and keep it somewhere safe."
