@@ -171,15 +171,19 @@ func assertNoPassword(t *testing.T, out []byte, e agentEnv) {
 	if bytes.Contains(out, []byte(testPassword)) {
 		t.Fatal("the password appears in an API answer, a task or its log")
 	}
-	filepath.WalkDir(string(e.opts.Dir), func(path string, d os.DirEntry, err error) error {
+	err := filepath.WalkDir(string(e.opts.Dir), func(path string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || path == e.opts.Dir.SecretsPath() {
 			return err
 		}
-		if b, _ := os.ReadFile(path); bytes.Contains(b, []byte(testPassword)) {
+		b, err := os.ReadFile(path)
+		if bytes.Contains(b, []byte(testPassword)) {
 			t.Errorf("the password appears in %s", path)
 		}
-		return nil
+		return err
 	})
+	if err != nil {
+		t.Fatalf("read the data folder: %v", err)
+	}
 }
 
 func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {

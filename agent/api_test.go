@@ -90,8 +90,12 @@ func startAgent(t *testing.T, tune func(*api.ServerOptions)) *testAgent {
 			t.Errorf("RecordEvents: %v", err)
 		}
 		a.state.Close()
-		a.dir.RemoveAddr()
-		lock.Release()
+		if err := a.dir.RemoveAddr(); err != nil {
+			t.Errorf("RemoveAddr: %v", err)
+		}
+		if err := lock.Release(); err != nil {
+			t.Errorf("release the data folder: %v", err)
+		}
 	})
 	t.Cleanup(a.stop)
 	return a
@@ -560,7 +564,9 @@ func (s *sseStream) next(t *testing.T) sseMessage {
 			m.event = raw.Event
 			m.event.Data = raw.Data
 			if m.event.Type == api.EventMissed {
-				json.Unmarshal(raw.Data, &m.missed)
+				if err := json.Unmarshal(raw.Data, &m.missed); err != nil {
+					t.Fatalf("missed event %s: %v", raw.Data, err)
+				}
 			}
 			return m
 		case strings.HasPrefix(line, ":"):

@@ -98,7 +98,7 @@ func (d DataDir) Lock() (*DirLock, error) {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
-		safefile.Unlock(f)
+		_ = safefile.Unlock(f) // the Close below drops the lock too
 		f.Close()
 		return nil, fmt.Errorf("write agent lock: %w", err)
 	}

@@ -33,7 +33,9 @@ func TestDataDir_LockOnePerFolder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Lock after Release: %v", err)
 	}
-	again.Release()
+	if err := again.Release(); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
 }
 
 func TestDataDir_TokenCreatedOnce(t *testing.T) {
@@ -51,7 +53,9 @@ func TestDataDir_TokenCreatedOnce(t *testing.T) {
 	if info, _ := os.Stat(d.tokenPath()); runtime.GOOS != "windows" && info.Mode().Perm() != 0o600 {
 		t.Fatalf("token file mode %v", info.Mode())
 	}
-	os.WriteFile(d.tokenPath(), []byte("not-a-token\n"), 0o600)
+	if err := os.WriteFile(d.tokenPath(), []byte("not-a-token\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := d.Token(); !errors.Is(err, wallet.ErrCorrupt) {
 		t.Fatalf("Token over a damaged file = %v, want ErrCorrupt (never silently replaced)", err)
 	}

@@ -31,7 +31,11 @@ func mustManager(t testing.TB, opts managerOptions) (*Manager, *Bus) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { m.Shutdown(context.Background()) })
+	t.Cleanup(func() {
+		if err := m.Shutdown(context.Background()); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+	})
 	return m, opts.Bus
 }
 

@@ -244,9 +244,3 @@ func serviceAction(do func(*Service) error) (api.ServiceInfo, error) {
 	}
 	return serviceInfo(), nil
 }
-
-// hintFor is the hint a person sees for err.
-func hintFor(err error) string {
-	_, hint := "", api.HintFor(err)
-	return hint
-}

@@ -194,7 +194,11 @@ func (a *Agent) addServerDestination(ctx context.Context, req api.ServerDestinat
 	}
 	out, err := a.addDestination(d)
 	if err != nil && key != nil {
-		a.secrets.Delete(storageKeySecret(d.ID)) // the destination it was for was not added
+		// The destination it was for was not added: a key left behind would be found by a
+		// later destination of the same id.
+		if derr := a.secrets.Delete(storageKeySecret(d.ID)); derr != nil {
+			err = errors.Join(err, fmt.Errorf("forget the storage server's key: %w", derr))
+		}
 	}
 	return out, err
 }

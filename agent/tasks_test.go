@@ -157,7 +157,9 @@ func TestManager_StartRefuses(t *testing.T) {
 	if _, err := m.Log("nope"); !errors.Is(err, wallet.ErrNotFound) {
 		t.Errorf("Log(unknown) = %v", err)
 	}
-	m.Shutdown(waitCtx(t))
+	if err := m.Shutdown(waitCtx(t)); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
 	if _, err := m.Start(api.KindSync, "d", ok); !errors.Is(err, api.ErrClosed) {
 		t.Errorf("Start after Shutdown = %v, want ErrClosed", err)
 	}

@@ -43,7 +43,7 @@ func (s Secret) String() string { return Redacted }
 func (s Secret) GoString() string { return Redacted }
 
 // Format writes "[redacted]" whatever the verb and flags.
-func (s Secret) Format(f fmt.State, _ rune) { io.WriteString(f, Redacted) }
+func (s Secret) Format(f fmt.State, _ rune) { _, _ = io.WriteString(f, Redacted) } // fmt keeps the writer's error
 
 // MarshalJSON returns "[redacted]" as a JSON string.
 func (s Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Redacted + `"`), nil }

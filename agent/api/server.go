@@ -311,7 +311,11 @@ func (s *Server) Serve(ctx context.Context) error {
 	if err := s.http.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shut down API: %w", errors.Join(err, s.http.Close()))
 	}
-	<-errc
+	// After Shutdown, Serve returns http.ErrServerClosed: wait for it, so that nothing of
+	// the server runs once Serve has returned.
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve API: %w", err)
+	}
 	return nil
 }
 
@@ -475,7 +479,7 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	}
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	_ = json.NewEncoder(w).Encode(v) // the status is sent: a failed body has nobody to tell
 }
 
 // DecodeJSON reads r's body as exactly one JSON value into v, refusing unknown fields.
@@ -509,7 +513,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
-	io.WriteString(w, loginPage)
+	_, _ = io.WriteString(w, loginPage) // as writeJSON: the header is sent
 }
 
 // cursor is the SSE id of the event seq of this server's bus: "<epoch>-<seq>".
