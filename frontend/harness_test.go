@@ -25,6 +25,7 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/portable"
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
 
@@ -186,6 +187,7 @@ type dash struct {
 // that use it run in parallel: each has its own folder, agent, address and tab.
 func newDash(t *testing.T, tweaks ...func(*agent.Options)) *dash {
 	t.Helper()
+	tier.Full(t, "headless Chromium")
 	t.Parallel()
 	dashboards <- struct{}{}
 	t.Cleanup(func() { <-dashboards })

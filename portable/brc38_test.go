@@ -24,6 +24,7 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/testkit/crashtest"
+	"walletsync/testkit/tier"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -118,6 +119,7 @@ var toolboxTemplate = sync.OnceValues(func() (string, error) {
 // (NFC and NFD spellings of one name among them), labels, baskets and descriptions.
 func mustToolboxStore(tb testing.TB) (path, identity string) {
 	tb.Helper()
+	tier.Full(tb, "Node and the @bsv/wallet-toolbox peer")
 	tmpl, err := toolboxTemplate()
 	if err != nil {
 		tb.Fatal(err)

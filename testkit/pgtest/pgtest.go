@@ -6,16 +6,20 @@
 // When WALLETSYNC_PG_URL is set, the tests use that server instead (its URL names a role
 // that may CREATE DATABASE). When neither is available the tests fail with a message that
 // says how to get one: a backend that was never tested must not look like one that passed.
+// Only the quick tier (-short, see testkit/tier) goes without: Main starts no cluster and
+// NewDatabase skips.
 package pgtest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
 	"time"
 
 	"walletsync/testkit/pgcluster"
+	"walletsync/testkit/tier"
 )
 
 // EnvURL names the variable that points the tests at an existing server instead of a
@@ -29,11 +33,16 @@ type Cluster struct {
 
 // Main starts a cluster, stores it in *c, runs the package's tests and stops the cluster,
 // whatever the tests did; it returns the exit code for os.Exit. A cluster that cannot
-// start fails the package (exit code 1) with the reason on stderr. Use it from TestMain:
+// start fails the package (exit code 1) with the reason on stderr. Under -short it starts
+// none and leaves *c nil (NewDatabase skips then). Use it from TestMain:
 //
 //	var cluster *pgtest.Cluster
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, &cluster)) }
 func Main(m *testing.M, c **Cluster) int {
+	flag.Parse() // testing.Short reads the flags, which m.Run would parse only later
+	if testing.Short() {
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), pgcluster.StartTimeout)
 	cl, err := Start(ctx)
 	cancel()
@@ -68,6 +77,7 @@ func Start(ctx context.Context) (*Cluster, error) {
 // server refuses.
 func (c *Cluster) NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	tier.Full(tb, "a PostgreSQL server")
 	if c == nil {
 		tb.Fatal("pgtest: no cluster: call pgtest.Main from TestMain")
 	}
