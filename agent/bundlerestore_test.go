@@ -147,6 +147,9 @@ func TestAgent_RestoreBundle_ReplacesTheWallet(t *testing.T) {
 func TestAgent_RestoreBundle_RefusedWhileATaskRuns(t *testing.T) {
 	e := newBundleEnv(t)
 	a := launchAgent(t, e.opts)
+	// The timetable's first drill (due at once: it never ran) would be one more task of the
+	// wallet, refusing the claim below whenever it is still running then.
+	waitForDrill(t, a)
 	c := apiClient(t, e.opts.Dir)
 	ctx := waitCtx(t)
 	before := compare.Digests(t, e.wallet)

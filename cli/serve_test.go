@@ -17,6 +17,7 @@ import (
 	"walletsync/remote/toolbox"
 	"walletsync/remote/wire"
 	"walletsync/testkit/postgres"
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
 
@@ -93,6 +94,7 @@ func storeURL(t *testing.T, db string) string {
 	case strings.HasPrefix(db, "sqlite:"):
 		return "sqlite:" + filepath.Join(t.TempDir(), "server.sqlite")
 	case strings.HasPrefix(db, "postgres://"):
+		tier.Full(t, "a PostgreSQL server")
 		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 		defer cancel()
 		cluster, err := postgres.Start(ctx)

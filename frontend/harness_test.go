@@ -27,6 +27,7 @@ import (
 	"walletsync/localstore"
 	"walletsync/portable"
 	"walletsync/portable/brc39"
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
 
@@ -188,6 +189,7 @@ type dash struct {
 // that use it run in parallel: each has its own folder, agent, address and tab.
 func newDash(t *testing.T, tweaks ...func(*agent.Options)) *dash {
 	t.Helper()
+	tier.Full(t, "headless Chromium")
 	t.Parallel()
 	dashboards <- struct{}{}
 	t.Cleanup(func() { <-dashboards })

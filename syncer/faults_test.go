@@ -24,7 +24,7 @@ import (
 
 // minSchedules is how many generated fault schedules TestRun_SurvivesFaultSchedules must run:
 // the issue asks for at least 300, rapid's own default is 100 checks. Under the race
-// detector it runs raceSchedules: there one schedule costs about half a second of CPU (the
+// detector, and in the quick tier (-short), it runs raceSchedules: there one schedule costs about half a second of CPU (the
 // pure-Go SQLite under checkptr), and 300 of them were a third of CI's race stage. The
 // test command runs the 300 without it (scripts/test.sh), so both are covered: the
 // schedules' invariants 300 times, the session's concurrency under the race detector.
@@ -35,7 +35,7 @@ const raceSchedules = 60
 
 // wantSchedules is how many schedules this build must run.
 func wantSchedules() int {
-	if raceDetector {
+	if raceDetector || testing.Short() {
 		return raceSchedules
 	}
 	return minSchedules

@@ -9,6 +9,8 @@ import (
 	"runtime"
 	"testing"
 	"time"
+
+	"walletsync/testkit/tier"
 )
 
 // interopDir is the module's interop/ folder, where the Node scripts live.
@@ -18,9 +20,10 @@ func interopDir() string {
 }
 
 // nodePath finds node; these tests compare against @bsv/sdk itself, so a missing Node fails
-// them rather than skipping.
+// them rather than skipping (only the quick tier, -short, leaves them out).
 func nodePath(tb testing.TB) string {
 	tb.Helper()
+	tier.Full(tb, "Node and @bsv/sdk")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		tb.Fatalf("node is not on PATH (%v): the BRC-104 interop tests need Node 20 and interop/node_modules (npm ci there); they must not be skipped", err)

@@ -26,6 +26,7 @@ import (
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
 	"walletsync/testkit/crash"
+	"walletsync/testkit/tier"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/testkit/walletsynctest"
 	"walletsync/wallet"
@@ -290,6 +291,7 @@ func jsonType(v any) string {
 // new store and returns its URL.
 func startNodeServer(t *testing.T) string {
 	t.Helper()
+	tier.Full(t, "Node and the @bsv/wallet-toolbox peer")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatalf("node is not on PATH: %v", err)

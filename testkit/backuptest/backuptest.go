@@ -24,6 +24,7 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
+	"walletsync/testkit/tier"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
 )
@@ -112,6 +113,7 @@ func (fx *Fixtures) template(f localstore.Fixture, seed uint64) (template, error
 // (NFC and NFD spellings of one name among them), labels, baskets and descriptions.
 func (fx *Fixtures) ToolboxStore(tb testing.TB) (path, identity string) {
 	tb.Helper()
+	tier.Full(tb, "Node and the @bsv/wallet-toolbox peer")
 	tmpl, err := fx.toolbox()
 	if err != nil {
 		tb.Fatal(err)

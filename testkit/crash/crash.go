@@ -16,7 +16,8 @@
 //	}
 //
 // and a test calls Run with the boundary and its task, and gets back what the child
-// reported just before it died. Unix only, as SIGKILL is.
+// reported just before it died. Unix only, as SIGKILL is. The quick tier (-short, see
+// testkit/tier) leaves crash tests out: each costs a process start and a kill.
 package crash
 
 import (
@@ -31,6 +32,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"walletsync/testkit/tier"
 )
 
 // env carries a child's Point and task from Run to Child.
@@ -140,6 +143,7 @@ func Run(t testing.TB, p Point, task any) []byte {
 // reads the child's output itself. The child is killed when the test ends.
 func Command(t testing.TB, p Point, task any) *exec.Cmd {
 	t.Helper()
+	tier.Full(t, "a child process killed with SIGKILL")
 	b, err := json.Marshal(task)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"walletsync/testkit/tier"
 )
 
 // TestMain doubles as the crash child of the harness's own tests: it passes boundaries
@@ -46,6 +48,7 @@ func TestRun_KillsAtTheNthPassingAndReturnsTheReport(t *testing.T) {
 // A child that never reaches its Point is reported, not taken for a crash: the fake t
 // records the failure Run would end a test with.
 func TestRun_FailsWhenTheChildDoesNotDie(t *testing.T) {
+	tier.Full(t, "a child process") // here, not in the fake t that Run is given
 	ft := &fatalT{TB: t}
 	done := make(chan struct{})
 	go func() {

@@ -4,8 +4,9 @@
 // subprocess; see that file's header for the protocol.
 //
 // It is a test helper shared by the tests of wallet and portable, and so imports nothing of
-// walletsync: wallet's own tests could not import a package that imports wallet. A test that
-// needs Node and finds it missing fails: it never skips.
+// walletsync but testkit/tier (which imports nothing): wallet's own tests could not import a
+// package that imports wallet. A test that needs Node and finds it missing fails; only the
+// quick tier (-short) skips it.
 package jsoracle
 
 import (
@@ -23,6 +24,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf16"
+
+	"walletsync/testkit/tier"
 )
 
 // Request and Response are the protocol of jsoracle.js (see its header). Strings are given
@@ -57,6 +60,7 @@ func script() string {
 // that walletsync's bytes equal the toolbox's, and a skipped test proves nothing.
 func Ask(tb testing.TB, req Request) Response {
 	tb.Helper()
+	tier.Full(tb, "Node (the JavaScript oracle)")
 	node, err := exec.LookPath("node")
 	if err != nil {
 		tb.Fatalf("node is not on PATH (%v): the JavaScript comparison tests need Node.js 20, the runtime @bsv/wallet-toolbox runs on; install it, they must not be skipped", err)

@@ -6,12 +6,15 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5"
+
+	"walletsync/testkit/tier"
 )
 
 // A throwaway cluster starts, makes databases of their own that an attached handle of the
 // same server sees too, drops them (connections still open to them are closed), and
 // stops, leaving no folder behind; Stop leaves an attached server running.
 func TestCluster_StartCreateDropStop(t *testing.T) {
+	tier.Full(t, "the PostgreSQL server binaries")
 	ctx, cancel := context.WithTimeout(t.Context(), StartTimeout)
 	defer cancel()
 	c, err := Start(ctx)

@@ -4,15 +4,19 @@
 // When WALLETSYNC_PG_URL is set, the tests use that server instead (its URL names a role
 // that may CREATE DATABASE). When neither is available the tests fail with a message that
 // says how to get one: a backend that was never tested must not look like one that passed.
-
+// Only the quick tier (-short, see testkit/tier) goes without: Main starts no cluster and
+// NewDatabase skips.
 package postgres
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"testing"
 	"time"
+
+	"walletsync/testkit/tier"
 )
 
 // EnvURL names the variable that points the tests at an existing server instead of a
@@ -22,11 +26,16 @@ const EnvURL = "WALLETSYNC_PG_URL"
 // Main starts a cluster (EnvURL's server when that is set), stores it in *c, runs the
 // package's tests and stops the cluster, whatever the tests did; it returns the exit code
 // for os.Exit. A cluster that cannot start fails the package (exit code 1) with the reason
-// on stderr. Use it from TestMain:
+// on stderr. Under -short it starts none and leaves *c nil (NewDatabase skips then). Use
+// it from TestMain:
 //
 //	var cluster *postgres.Cluster
 //	func TestMain(m *testing.M) { os.Exit(postgres.Main(m, &cluster)) }
 func Main(m *testing.M, c **Cluster) int {
+	flag.Parse() // testing.Short reads the flags, which m.Run would parse only later
+	if testing.Short() {
+		return m.Run()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), StartTimeout)
 	cl, err := startForTests(ctx)
 	cancel()
@@ -36,7 +45,7 @@ func Main(m *testing.M, c **Cluster) int {
 	}
 	defer func() {
 		if err := cl.Stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "pgtest: %v\n", err)
+			fmt.Fprintf(os.Stderr, "testkit/postgres: %v\n", err)
 		}
 	}()
 	*c = cl
@@ -64,6 +73,7 @@ func startForTests(ctx context.Context) (*Cluster, error) {
 // server refuses.
 func (c *Cluster) NewDatabase(tb testing.TB) string {
 	tb.Helper()
+	tier.Full(tb, "a PostgreSQL server")
 	if c == nil {
 		tb.Fatal("testkit/postgres: no cluster: call postgres.Main from TestMain")
 	}

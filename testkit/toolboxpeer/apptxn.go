@@ -9,6 +9,8 @@ import (
 	"io"
 	"testing"
 	"time"
+
+	"walletsync/testkit/tier"
 )
 
 // AppTxn is a wallet app's transaction on a toolbox store (interop/app-txn.mjs), held open
@@ -37,6 +39,7 @@ type AppTxnResult struct {
 // when it writes. The test fails if it cannot get there; Finish ends it.
 func StartAppTxn(tb testing.TB, db, identity, label string) *AppTxn {
 	tb.Helper()
+	tier.Full(tb, needs)
 	ctx, cancel := context.WithTimeout(tb.Context(), 2*time.Minute)
 	cmd, err := nodeCommand(ctx, "app-txn.mjs", "txn", "--db", db, "--identity", identity, "--label", label)
 	if err != nil {

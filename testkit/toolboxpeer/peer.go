@@ -4,7 +4,8 @@
 // scripts (Script) that answer requests line by line.
 //
 // The peer must be installed (`npm ci` in interop/, which the README's test command does). A
-// test that needs it and finds it missing fails with that instruction: it never skips.
+// test that needs it and finds it missing fails with that instruction; only the quick tier
+// (-short, see testkit/tier) skips it, at the entry points that take a testing.TB.
 package toolboxpeer
 
 import (
@@ -23,8 +24,12 @@ import (
 	"testing"
 	"time"
 
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
+
+// needs is what the quick tier does not have (see testkit/tier).
+const needs = "Node and the @bsv/wallet-toolbox peer"
 
 // dir is interop/ at the module root, found from this file's location.
 func dir() string {
@@ -36,6 +41,7 @@ func dir() string {
 // fails the test when the peer is missing or the command fails.
 func Run(tb testing.TB, out any, command string, args ...string) {
 	tb.Helper()
+	tier.Full(tb, needs)
 	if err := Try(tb.Context(), out, command, args...); err != nil {
 		tb.Fatal(err)
 	}
@@ -51,6 +57,7 @@ func Try(ctx context.Context, out any, command string, args ...string) error {
 // (cli.mjs: one JSON object on stdout, exit code 1 on failure).
 func RunScript(tb testing.TB, out any, script, command string, args ...string) {
 	tb.Helper()
+	tier.Full(tb, needs)
 	if err := TryScript(tb.Context(), out, script, command, args...); err != nil {
 		tb.Fatal(err)
 	}
@@ -110,6 +117,7 @@ type Script struct {
 // StartScript starts interop/<name> for the test. It fails the test when the peer is missing.
 func StartScript(tb testing.TB, name string) *Script {
 	tb.Helper()
+	tier.Full(tb, needs)
 	cmd, err := nodeCommand(context.Background(), name)
 	if err != nil {
 		tb.Fatal(err)

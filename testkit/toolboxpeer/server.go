@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"walletsync/testkit/tier"
 )
 
 // Server is the toolbox's own StorageServer (interop/storage-server.mjs: Express,
@@ -42,6 +44,7 @@ type Server struct {
 // the private key keyHex (64 hex digits). It is stopped when the test ends.
 func StartServer(tb testing.TB, keyHex string) *Server {
 	tb.Helper()
+	tier.Full(tb, needs)
 	s := &Server{tb: tb, dir: dir(), keyHex: keyHex, DB: filepath.Join(tb.TempDir(), "server.sqlite")}
 	if err := s.TryRestart(); err != nil {
 		tb.Fatal(err)

@@ -5,14 +5,24 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"walletsync/testkit/tier"
 )
 
 // BuildSelf compiles the walletsync command (the module's root package) into exe, for
 // tests that need a real child process.
-func BuildSelf(tb testing.TB, exe string) { build(tb, exe, "walletsync") }
+func BuildSelf(tb testing.TB, exe string) {
+	tb.Helper()
+	tier.Full(tb, "the walletsync binary, built and run as processes")
+	build(tb, exe, "walletsync")
+}
 
 // BuildLab compiles the lab's binary (cmd/walletsync-bench) into exe.
-func BuildLab(tb testing.TB, exe string) { build(tb, exe, "walletsync/cmd/walletsync-bench") }
+func BuildLab(tb testing.TB, exe string) {
+	tb.Helper()
+	tier.Full(tb, "the lab's binary and its runs (Node, PostgreSQL, minutes of CPU)")
+	build(tb, exe, "walletsync/cmd/walletsync-bench")
+}
 
 func build(tb testing.TB, exe, pkg string) {
 	tb.Helper()
