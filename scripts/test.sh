@@ -113,7 +113,8 @@ done
 go test -count=1 -p 3 -timeout 20m "${pkgs[@]}"
 
 # The race detector, over the packages where goroutines of walletsync's own meet:
-#   agent           the daemon: scheduler loop, jobs, event stream, HTTP handlers, drills
+#   agent           the daemon: scheduler loop, jobs, event stream, drills
+#   agent/api       the HTTP server, its event streams and login codes
 #   scheduler       the access queue and the page budget, shared by every task
 #   syncer          the prefetching reader beside the committing writer (brc40.go)
 #   localstore      the WAL checkpointer goroutine and the one-view slot
@@ -127,11 +128,11 @@ go test -count=1 -p 3 -timeout 20m "${pkgs[@]}"
 #   desktop         the tray's event follower
 # Left out, as they start no goroutine and share nothing between them: bundle, cli,
 # cli/command, build, internal/*; the lab (cmd/walletsync-bench), which is never shipped; and
-# testkit/*, whose concurrent harnesses (faultproxy, the toolbox peer) run inside the raced
+# testkit/*, whose concurrent harnesses (httpproxy, the toolbox peer) run inside the raced
 # packages' tests above. syncer runs 60 fault schedules here (raceSchedules): each costs
 # half a second of CPU under the race detector.
 stage "go test -race"
-raced=(syncer remote/serve remote/toolbox portable localstore agent remote/wire pgstore scheduler remote/auth wallet desktop)
+raced=(syncer remote/serve remote/toolbox portable localstore agent remote/wire pgstore scheduler remote/auth wallet desktop agent/api)
 go test -race -count=1 -p 3 -timeout 20m "${raced[@]/#/walletsync/}"
 
 # The dashboard's end-to-end tests drive Chromium against a real agent. They run without
@@ -151,16 +152,16 @@ WALLETSYNC_ARTIFACTS="$PWD/artifacts/e2e" go test -count=1 -timeout 10m ./fronte
 # two-core CI machine under load (the inputs of the baseline coverage count too; the decoders
 # that open a wallet or run Argon2 manage a few inputs a second); a stage fails only when go
 # test writes a failing input to testdata/fuzz. -short keeps a package's TestMain from
-# starting PostgreSQL (pgtest.Main), which no fuzz target uses. WALLETSYNC_FUZZSCALE
+# starting PostgreSQL (testkit/postgres.Main), which no fuzz target uses. WALLETSYNC_FUZZSCALE
 # multiplies every count, for a longer search by hand.
 fuzzscale=${WALLETSYNC_FUZZSCALE:-1}
 #      package          target               inputs
-fuzzes="./portable       FuzzParseHeader      3000
-        ./portable       FuzzDecrypt          10000
-        ./portable       FuzzDecodeBRC38      10
+fuzzes="./portable/brc39 FuzzParseHeader      3000
+        ./portable/brc39 FuzzDecrypt          10000
+        ./portable/brc38 FuzzDecodeBRC38      10
         ./portable       FuzzImport           6
-        ./wallet         FuzzDecodeSyncChunk  3000
-        ./wallet         FuzzSyncMap          50000
+        ./brc40          FuzzDecodeSyncChunk  3000
+        ./brc40          FuzzSyncMap          50000
         ./wallet         FuzzParseCursor      30000
         ./localstore     FuzzParseProcLock    10000
         ./remote/auth    FuzzCanonicalJSON    5000
