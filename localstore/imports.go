@@ -343,7 +343,7 @@ func (s *Store) RestoreFrom(ctx context.Context, stagingPath string, rec wallet.
 // a second walletsync saving or creating the same path at once fails with a
 // *wallet.LockedError naming this process. A restore into a new wallet file moves its
 // staging store into place so.
-func (s *Store) SaveAs(ctx context.Context, path string) error {
+func (s *Store) SaveAs(ctx context.Context, path string) (err error) {
 	if s.writeDB == nil {
 		return fmt.Errorf("save as %s: %w", path, wallet.ErrReadOnly)
 	}
@@ -351,7 +351,7 @@ func (s *Store) SaveAs(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("save as %s: %w", path, err)
 	}
-	defer lock.release()
+	defer func() { err = lock.releaseJoin(err) }()
 	defer os.Remove(tmp) // a no-op after the move
 	// VACUUM INTO writes only into an empty file, which reserveNew made.
 	if _, err := s.writeDB.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {

@@ -120,8 +120,7 @@ func Create(ctx context.Context, path string, co CreateOptions, opts Options) (*
 		err = renameNew(tmp, path)
 	}
 	if err != nil {
-		lock.release()
-		return nil, fmt.Errorf("create store %s: %w", path, err)
+		return nil, lock.releaseJoin(fmt.Errorf("create store %s: %w", path, err))
 	}
 	return open(ctx, path, opts, lock)
 }
@@ -147,8 +146,7 @@ func reserveNew(path string) (*writerLock, string, error) {
 		err = freshFile(tmp)
 	}
 	if err != nil {
-		lock.release()
-		return nil, "", err
+		return nil, "", lock.releaseJoin(err)
 	}
 	return lock, tmp, nil
 }
@@ -200,11 +198,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // open is Open with the writer lock already held (lock, from Create), or nil to take it.
 // The lock is released when open fails, and by a read-only open, which holds none.
-func open(ctx context.Context, path string, opts Options, lock *writerLock) (*Store, error) {
+func open(ctx context.Context, path string, opts Options, lock *writerLock) (_ *Store, err error) {
 	ok := false
 	defer func() {
 		if !ok {
-			lock.release()
+			err = lock.releaseJoin(err)
 		}
 	}()
 	if opts.BusyTimeout == 0 {
