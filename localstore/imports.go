@@ -273,7 +273,7 @@ func (s *Store) LoadDocument(ctx context.Context, rec wallet.ImportRecord, fill 
 		if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 			return classify(err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
+		defer s.resetConn(context.WithoutCancel(ctx), conn, "PRAGMA foreign_keys = ON")
 		return inTx(ctx, conn, func(tx *sql.Tx) error {
 			if err := checkEmpty(ctx, tx, s.path); err != nil {
 				return err
@@ -601,7 +601,7 @@ func (s *Store) attachTx(ctx context.Context, path string, fn func(tx *sql.Tx) e
 	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS src", "file:"+(&url.URL{Path: path}).EscapedPath()); err != nil {
 		return fmt.Errorf("attach %s: %w", path, classify(err))
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "DETACH DATABASE src")
+	defer s.resetConn(context.WithoutCancel(ctx), conn, "DETACH DATABASE src")
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)
