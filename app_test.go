@@ -50,9 +50,17 @@ func windowRequest(t *testing.T, srv *httptest.Server, method, path, body string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s %s: read the body: %v", method, path, err)
+	}
 	var eb struct{ Error api.APIError }
-	json.Unmarshal(b, &eb)
+	// Only a failure has the error body; a success's body may be empty.
+	if resp.StatusCode >= 400 {
+		if err := json.Unmarshal(b, &eb); err != nil {
+			t.Fatalf("%s %s = %d %q: not an error body: %v", method, path, resp.StatusCode, b, err)
+		}
+	}
 	return resp.StatusCode, eb.Error, b
 }
 
@@ -168,7 +176,11 @@ func TestApp_ReportsAnAgentItCannotReach(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer lock.Release()
+	defer func() {
+		if err := lock.Release(); err != nil {
+			t.Errorf("release the folder lock: %v", err)
+		}
+	}()
 	app := startApp(t, f, &fakeWindow{}, nil)
 	var unreachable *desktop.AgentUnreachableError
 	if _, err := app.Agent(); !errors.As(err, &unreachable) || !errors.Is(err, api.ErrAgentRunning) {
@@ -220,8 +232,11 @@ func TestApp_BackupFileDialogs(t *testing.T) {
 	// A suggested path opens the dialog in its folder, when there is one.
 	here := t.TempDir()
 	w.dialogs = nil
-	app.SaveBackupFile(filepath.Join(here, "mine.brc39"))
-	app.SaveBackupFile(filepath.Join(here, "gone", "mine.brc39"))
+	for _, suggested := range []string{filepath.Join(here, "mine.brc39"), filepath.Join(here, "gone", "mine.brc39")} {
+		if _, err := app.SaveBackupFile(suggested); err != nil {
+			t.Fatalf("SaveBackupFile(%s): %v", suggested, err)
+		}
+	}
 	if d := w.dialogs; d[0].Dir != here || d[0].DefaultName != "mine.brc39" || d[1].Dir != "" || d[1].DefaultName != "mine.brc39" {
 		t.Errorf("dialogs for suggested paths = %+v", d)
 	}

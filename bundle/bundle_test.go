@@ -278,9 +278,13 @@ func TestVerify_RefusesDamage(t *testing.T) {
 			defer f.Close()
 			one := make([]byte, 1)
 			off := gm.Files[0].SizeBytes / 2
-			f.ReadAt(one, off)
+			if _, err := f.ReadAt(one, off); err != nil {
+				t.Fatal(err)
+			}
 			one[0] ^= 0x10
-			f.WriteAt(one, off)
+			if _, err := f.WriteAt(one, off); err != nil {
+				t.Fatal(err)
+			}
 		}, wallet.ErrBundleInvalid},
 		{"truncated", func(t *testing.T, b string) {
 			if err := os.Truncate(data(b), gm.Files[0].SizeBytes-100); err != nil {
@@ -320,7 +324,9 @@ func TestVerify_RefusesDamage(t *testing.T) {
 			writeManifest(t, b, m)
 		}, wallet.ErrBundleInvalid},
 		{"manifest is not JSON", func(t *testing.T, b string) {
-			os.WriteFile(filepath.Join(b, ManifestName), []byte("{\"format\": "), 0o600)
+			if err := os.WriteFile(filepath.Join(b, ManifestName), []byte("{\"format\": "), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}, wallet.ErrBundleInvalid},
 		{"broken foreign key inside", func(t *testing.T, b string) {
 			repack(t, b, func(db *sql.DB) error {

@@ -143,8 +143,15 @@ func counts(ctx context.Context, path string) (localstore.Census, error) {
 	var names []string
 	for rows.Next() {
 		var n string
-		rows.Scan(&n)
+		if err := rows.Scan(&n); err != nil {
+			rows.Close()
+			return c, err
+		}
 		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return c, err
 	}
 	rows.Close()
 	for _, n := range names {

@@ -28,19 +28,27 @@ func TestCLI_KeyCreateShow(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		args  []string
-		setup func()
+		setup func() error
 		code  int
 		want  string
 	}{
 		{"CreateNeverOverwrites", []string{"key", "create", "--out", path}, nil, 1, "exists"},
 		{"CreateNeedsOut", []string{"key", "create"}, nil, 2, "--out"},
 		{"ShowNeedsKeyFile", []string{"key", "show"}, nil, 2, "--key-file"},
-		{"ShowRefusesReadableByOthers", []string{"key", "show", "--key-file", path}, func() { os.Chmod(path, 0o644) }, 1, "chmod 600"},
-		{"ShowRefusesMalformed", []string{"key", "show", "--key-file", path}, func() { os.WriteFile(path, []byte("not a key\n"), 0o600); os.Chmod(path, 0o600) }, 1, "not 64 hex digits"},
+		{"ShowRefusesReadableByOthers", []string{"key", "show", "--key-file", path}, func() error { return os.Chmod(path, 0o644) }, 1, "chmod 600"},
+		{"ShowRefusesMalformed", []string{"key", "show", "--key-file", path}, func() error {
+			// The file exists, so WriteFile keeps its mode: the chmod puts it back to 0600.
+			if err := os.WriteFile(path, []byte("not a key\n"), 0o600); err != nil {
+				return err
+			}
+			return os.Chmod(path, 0o600)
+		}, 1, "not 64 hex digits"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if tc.setup != nil {
-				tc.setup()
+				if err := tc.setup(); err != nil {
+					t.Fatal(err)
+				}
 			}
 			code, out, stderr := walletsync(t, tc.args...)
 			if code != tc.code || !strings.Contains(stderr, tc.want) {

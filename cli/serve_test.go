@@ -101,7 +101,11 @@ func storeURL(t *testing.T, db string) string {
 		if err != nil {
 			t.Fatalf("PostgreSQL for `serve --db %s`: %v", db, err)
 		}
-		t.Cleanup(func() { cluster.Stop() })
+		t.Cleanup(func() {
+			if err := cluster.Stop(); err != nil {
+				t.Errorf("stop PostgreSQL: %v", err)
+			}
+		})
 		return cluster.NewDatabase(t)
 	}
 	t.Fatalf("the help lists a store this test cannot make: %s", db)
@@ -135,14 +139,21 @@ func startServeCommand(t *testing.T, db, keyFile string, args ...string) string 
 		w.Close()
 		done <- code
 	}()
+	drained := make(chan error, 1)
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {
 			t.Errorf("walletsync %v: exit %d\n%s", args, code, stderr.String())
 		}
+		if err := <-drained; err != nil {
+			t.Errorf("walletsync %v: read its output: %v", args, err)
+		}
 	})
 	first, err := bufio.NewReader(r).ReadString('\n')
-	go io.Copy(io.Discard, r)
+	go func() {
+		_, err := io.Copy(io.Discard, r)
+		drained <- err
+	}()
 	url, ok := strings.CutPrefix(first, "walletsync serve: listening on ")
 	if !ok {
 		t.Fatalf("walletsync %v: %q (%v)", args, first, err)

@@ -83,7 +83,12 @@ func TestCLI_SyncServeChoosesTheWire(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	urls, done := make(chan serve.Listening, 1), make(chan error, 1)
 	go func() { done <- srv.Run(ctx, func(at serve.Listening) { urls <- at }) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
 	url := (<-urls).URL
 
 	for _, tc := range []struct{ wire, says string }{

@@ -3,6 +3,7 @@ package desktop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -27,7 +28,10 @@ func collectEvents(t *testing.T, f walletsynctest.Folder) (<-chan api.StreamedEv
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		followEvents(ctx, f.Endpoint, cursor, slog.New(slog.DiscardHandler), func(ev api.StreamedEvent) { events <- ev })
+		// It returns ctx's error once the cleanup cancels ctx, and nothing else.
+		if err := followEvents(ctx, f.Endpoint, cursor, slog.New(slog.DiscardHandler), func(ev api.StreamedEvent) { events <- ev }); !errors.Is(err, context.Canceled) {
+			t.Errorf("followEvents = %v; want context.Canceled", err)
+		}
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	_, seq, _ := strings.Cut(cursor, "-")

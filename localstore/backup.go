@@ -91,7 +91,7 @@ func (s *Store) Backup(ctx context.Context, dst string, opts BackupOptions) (err
 	if err != nil {
 		return fmt.Errorf("back up store: pin a read: %w", classify(err))
 	}
-	defer conn.ExecContext(context.Background(), "ROLLBACK")
+	defer s.resetConn(context.Background(), conn, "ROLLBACK")
 
 	err = conn.Raw(func(dc any) error {
 		var pragmas []string
@@ -103,23 +103,28 @@ func (s *Store) Backup(ctx context.Context, dst string, opts BackupOptions) (err
 			return classify(err)
 		}
 		for more := true; more; {
-			if err := ctx.Err(); err != nil {
-				b.Finish()
-				return err
+			if err = ctx.Err(); err != nil {
+				break
 			}
-			release, err := gate(ctx)
-			if err != nil {
-				b.Finish()
-				return err
+			var release func()
+			if release, err = gate(ctx); err != nil {
+				break
 			}
 			more, err = b.Step(int32(opts.PagesPerStep))
 			release()
 			if err != nil {
-				b.Finish()
-				return classify(err)
+				err = classify(err)
+				break
 			}
 		}
-		return classify(b.Finish())
+		// Finish runs whatever happened, to free the backup and close dst's connection. After a
+		// failed step it reports that step's error again (sqlite3_backup_finish returns the
+		// last step's I/O or memory error), so it is the result only when no step failed.
+		ferr := b.Finish()
+		if err != nil {
+			return err
+		}
+		return classify(ferr)
 	})
 	if err != nil {
 		return fmt.Errorf("back up store: %w", err)

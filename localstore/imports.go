@@ -273,7 +273,7 @@ func (s *Store) LoadDocument(ctx context.Context, rec wallet.ImportRecord, fill 
 		if _, err := conn.ExecContext(ctx, "PRAGMA foreign_keys = OFF"); err != nil {
 			return classify(err)
 		}
-		defer conn.ExecContext(context.WithoutCancel(ctx), "PRAGMA foreign_keys = ON")
+		defer s.resetConn(context.WithoutCancel(ctx), conn, "PRAGMA foreign_keys = ON")
 		return inTx(ctx, conn, func(tx *sql.Tx) error {
 			if err := checkEmpty(ctx, tx, s.path); err != nil {
 				return err
@@ -343,7 +343,7 @@ func (s *Store) RestoreFrom(ctx context.Context, stagingPath string, rec wallet.
 // a second walletsync saving or creating the same path at once fails with a
 // *wallet.LockedError naming this process. A restore into a new wallet file moves its
 // staging store into place so.
-func (s *Store) SaveAs(ctx context.Context, path string) error {
+func (s *Store) SaveAs(ctx context.Context, path string) (err error) {
 	if s.writeDB == nil {
 		return fmt.Errorf("save as %s: %w", path, wallet.ErrReadOnly)
 	}
@@ -351,7 +351,7 @@ func (s *Store) SaveAs(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("save as %s: %w", path, err)
 	}
-	defer lock.release()
+	defer func() { err = lock.releaseJoin(err) }()
 	defer os.Remove(tmp) // a no-op after the move
 	// VACUUM INTO writes only into an empty file, which reserveNew made.
 	if _, err := s.writeDB.ExecContext(ctx, "VACUUM INTO ?", tmp); err != nil {
@@ -601,7 +601,7 @@ func (s *Store) attachTx(ctx context.Context, path string, fn func(tx *sql.Tx) e
 	if _, err := conn.ExecContext(ctx, "ATTACH DATABASE ? AS src", "file:"+(&url.URL{Path: path}).EscapedPath()); err != nil {
 		return fmt.Errorf("attach %s: %w", path, classify(err))
 	}
-	defer conn.ExecContext(context.WithoutCancel(ctx), "DETACH DATABASE src")
+	defer s.resetConn(context.WithoutCancel(ctx), conn, "DETACH DATABASE src")
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
 		return classify(err)

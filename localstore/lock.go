@@ -48,7 +48,7 @@ func acquireWriterLock(dbPath string) (*writerLock, error) {
 		// Fail loudly: a lock whose file names no holder leaves a refused process unable to
 		// say who holds the wallet, and the same full disk fails the open a moment later.
 		l := &writerLock{f: f}
-		return nil, errors.Join(fmt.Errorf("write pid to %s: %w", path, classify(err)), l.release())
+		return nil, l.releaseJoin(fmt.Errorf("write pid to %s: %w", path, classify(err)))
 	}
 	return &writerLock{f: f}, nil
 }
@@ -64,6 +64,18 @@ func (l *writerLock) release() error {
 		err = cerr
 	}
 	l.f = nil
+	return err
+}
+
+// releaseJoin releases l and returns err with release's failure joined to it, for the
+// callers that release as they return: err itself comes back unchanged when release
+// succeeds, so a caller's errors.Is and == on it still hold. The kernel drops the lock with
+// the handle even when unlock or close fails, so a failed release says the lock file's
+// handle ended badly, not that the wallet stays locked.
+func (l *writerLock) releaseJoin(err error) error {
+	if rerr := l.release(); rerr != nil {
+		return errors.Join(err, fmt.Errorf("release writer lock: %w", rerr))
+	}
 	return err
 }
 

@@ -82,7 +82,7 @@ func oldPath(target string) string    { return target + ".walletsync-restore-old
 // stage fails, or anything before the swap does, the target is untouched and the staged file
 // removed. A walletsync process holding the target refuses the replace with a
 // *wallet.LockedError, another program's open connection with wallet.ErrBusy.
-func Replace(ctx context.Context, target string, stage func(ctx context.Context, staged string) error, opts ReplaceOptions) error {
+func Replace(ctx context.Context, target string, stage func(ctx context.Context, staged string) error, opts ReplaceOptions) (err error) {
 	if opts.BusyTimeout == 0 {
 		opts.BusyTimeout = DefaultBusyTimeout
 	}
@@ -97,7 +97,7 @@ func Replace(ctx context.Context, target string, stage func(ctx context.Context,
 	if err != nil {
 		return fmt.Errorf("replace wallet: %w", err)
 	}
-	defer lock.release()
+	defer func() { err = lock.releaseJoin(err) }()
 	if _, err := recoverLocked(ctx, target, opts.BusyTimeout); err != nil {
 		return fmt.Errorf("replace wallet: finish the interrupted restore first: %w", err)
 	}
@@ -207,7 +207,7 @@ const (
 // that opens a wallet recovers it. It costs two stats when there is nothing to do. When
 // another walletsync process holds the wallet it leaves the files alone (that process
 // recovered them when it opened the wallet) and returns the *wallet.LockedError.
-func RecoverReplace(ctx context.Context, target string, busy time.Duration) (string, error) {
+func RecoverReplace(ctx context.Context, target string, busy time.Duration) (_ string, err error) {
 	if busy == 0 {
 		busy = DefaultBusyTimeout
 	}
@@ -218,7 +218,7 @@ func RecoverReplace(ctx context.Context, target string, busy time.Duration) (str
 	if err != nil {
 		return RecoveredNothing, fmt.Errorf("recover an interrupted restore: %w", err)
 	}
-	defer lock.release()
+	defer func() { err = lock.releaseJoin(err) }()
 	return recoverLocked(ctx, target, busy)
 }
 

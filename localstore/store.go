@@ -13,6 +13,7 @@ package localstore
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"io"
@@ -120,8 +121,7 @@ func Create(ctx context.Context, path string, co CreateOptions, opts Options) (*
 		err = renameNew(tmp, path)
 	}
 	if err != nil {
-		lock.release()
-		return nil, fmt.Errorf("create store %s: %w", path, err)
+		return nil, lock.releaseJoin(fmt.Errorf("create store %s: %w", path, err))
 	}
 	return open(ctx, path, opts, lock)
 }
@@ -147,8 +147,7 @@ func reserveNew(path string) (*writerLock, string, error) {
 		err = freshFile(tmp)
 	}
 	if err != nil {
-		lock.release()
-		return nil, "", err
+		return nil, "", lock.releaseJoin(err)
 	}
 	return lock, tmp, nil
 }
@@ -200,11 +199,11 @@ func Open(ctx context.Context, path string, opts Options) (*Store, error) {
 
 // open is Open with the writer lock already held (lock, from Create), or nil to take it.
 // The lock is released when open fails, and by a read-only open, which holds none.
-func open(ctx context.Context, path string, opts Options, lock *writerLock) (*Store, error) {
+func open(ctx context.Context, path string, opts Options, lock *writerLock) (_ *Store, err error) {
 	ok := false
 	defer func() {
 		if !ok {
-			lock.release()
+			err = lock.releaseJoin(err)
 		}
 	}()
 	if opts.BusyTimeout == 0 {
@@ -434,6 +433,21 @@ func (s *Store) writeConn(ctx context.Context, fn func(conn *sql.Conn) error) er
 	}
 	defer conn.Close()
 	return fn(conn)
+}
+
+// resetConn runs query to put conn back in the state the pool hands connections out in
+// (foreign keys on, nothing attached, no transaction open) before conn goes back to it. When
+// query fails, conn is discarded instead: a pooled connection left with foreign keys off, a
+// file attached or a read pinning the WAL would spoil whatever runs on it next. The failure
+// is logged, not returned: what the caller did on conn stands (committed, or failed with its
+// own error), and once conn is gone nothing is left in the wrong state.
+func (s *Store) resetConn(ctx context.Context, conn *sql.Conn, query string) {
+	if _, err := conn.ExecContext(ctx, query); err != nil {
+		// ErrBadConn from Raw's function is database/sql's signal to close the connection
+		// rather than pool it; Raw hands that same ErrBadConn back, so there is nothing to check.
+		_ = conn.Raw(func(any) error { return driver.ErrBadConn })
+		s.log.Warn("discarded a database connection that could not be reset", "query", query, "err", classify(err))
+	}
 }
 
 // inTx runs fn in a transaction of db (a pool or one connection), committed when fn returns

@@ -2,11 +2,13 @@ package localstore
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"database/sql"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,8 +39,44 @@ func holdWriter(path string) {
 		os.Exit(1)
 	}
 	fmt.Println("holding")
-	bufio.NewReader(os.Stdin).ReadString('\n')
+	_, _ = bufio.NewReader(os.Stdin).ReadString('\n') // a line or any end of stdin is the signal to let go
 	s.Close()
+}
+
+// TestStore_ResetConn pins resetConn's contract: a connection whose reset fails never goes
+// back to the pool (it would hand the next caller foreign keys off or a pinned read), and the
+// failure is logged, as nobody is left to return it to.
+func TestStore_ResetConn(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		query     string
+		discarded bool
+	}{
+		{"OK", "PRAGMA foreign_keys = ON", false},
+		{"FailedIsDiscarded", "DETACH DATABASE nothing_attached", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var logged bytes.Buffer
+			s := mustCreate(t, Options{Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+			ctx := context.Background()
+			conn, err := s.writeDB.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			s.resetConn(ctx, conn, tc.query)
+			err = conn.PingContext(ctx)
+			if got := errors.Is(err, sql.ErrConnDone); got != tc.discarded {
+				t.Fatalf("ping after reset: %v; want discarded %v", err, tc.discarded)
+			}
+			if !tc.discarded && err != nil {
+				t.Fatalf("ping after reset: %v", err)
+			}
+			if got := strings.Contains(logged.String(), "could not be reset"); got != tc.discarded {
+				t.Fatalf("log %q; want a warning %v", logged.String(), tc.discarded)
+			}
+		})
+	}
 }
 
 func fileDigest(tb testing.TB, path string) [32]byte {

@@ -24,6 +24,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"time"
 
@@ -54,6 +55,9 @@ type Options struct {
 	// MaxViews bounds the snapshot views open at once (see OpenSnapshot), each of which
 	// holds a pooled connection for its lifetime (default: half the pool, at least 1).
 	MaxViews int
+	// Logger receives the cleanups that fail where nobody is left to tell (a shared view's
+	// row that would not delete); default: discarded.
+	Logger *slog.Logger
 }
 
 // Store is a wallet store in one PostgreSQL database, safe for concurrent use by many
@@ -62,6 +66,7 @@ type Store struct {
 	pool  *pgxpool.Pool
 	where string        // the database's URL without its password, for messages
 	views chan struct{} // one token per open snapshot view (see OpenSnapshot)
+	log   *slog.Logger
 	// shared are the views this process holds of those every process shares (shared.go).
 	shared *sharedViews
 }
@@ -87,7 +92,10 @@ func Open(ctx context.Context, dbURL string, opts Options) (*Store, error) {
 	if opts.MaxViews <= 0 {
 		opts.MaxViews = max(int(cfg.MaxConns)/2, 1)
 	}
-	s := &Store{pool: pool, where: redact(dbURL), views: make(chan struct{}, opts.MaxViews), shared: newSharedViews()}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Store{pool: pool, where: redact(dbURL), views: make(chan struct{}, opts.MaxViews), log: opts.Logger, shared: newSharedViews()}
 	err = s.tx(ctx, pgx.ReadCommitted, func(tx pgx.Tx) error {
 		if err := migrate(ctx, tx, s.where); err != nil {
 			return err

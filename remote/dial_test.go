@@ -40,7 +40,9 @@ func TestDial_ChoosesTheWire(t *testing.T) {
 			http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 		})).URL,
 		"paged wire of another version": servetest.Start(t, stubWire(func(w http.ResponseWriter, _ *http.Request) {
-			json.NewEncoder(w).Encode(wire.Capabilities{Wire: "walletsync", Versions: []int{wire.Version + 1}, Encodings: []wire.Encoding{wire.EncodingZstd}})
+			if err := json.NewEncoder(w).Encode(wire.Capabilities{Wire: "walletsync", Versions: []int{wire.Version + 1}, Encodings: []wire.Encoding{wire.EncodingZstd}}); err != nil {
+				t.Errorf("write the capabilities: %v", err)
+			}
 		})).URL,
 		"toolbox StorageServer": toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(60))).URL,
 	}

@@ -358,10 +358,17 @@ func runKilledChild(t *testing.T, task crashTask, delay time.Duration) (res chil
 	lines := make(chan string)
 	go func() {
 		defer close(lines)
-		for sc := bufio.NewScanner(stdout); sc.Scan(); {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
 			lines <- sc.Text()
 		}
-		io.Copy(io.Discard, stdout)
+		if err := sc.Err(); err != nil {
+			t.Errorf("child's output: %v", err)
+		}
+		// Drained past a line the scanner refused, so that the child never blocks on a full pipe.
+		if _, err := io.Copy(io.Discard, stdout); err != nil {
+			t.Errorf("drain the child's output: %v", err)
+		}
 	}()
 	var out []string
 	var timer <-chan time.Time

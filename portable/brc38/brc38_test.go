@@ -98,27 +98,30 @@ func walkJSON(tb testing.TB, doc []byte, object func(path string, keys []string)
 	tb.Helper()
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
-	var value func(path string)
-	value = func(path string) {
+	token := func(path string) json.Token {
 		tok, err := dec.Token()
 		if err != nil {
 			tb.Fatalf("%s: %v", path, err)
 		}
-		switch tok {
+		return tok
+	}
+	var value func(path string)
+	value = func(path string) {
+		switch tok := token(path); tok {
 		case json.Delim('{'):
 			var keys []string
 			for dec.More() {
-				k, _ := dec.Token()
-				keys = append(keys, k.(string))
-				value(path + "." + k.(string))
+				k := token(path).(string)
+				keys = append(keys, k)
+				value(path + "." + k)
 			}
-			dec.Token()
+			token(path) // the closing brace
 			object(path, keys)
 		case json.Delim('['):
 			for i := 0; dec.More(); i++ {
 				value(fmt.Sprintf("%s[%d]", path, i))
 			}
-			dec.Token()
+			token(path) // the closing bracket
 		case nil:
 			tb.Errorf("%s: null", path)
 		}

@@ -50,13 +50,17 @@ func startNodeServer(t *testing.T, script string, args ...string) nodeServer {
 	}
 	t.Cleanup(func() {
 		stdin.Close()
-		done := make(chan struct{})
-		go func() { cmd.Wait(); close(done) }()
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
 		select {
-		case <-done:
+		case err := <-done:
+			if err != nil {
+				t.Errorf("%s after its stdin closed: %v\n%s", script, err, stderr.String())
+			}
 		case <-time.After(10 * time.Second):
 			cmd.Process.Kill()
-			<-done
+			_ = <-done // "signal: killed": the error below says it
+			t.Errorf("%s did not exit within 10 s of its stdin closing\n%s", script, stderr.String())
 		}
 	})
 	line := make(chan string, 1)

@@ -150,7 +150,9 @@ func TestServer_UnsignedRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			status, h, body := rawRequest(t, http.MethodPost, gs.URL+tc.path, tc.h, tc.body)
 			var m struct{ Code string }
-			json.Unmarshal(body, &m)
+			if err := json.Unmarshal(body, &m); err != nil {
+				t.Fatalf("got %d %q: not an error body: %v", status, body, err)
+			}
 			if status != tc.status || m.Code != tc.code || hasAuthHeaders(h) {
 				t.Fatalf("got %d %s (auth headers: %v), want unsigned %d %s", status, body, hasAuthHeaders(h), tc.status, tc.code)
 			}
@@ -186,7 +188,8 @@ func TestClient_Deadline(t *testing.T) {
 	release := make(chan struct{})
 	t.Cleanup(func() { close(release) })
 	hang := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body) // so that the server notices the client hanging up
+		// So that the server notices the client hanging up, which is also what fails the read.
+		_, _ = io.Copy(io.Discard, r.Body)
 		select {
 		case <-release:
 		case <-r.Context().Done():

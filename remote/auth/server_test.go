@@ -39,7 +39,9 @@ func rpcHandler(t testing.TB) http.Handler {
 		case "findOrInsertUser":
 			var key string
 			if len(req.Params) > 0 {
-				json.Unmarshal(req.Params[0], &key)
+				if err := json.Unmarshal(req.Params[0], &key); err != nil {
+					t.Errorf("findOrInsertUser's identity key %s: %v", req.Params[0], err)
+				}
 			}
 			if key != caller {
 				reply["error"] = map[string]any{"isError": true, "name": "WERR_UNAUTHORIZED", "message": "access is denied"}
@@ -56,7 +58,9 @@ func rpcHandler(t testing.TB) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(reply)
+		if err := json.NewEncoder(w).Encode(reply); err != nil {
+			t.Errorf("write the %s reply: %v", req.Method, err)
+		}
 	})
 }
 
@@ -141,9 +145,14 @@ func TestServer_TypeScriptStorageClient(t *testing.T) {
 	}
 	want := func(i int, v any) {
 		t.Helper()
-		b, _ := json.Marshal(v)
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
 		var got, wantV any
-		json.Unmarshal(b, &wantV)
+		if err := json.Unmarshal(b, &wantV); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
 		if res[i].Error != nil || json.Unmarshal(res[i].Result, &got) != nil || !reflect.DeepEqual(got, wantV) {
 			t.Errorf("step %d: got %s %+v, want %s", i, res[i].Result, res[i].Error, b)
 		}

@@ -135,13 +135,17 @@ func TestKeyFile_CreateLoad(t *testing.T) {
 		t.Fatal("CreateKeyFile changed an existing file")
 	}
 	for _, mode := range []os.FileMode{0o640, 0o604, 0o620, 0o644} {
-		os.Chmod(path, mode)
+		if err := os.Chmod(path, mode); err != nil {
+			t.Fatal(err)
+		}
 		var kfe *KeyFileError
 		if _, err := LoadKeyFile(path); !errors.Is(err, ErrKeyFileMode) || !errors.As(err, &kfe) || kfe.Mode != mode {
 			t.Fatalf("mode %04o: %v, want ErrKeyFileMode", mode, err)
 		}
 	}
-	os.Chmod(path, 0o400)
+	if err := os.Chmod(path, 0o400); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := LoadKeyFile(path); err != nil {
 		t.Fatalf("mode 0400: %v", err)
 	}

@@ -116,12 +116,15 @@ func startChild(t *testing.T, cmd *exec.Cmd) (string, func() (string, error)) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		_ = cmd.Wait() // killed here, or already waited for by the func returned below
+	})
 	lines := bufio.NewReader(stdout)
 	first, err := lines.ReadString('\n')
 	if err != nil {
 		cmd.Process.Kill()
-		cmd.Wait()
+		_ = cmd.Wait() // killed: the Fatalf says why
 		t.Fatalf("%s did not start: %v\n%s", cmd.Path, err, stderr.String())
 	}
 	return strings.TrimSpace(first), func() (string, error) {
@@ -221,7 +224,11 @@ func startServer(t testing.TB, opts Options) *running {
 		}
 		return runErr
 	}
-	t.Cleanup(func() { r.stop() })
+	t.Cleanup(func() {
+		if err := r.stop(); err != nil {
+			t.Errorf("run: %v", err)
+		}
+	})
 	return r
 }
 

@@ -152,7 +152,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	case (opts.DBPath == "") == (opts.PostgresURL == ""):
 		return nil, fmt.Errorf("open server: one of DBPath and PostgresURL: %w", wallet.ErrInvalidArgument)
 	case opts.PostgresURL != "":
-		pg, err := pgstore.Open(ctx, opts.PostgresURL, pgstore.Options{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName})
+		pg, err := pgstore.Open(ctx, opts.PostgresURL, pgstore.Options{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName, Logger: opts.Logger})
 		if err != nil {
 			return nil, fmt.Errorf("open server: %w", err)
 		}

@@ -207,7 +207,9 @@ func answersLikeToolbox(t *testing.T, theirs string, ours *running) {
 		var s struct {
 			Result struct{ StorageIdentityKey string }
 		}
-		json.Unmarshal(settings, &s)
+		if err := json.Unmarshal(settings, &s); err != nil {
+			t.Fatalf("getSettings %s: %v", settings, err)
+		}
 		var out []string
 		for _, cl := range calls {
 			status, body := c.mustCall(cl.method, cl.params(s.Result.StorageIdentityKey)...)
@@ -307,7 +309,12 @@ func startNodeServer(t *testing.T) string {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	t.Cleanup(func() {
+		stdin.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("storage-server.mjs after its stdin closed: %v\n%s", err, stderr.String())
+		}
+	})
 	line, err := bufio.NewReader(stdout).ReadString('\n')
 	if err != nil {
 		t.Fatalf("storage-server.mjs: %v\n%s", err, stderr.String())

@@ -42,7 +42,9 @@ const fixtureSeed = 1
 func randomServerKey(t *testing.T) string {
 	b := make([]byte, 32)
 	rng := rand.NewChaCha8([32]byte{byte(time.Now().UnixNano()), byte(len(t.Name()))})
-	rng.Read(b)
+	if _, err := rng.Read(b); err != nil {
+		t.Fatal(err)
+	}
 	b[0] |= 1 // never zero
 	return hex.EncodeToString(b)
 }

@@ -142,7 +142,10 @@ func TestHandler_RefusesWhatIsNotTheWire(t *testing.T) {
 			t.Fatalf("%s: %v", tc.name, err)
 		}
 		var m struct{ Error wireError }
-		json.Unmarshal(resp.Body, &m)
+		if err := json.Unmarshal(resp.Body, &m); err != nil {
+			t.Errorf("%s: HTTP %d %q: not an error body: %v", tc.name, resp.Status, resp.Body, err)
+			continue
+		}
 		if resp.Status != tc.status || m.Error.Code != tc.code {
 			t.Errorf("%s: HTTP %d %q, want %d %q", tc.name, resp.Status, m.Error.Code, tc.status, tc.code)
 		}

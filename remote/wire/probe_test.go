@@ -125,7 +125,9 @@ func TestProvider_Negotiates(t *testing.T) {
 			real := srv.handler
 			inner := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				if r.URL.Path == Prefix+pathCapabilities {
-					json.NewEncoder(w).Encode(tc.caps)
+					if err := json.NewEncoder(w).Encode(tc.caps); err != nil {
+						t.Errorf("write the capabilities: %v", err)
+					}
 					return
 				}
 				real.ServeHTTP(w, r)

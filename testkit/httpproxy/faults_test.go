@@ -126,7 +126,10 @@ func TestProxy_MatchesNthRequest(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		io.Copy(io.Discard, resp.Body)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			resp.Body.Close()
+			return err
+		}
 		return resp.Body.Close()
 	}
 	steps := []struct {

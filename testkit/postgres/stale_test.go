@@ -19,7 +19,9 @@ func TestRemoveStale_OnlyDeadAndOld(t *testing.T) {
 		}
 		t.Cleanup(func() { os.RemoveAll(d) })
 		if pid > 0 {
-			os.MkdirAll(filepath.Join(d, "data"), 0o700)
+			if err := os.MkdirAll(filepath.Join(d, "data"), 0o700); err != nil {
+				t.Fatal(err)
+			}
 			if err := os.WriteFile(filepath.Join(d, "data", "postmaster.pid"), []byte(strconv.Itoa(pid)+"\n/data\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
