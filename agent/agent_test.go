@@ -19,6 +19,7 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/testkit/logical"
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
 
@@ -301,6 +302,7 @@ func runDoomedAgent(dir, destination string) {
 // says the work is under way.
 func killDuring(t *testing.T, e agentEnv, destination string, ready func() bool) {
 	t.Helper()
+	tier.Full(t, "a child process killed with SIGKILL")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WALLETSYNC_TEST_AGENT="+e.dir, "WALLETSYNC_TEST_AGENT_RUN="+destination)
 	stdout, _ := cmd.StdoutPipe()
