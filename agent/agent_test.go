@@ -20,6 +20,7 @@ import (
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/testkit/compare"
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
 
@@ -306,6 +307,7 @@ func runDoomedAgent(dir, destination string) {
 // says the work is under way.
 func killDuring(t *testing.T, e agentEnv, destination string, ready func() bool) {
 	t.Helper()
+	tier.Full(t, "a child process killed with SIGKILL")
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), "WALLETSYNC_TEST_AGENT="+e.dir, "WALLETSYNC_TEST_AGENT_RUN="+destination)
 	stdout, _ := cmd.StdoutPipe()
