@@ -131,9 +131,18 @@ go test -count=1 -p 3 -timeout 20m "${pkgs[@]}"
 # testkit/*, whose concurrent harnesses (httpproxy, the toolbox peer) run inside the raced
 # packages' tests above. syncer runs 60 fault schedules here (raceSchedules): each costs
 # half a second of CPU under the race detector.
+#
+# The race run is -short: every test has just run without it, and what -short leaves out
+# is what waits on another process (the toolbox peer on Node, kill loops, built binaries),
+# where the race detector would mostly watch walletsync wait, at several times the CPU: the
+# whole suite under it took most of the 30 minutes CI has. The goroutines that meet in
+# walletsync's own code meet in the in-process tests, which -short keeps. PostgreSQL is the
+# exception: pgstore's reaper, shared views and advisory locks are concurrency of its own
+# against a real server, so pgstore's tests run whole under the race detector.
 stage "go test -race"
-raced=(syncer remote/serve remote/toolbox portable localstore agent remote/wire pgstore scheduler remote/auth wallet desktop agent/api)
-go test -race -count=1 -p 3 -timeout 20m "${raced[@]/#/walletsync/}"
+raced=(syncer remote/serve remote/toolbox portable localstore agent remote/wire scheduler remote/auth wallet desktop agent/api)
+go test -race -short -count=1 -p 3 -timeout 20m "${raced[@]/#/walletsync/}"
+go test -race -count=1 -timeout 10m walletsync/pgstore
 
 # The dashboard's end-to-end tests drive Chromium against a real agent. They run without
 # the race detector: it makes the agent's syncs and Argon2 several times slower on a
