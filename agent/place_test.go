@@ -2,9 +2,12 @@ package agent
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"walletsync/agent/api"
 
@@ -134,5 +137,115 @@ func TestAgent_BundlesCountAsBackups(t *testing.T) {
 	}
 	if a.lastSuccess("bundles").IsZero() {
 		t.Error("the timetable does not count the bundle run")
+	}
+}
+
+// TestAgent_RunChecksThePlaceAsItResolves: a destination's path that became a link after
+// it was added (to the wallet, to its -wal, into the agent's data folder) is refused when
+// it runs, before anything is written: the wallet stays byte-identical.
+func TestAgent_RunChecksThePlaceAsItResolves(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     string
+		target func(e agentEnv) string // what the destination's path is made a link to
+	}{
+		{"backup wallet linked to the wallet", "file", func(e agentEnv) string { return e.wallet }},
+		{"backup wallet linked to the wallet's -wal", "file", func(e agentEnv) string { return e.wallet + "-wal" }},
+		{"backup wallet linked into the data folder", "file", func(e agentEnv) string { return filepath.Join(string(e.opts.Dir), "new.sqlite") }},
+		{"backup folder linked into the data folder", "folder", func(e agentEnv) string { return string(e.opts.Dir) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			d, err := findDestination(a.config(), tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := tt.target(e)
+			if err := os.WriteFile(e.wallet+"-wal", nil, 0o600); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+			before := walletBytes(t, e.wallet)
+			if err := os.Symlink(target, d.Path); err != nil {
+				t.Fatal(err)
+			}
+			task := runAndWait(t, c, a, api.RouteRun, tt.id)
+			if task.State != api.TaskFailed || !strings.Contains(task.Error, ErrPlaceRefused.Error()) {
+				t.Fatalf("run through a link to %s: %+v", target, task)
+			}
+			if after := walletBytes(t, e.wallet); after != before {
+				t.Errorf("the wallet changed: %s, was %s", after, before)
+			}
+			if _, err := os.Stat(filepath.Join(string(e.opts.Dir), "new.sqlite")); !os.IsNotExist(err) {
+				t.Errorf("a file was made in the data folder: %v", err)
+			}
+		})
+	}
+}
+
+// walletBytes is a digest of the wallet file and its -wal and -shm, as they are.
+func walletBytes(t *testing.T, wallet string) string {
+	t.Helper()
+	h := sha256.New()
+	for _, p := range []string{wallet, wallet + "-wal", wallet + "-shm"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestAgent_SamePlaceTwiceIsRefused: a destination on a place another destination uses,
+// under any spelling, or a folder inside another's folder, is refused when added or moved
+// there; the config keeps what it had.
+func TestAgent_SamePlaceTwiceIsRefused(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	if err := os.MkdirAll(e.folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(e.dir, "link-to-backups")
+	if err := os.Symlink(e.folder, link); err != nil {
+		t.Fatal(err)
+	}
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	tests := []struct {
+		name string
+		kind api.DestinationKind
+		path string
+	}{
+		{"the same folder, another kind", api.DestinationBundles, e.folder},
+		{"the same folder, spelled otherwise", api.DestinationFolder, e.folder + "/./"},
+		{"the same folder through a link", api.DestinationBundles, link},
+		{"a folder inside the backup folder", api.DestinationBundles, filepath.Join(e.folder, "bundles")},
+		{"the backup wallet file as a folder", api.DestinationFolder, e.backupWallet},
+		{"a folder holding the backup wallet", api.DestinationFolder, e.dir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := api.Destination{ID: "second", Name: "Second", Kind: tt.kind, Path: tt.path, Schedule: a.config().Drill, Pause: &api.Pause{}}
+			err := c.Call(context.Background(), api.RouteDestinationAdd, d, nil)
+			if err == nil || !strings.Contains(err.Error(), "already used by the destination") {
+				t.Fatalf("added %s: %v", tt.path, err)
+			}
+			moved, err := findDestination(a.config(), "file")
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved.Kind, moved.Path = tt.kind, tt.path
+			if tt.kind == api.DestinationFolder && tt.path == e.backupWallet {
+				return // the backup wallet itself, which it is already
+			}
+			if err := c.Call(context.Background(), api.RouteDestinationPut, moved, nil, "file"); err == nil || !strings.Contains(err.Error(), "already used by the destination") {
+				t.Fatalf("moved the backup wallet to %s: %v", tt.path, err)
+			}
+			if n := len(a.config().Destinations); n != 2 {
+				t.Errorf("%d destinations after a refusal", n)
+			}
+		})
 	}
 }

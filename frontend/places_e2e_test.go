@@ -65,3 +65,22 @@ func TestDashboard_PlaceHistory(t *testing.T) {
 		})
 	}
 }
+
+// TestDashboard_SamePlaceTwiceRefused: adding a backup folder on the folder another
+// destination uses, spelled otherwise, is refused in the editor with the destination that
+// is there, and nothing is saved (it was accepted, and one file was counted twice).
+func TestDashboard_SamePlaceTwiceRefused(t *testing.T) {
+	d := newDash(t)
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskSucceeded {
+		t.Fatalf("backup: %s %s", got.State, got.Error)
+	}
+	d.page("destinations")
+	d.addFolder("Second", filepath.Join(d.dir, "backups")+"/.")
+	d.waitFor(`document.querySelector('form.editor')?.textContent.includes('already used by the destination Backup folder')`, "the refusal")
+	d.shot("same-place-twice")
+	var cfg api.Config
+	d.api(api.RouteConfig, nil, &cfg)
+	if len(cfg.Destinations) != 2 {
+		t.Errorf("the second destination was saved: %+v", cfg.Destinations)
+	}
+}
