@@ -145,6 +145,9 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if a.tasks, err = newManager(ctx, managerOptions{Bus: a.bus, State: a.state, Redactor: a.secrets, Logger: a.log}); err != nil {
 		return nil, err
 	}
+	if err := a.adoptPlaces(ctx, a.config()); err != nil {
+		return nil, err
+	}
 	token, err := opts.Dir.Token()
 	if err != nil {
 		return nil, err
@@ -284,15 +287,18 @@ func (a *Agent) scheduledRun(ctx context.Context, id string, reason api.Reason) 
 	}
 }
 
-// lastSuccess is when destination id's (or the drill's) job last succeeded, zero if never:
-// the timetable counts schedules from it, so a failed or interrupted run is retried once.
+// lastSuccess is when destination id's (or the drill's) job last succeeded at the place it
+// names now, zero if never: the timetable counts schedules from it, so a failed or
+// interrupted run is retried once.
 func (a *Agent) lastSuccess(id string) time.Time {
-	kinds := []api.TaskKind{api.KindSync, api.KindBackup}
+	kinds, place := backupKinds, ""
 	if id == drillID {
 		kinds = []api.TaskKind{api.KindDrill}
+	} else if d, err := findDestination(a.config(), id); err == nil {
+		place = a.placeOf(d)
 	}
 	for _, t := range a.tasks.List() { // newest first
-		if t.Target == id && t.State == api.TaskSucceeded && slices.Contains(kinds, t.Kind) {
+		if t.Target == id && t.State == api.TaskSucceeded && slices.Contains(kinds, t.Kind) && t.Place == place {
 			return t.StartedAt
 		}
 	}
@@ -324,8 +330,19 @@ func (a *Agent) updateConfig(change func(*api.Config) error) (api.Config, error)
 		a.mu.Unlock()
 		return cur, err
 	}
+	prev := a.cfg
 	a.cfg = next
 	a.mu.Unlock()
+	// A destination that now names another place holds nothing there yet: it runs at once
+	// (unless paused), so that "not backed up here yet" lasts as short as it can.
+	for _, id := range a.movedDestinations(prev, next) {
+		if d, _ := findDestination(next, id); d.Paused(a.now()) {
+			continue
+		}
+		if _, err := a.RunDestination(id, "moved"); err != nil {
+			a.log.Warn("moved destination not run", "destination", id, "err", err)
+		}
+	}
 	if a.sched != nil {
 		if err := a.sched.Update(cloneConfig(next)); err != nil {
 			a.log.Warn("schedules not fully applied", "err", err)

@@ -17,7 +17,7 @@ func (a *Agent) backupListing(ctx context.Context, id string) (api.BackupListing
 	if err != nil {
 		return out, err
 	}
-	recs, err := a.state.Backups(ctx, d.ID)
+	recs, err := a.backupsHere(ctx, d)
 	if err != nil {
 		return out, err
 	}

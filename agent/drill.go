@@ -38,7 +38,7 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 		if d.Kind != api.DestinationFolder && d.Kind != api.DestinationBundles {
 			continue
 		}
-		recs, err := a.state.Backups(ctx, d.ID)
+		recs, err := a.backupsHere(ctx, d)
 		if err != nil {
 			return err
 		}

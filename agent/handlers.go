@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"path/filepath"
 	"slices"
 	"time"
 	"walletsync/agent/api"
@@ -143,7 +144,7 @@ func (a *Agent) addDestination(d api.Destination) (api.Config, error) {
 			return fmt.Errorf("destination %q exists: %w", d.ID, wallet.ErrInvalidArgument)
 		}
 		c.Destinations = append(c.Destinations, d)
-		return nil
+		return placeFree(*c, d)
 	})
 }
 
@@ -173,7 +174,11 @@ func (a *Agent) updateDestination(id string, change func(*api.Destination)) (api
 	return a.updateConfig(func(c *api.Config) error {
 		for i := range c.Destinations {
 			if c.Destinations[i].ID == id {
+				old := c.Destinations[i]
 				change(&c.Destinations[i])
+				if d := c.Destinations[i]; filepath.Clean(d.Path) != filepath.Clean(old.Path) || d.Kind != old.Kind {
+					return placeFree(*c, d)
+				}
 				return nil
 			}
 		}

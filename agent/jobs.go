@@ -36,13 +36,13 @@ func (a *Agent) RunDestination(id, reason string) (api.Task, error) {
 	}
 	switch d.Kind {
 	case api.DestinationSQLite:
-		return a.tasks.Start(api.KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) })
+		return a.tasks.Start(api.KindSync, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) }))
 	case api.DestinationFolder:
-		return a.tasks.Start(api.KindBackup, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })
+		return a.tasks.Start(api.KindBackup, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) }))
 	case api.DestinationBundles:
-		return a.tasks.Start(api.KindBundle, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) })
+		return a.tasks.Start(api.KindBundle, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) }))
 	case api.DestinationStorageServer:
-		return a.tasks.Start(api.KindSync, d.ID, func(ctx context.Context, h *TaskHandle) error { return a.storageServerJob(ctx, h, d, ref, reason) })
+		return a.tasks.Start(api.KindSync, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.storageServerJob(ctx, h, d, ref, reason) }))
 	}
 	return api.Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
 }
@@ -369,7 +369,7 @@ func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]retenti
 	if err != nil {
 		return nil, err
 	}
-	recs, err := a.state.Backups(ctx, d.ID)
+	recs, err := a.backupsHere(ctx, d)
 	if err != nil {
 		return nil, err
 	}

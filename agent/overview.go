@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"walletsync/agent/api"
@@ -54,12 +55,12 @@ func (a *Agent) Overview(ctx context.Context) (api.Overview, error) {
 		}
 	}
 	for _, d := range cfg.Destinations {
-		v := destinationView(d, tasks, now)
+		v := destinationView(d, a.placeOf(d), tasks, now)
 		if a.sched != nil {
 			v.NextRun, v.NextReason, _ = a.sched.Next(d.ID)
 		}
-		if d.Kind == api.DestinationFolder {
-			if err := a.verification(ctx, &v); err != nil {
+		if d.Kind == api.DestinationFolder || d.Kind == api.DestinationBundles {
+			if err := a.verification(ctx, d, &v); err != nil {
 				return ov, err
 			}
 		}
@@ -70,10 +71,10 @@ func (a *Agent) Overview(ctx context.Context) (api.Overview, error) {
 	return ov, nil
 }
 
-// verification fills v's LastVerified and LastVerifyError from the backup records of its
+// verification fills v's LastVerified and LastVerifyError from the backup records of d's
 // folder (newest first).
-func (a *Agent) verification(ctx context.Context, v *api.DestinationView) error {
-	recs, err := a.state.Backups(ctx, v.ID)
+func (a *Agent) verification(ctx context.Context, d api.Destination, v *api.DestinationView) error {
+	recs, err := a.backupsHere(ctx, d)
 	if err != nil {
 		return err
 	}
@@ -112,12 +113,13 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// destinationView reads a destination's last success and later failure from the task
-// history (newest first).
-func destinationView(d api.Destination, tasks []api.Task, now time.Time) api.DestinationView {
+// destinationView reads a destination's last success and later failure at place, its
+// place now, from the task history (newest first): the runs of a place it named before
+// tell nothing about this one, but a run still going there is shown as running.
+func destinationView(d api.Destination, place string, tasks []api.Task, now time.Time) api.DestinationView {
 	v := api.DestinationView{Destination: d, Paused: d.Paused(now)}
 	for _, t := range tasks {
-		if t.Target != d.ID || (t.Kind != api.KindSync && t.Kind != api.KindBackup) {
+		if t.Target != d.ID || !slices.Contains(backupKinds, t.Kind) || t.State.Terminal() && t.Place != place {
 			continue
 		}
 		switch {

@@ -50,7 +50,7 @@ func (a *Agent) checkPath(req api.PathCheckRequest) (api.PathCheck, error) {
 			"Give the full path, from the top of the disk (it starts with / or a drive letter).")
 	}
 	p = filepath.Clean(p)
-	if data := string(a.opts.Dir); data != "" && (safefile.SameFile(p, data) || within(p, data)) {
+	if data := string(a.opts.Dir); data != "" && (safefile.SameFile(p, data) || within(p, data) || within(resolvePath(p), resolvePath(data))) {
 		return bad(p, fmt.Sprintf("%s is inside walletsync's own data folder (%s).", p, data),
 			"Choose a place of your own: walletsync keeps its token, secrets and scratch files there.")
 	}

@@ -152,7 +152,7 @@ func fixtureSigner(t *testing.T, n uint64) auth.Signer {
 
 // TestAgent_ServerLastConfirmed_SurvivesRestart pushes to a real toolbox StorageServer and
 // reads, in the overview, when the server confirmed the push; a new agent on the same data
-// folder says the same.
+// folder says the same. Another signer is another place, with a history of its own.
 func TestAgent_ServerLastConfirmed_SurvivesRestart(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	srv := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(40)))
@@ -188,20 +188,27 @@ func TestAgent_ServerLastConfirmed_SurvivesRestart(t *testing.T) {
 	if before.LastConfirmed.IsZero() || before.LastConfirmed.After(task.FinishedAt) || before.LastConfirmed.Before(task.StartedAt) {
 		t.Fatalf("last confirmed %v, task ran %v to %v", before.LastConfirmed, task.StartedAt, task.FinishedAt)
 	}
-	// A failed push later does not take the confirmation back (a key of another identity
-	// fails at once, without waiting out a stopped server's retries).
+	// Another signer is another place: it holds nothing yet, and its failure (a key of
+	// another identity fails at once) is its own.
 	if err := a.secrets.Set(storageKeySecret("server"), api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(5)))); err != nil {
 		t.Fatal(err)
 	}
 	if failed := runAndWait(t, c, a, api.RouteRun, "server"); failed.State != api.TaskFailed {
-		t.Fatalf("push to a stopped server: %+v", failed)
+		t.Fatalf("push signed by another identity: %+v", failed)
+	}
+	if v := overview(c); !v.LastConfirmed.IsZero() || !v.LastSuccess.IsZero() || v.LastFailure.IsZero() {
+		t.Fatalf("another signer kept the first one's history: %+v", v)
+	}
+	// The first signer back: its confirmation is there again, and after a restart.
+	if err := a.secrets.Set(storageKeySecret("server"), api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(4)))); err != nil {
+		t.Fatal(err)
 	}
 	if err := a.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	launchAgent(t, e.opts)
 	after := overview(apiClient(t, e.opts.Dir))
-	if !after.LastConfirmed.Equal(before.LastConfirmed) || after.LastFailure.IsZero() {
+	if !after.LastConfirmed.Equal(before.LastConfirmed) || !after.LastFailure.IsZero() {
 		t.Fatalf("after a restart: last confirmed %v (was %v), last failure %v", after.LastConfirmed, before.LastConfirmed, after.LastFailure)
 	}
 }

@@ -329,6 +329,23 @@ func (m *Manager) Cancel(id string) (api.Task, error) {
 	return m.snapshotLocked(t, now), nil
 }
 
+// AdoptPlaces gives every task that names no place the place placeOf returns for it ("" to
+// leave it), and writes the changed tasks to the state database before it returns.
+func (m *Manager) AdoptPlaces(ctx context.Context, placeOf func(api.Task) string) error {
+	m.mu.Lock()
+	for _, t := range m.tasks {
+		if t.snap.Place != "" {
+			continue
+		}
+		if p := placeOf(t.snap); p != "" {
+			t.snap.Place = p
+			m.dirty[t.snap.ID] = t
+		}
+	}
+	m.mu.Unlock()
+	return m.writeDirty(ctx)
+}
+
 // List returns every known task, newest first.
 func (m *Manager) List() []api.Task {
 	m.mu.Lock()
@@ -615,6 +632,11 @@ func (h *TaskHandle) SetResult(v any) {
 	}
 	b = []byte(h.m.redact(string(b)))
 	h.update(func(t *task, _ time.Time) { t.snap.Result = b })
+}
+
+// SetPlace records the fingerprint of the place the job works on (see Task.Place).
+func (h *TaskHandle) SetPlace(place string) {
+	h.update(func(t *task, _ time.Time) { t.snap.Place = place })
 }
 
 // SetTotal records how many rows the job expects to move in all; 0 means unknown.

@@ -124,7 +124,7 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, ov api.Overview) {
 		fmt.Fprintln(w, ov.Health)
 		for _, d := range ov.Destinations {
-			state := "never backed up"
+			state := "not backed up here yet"
 			if !d.LastSuccess.IsZero() {
 				state = "last good " + d.LastSuccess.Local().Format("2006-01-02 15:04")
 			}

@@ -93,6 +93,10 @@ type Task struct {
 	// Result is what the job produced, as JSON (a sync's checkpoint, a backup file's path
 	// and SHA-256, an import preview); absent until the job sets it.
 	Result json.RawMessage `json:"result,omitempty"`
+	// Place is the fingerprint of the place a destination's run worked on (its kind, path or
+	// URL, and signer); a destination's last good backup counts only the runs of the place
+	// it names now. Empty for tasks that work on no destination.
+	Place string `json:"place,omitempty"`
 }
 
 // LogLine is one line of a task's log.

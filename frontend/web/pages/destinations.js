@@ -180,7 +180,7 @@ function card() {
         paused ? badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused until resumed', 'paused') : null),
       h('p', { class: 'path' }, d.path),
       h('p', {}, scheduleText(d.schedule), ' · Last good backup: ',
-        d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'never'),
+        d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'not backed up here yet'),
       d.kind === 'storage-server' ? h('p', {}, serverConfirmed(d), d.walletURL ? ` · Signed by the wallet at ${d.walletURL}` : ' · Signed with the key in walletsync\'s secrets') : null,
       d.lastFailure ? errorBox(taskProblem({ message: d.lastMessage, error: d.lastError, hint: d.lastHint }), `Failing since ${fmtWhen(d.lastFailure)}`) : null);
     resume.hidden = !paused;

@@ -59,7 +59,7 @@ function destinationStatus(d) {
   }
   if (d.lastFailure) return h('span', { title: d.lastError }, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastMessage || d.lastError}`));
   if (d.paused) return badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused', 'paused');
-  return d.lastSuccess ? badge('OK', 'succeeded') : badge('Not backed up yet', 'queued');
+  return d.lastSuccess ? badge('OK', 'succeeded') : badge('Not backed up here yet', 'queued');
 }
 
 // drillCell says when a restore drill last proved a destination's newest backup good; the
@@ -85,7 +85,7 @@ function destinationsCard(ov) {
           h('span', { class: 'path small-text dest-path', title: d.path, 'data-testid': 'dest-path' }, shortPath(d.path))),
         h('td', { 'data-testid': 'last-success' }, d.lastSuccess
           ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess), h('span', { class: 'muted small-text' }, fmtWhen(d.lastSuccess)), serverConfirmed(d))
-          : ['Never', serverConfirmed(d)]),
+          : ['Not backed up here yet', serverConfirmed(d)]),
         h('td', {}, drillCell(d)),
         h('td', {}, d.paused ? h('span', { class: 'muted' }, 'Paused')
           : d.nextRun ? h('span', { title: fmtWhen(d.nextRun) }, fmtAgo(d.nextRun)) : h('span', { class: 'muted' }, scheduleText(d.schedule))),

@@ -1,0 +1,251 @@
+package agent
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"walletsync/agent/api"
+
+	"walletsync/localstore"
+)
+
+// overviewOf reads the overview through the API and returns the view of destination id.
+func overviewOf(t *testing.T, c *api.Client, id string) (api.Overview, api.DestinationView) {
+	t.Helper()
+	var ov api.Overview
+	if err := c.Call(context.Background(), api.RouteOverview, nil, &ov); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(ov.Destinations, func(v api.DestinationView) bool { return v.ID == id })
+	if i < 0 {
+		t.Fatalf("no destination %s in %+v", id, ov.Destinations)
+	}
+	return ov, ov.Destinations[i]
+}
+
+// TestAgent_MovedDestinationIsANewPlace: a destination whose path changes keeps none of
+// the old place's history (last good backup, drill result), its Backups page and the drill
+// see only the new folder, and, when not paused, it runs at once.
+func TestAgent_MovedDestinationIsANewPlace(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     string
+		paused bool
+	}{
+		{"backup folder, paused", "folder", true},
+		{"backup wallet file, paused", "file", true},
+		{"backup folder, runs at once", "folder", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			if task := runAndWait(t, c, a, api.RouteRun, tt.id); task.State != api.TaskSucceeded {
+				t.Fatalf("first run: %+v", task)
+			}
+			runAndWait(t, c, a, api.RouteDrill)
+			if _, v := overviewOf(t, c, tt.id); v.LastSuccess.IsZero() || tt.id == "folder" && v.LastVerified.IsZero() {
+				t.Fatalf("before the move: %+v", v)
+			}
+
+			d, err := findDestination(a.config(), tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d.Path = filepath.Join(e.dir, "elsewhere", filepath.Base(d.Path))
+			if err := os.MkdirAll(filepath.Join(e.dir, "elsewhere", "backups"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+			if !tt.paused {
+				d.Pause = nil
+			}
+			var cfg api.Config
+			if err := c.Call(context.Background(), api.RouteDestinationPut, d, &cfg, tt.id); err != nil {
+				t.Fatal(err)
+			}
+			ov, v := overviewOf(t, c, tt.id)
+			if !tt.paused {
+				if v.Running == nil {
+					t.Fatalf("a moved destination did not run at once: %+v", v)
+				}
+				if done, err := a.tasks.Wait(waitCtx(t), v.Running.ID); err != nil || done.State != api.TaskSucceeded || done.Place != a.placeOf(d) {
+					t.Fatalf("the run at the new place: %+v, %v", done, err)
+				}
+				if _, v = overviewOf(t, c, tt.id); v.LastSuccess.IsZero() {
+					t.Fatalf("after the run at the new place: %+v", v)
+				}
+				return
+			}
+			if !v.LastSuccess.IsZero() || !v.LastVerified.IsZero() || !v.LastConfirmed.IsZero() || v.Running != nil {
+				t.Fatalf("a moved destination kept the old place's history: %+v", v)
+			}
+			if ov.Healthy {
+				t.Errorf("health after the move: %q", ov.Health)
+			}
+			if tt.id != "folder" {
+				return
+			}
+			var listing api.BackupListing
+			if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, tt.id); err != nil {
+				t.Fatal(err)
+			}
+			if len(listing.Files) != 0 {
+				t.Errorf("the new folder lists %+v", listing.Files)
+			}
+			drill := runAndWait(t, c, a, api.RouteDrill)
+			var res api.DrillResult
+			if err := jsonUnmarshal(drill.Result, &res); err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Files) != 0 {
+				t.Errorf("the drill checked a file of the old place: %+v", res.Files)
+			}
+		})
+	}
+}
+
+// TestAgent_BundlesCountAsBackups: a bundle folder's runs are good backups on the
+// overview (last good backup, health) and its drill result shows.
+func TestAgent_BundlesCountAsBackups(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	cfg, err := loadConfig(e.opts.ConfigPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Destinations = []api.Destination{{ID: "bundles", Name: "Bundles", Kind: api.DestinationBundles, Path: filepath.Join(e.dir, "bundles"),
+		Schedule: cfg.Drill, Pause: &api.Pause{}}}
+	if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+		t.Fatal(err)
+	}
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	if task := runAndWait(t, c, a, api.RouteRun, "bundles"); task.State != api.TaskSucceeded {
+		t.Fatalf("bundle run: %+v", task)
+	}
+	if drill := runAndWait(t, c, a, api.RouteDrill); drill.State != api.TaskSucceeded {
+		t.Fatalf("drill: %+v", drill)
+	}
+	ov, v := overviewOf(t, c, "bundles")
+	if v.LastSuccess.IsZero() || v.LastVerified.IsZero() || !ov.Healthy {
+		t.Fatalf("a made and drilled bundle does not count: %q %+v", ov.Health, v)
+	}
+	if a.lastSuccess("bundles").IsZero() {
+		t.Error("the timetable does not count the bundle run")
+	}
+}
+
+// TestAgent_RunChecksThePlaceAsItResolves: a destination's path that became a link after
+// it was added (to the wallet, to its -wal, into the agent's data folder) is refused when
+// it runs, before anything is written: the wallet stays byte-identical.
+func TestAgent_RunChecksThePlaceAsItResolves(t *testing.T) {
+	tests := []struct {
+		name   string
+		id     string
+		target func(e agentEnv) string // what the destination's path is made a link to
+	}{
+		{"backup wallet linked to the wallet", "file", func(e agentEnv) string { return e.wallet }},
+		{"backup wallet linked to the wallet's -wal", "file", func(e agentEnv) string { return e.wallet + "-wal" }},
+		{"backup wallet linked into the data folder", "file", func(e agentEnv) string { return filepath.Join(string(e.opts.Dir), "new.sqlite") }},
+		{"backup folder linked into the data folder", "folder", func(e agentEnv) string { return string(e.opts.Dir) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			d, err := findDestination(a.config(), tt.id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			target := tt.target(e)
+			if err := os.WriteFile(e.wallet+"-wal", nil, 0o600); err != nil && !os.IsExist(err) {
+				t.Fatal(err)
+			}
+			before := walletBytes(t, e.wallet)
+			if err := os.Symlink(target, d.Path); err != nil {
+				t.Fatal(err)
+			}
+			task := runAndWait(t, c, a, api.RouteRun, tt.id)
+			if task.State != api.TaskFailed || !strings.Contains(task.Error, ErrPlaceRefused.Error()) {
+				t.Fatalf("run through a link to %s: %+v", target, task)
+			}
+			if after := walletBytes(t, e.wallet); after != before {
+				t.Errorf("the wallet changed: %s, was %s", after, before)
+			}
+			if _, err := os.Stat(filepath.Join(string(e.opts.Dir), "new.sqlite")); !os.IsNotExist(err) {
+				t.Errorf("a file was made in the data folder: %v", err)
+			}
+		})
+	}
+}
+
+// walletBytes is a digest of the wallet file and its -wal and -shm, as they are.
+func walletBytes(t *testing.T, wallet string) string {
+	t.Helper()
+	h := sha256.New()
+	for _, p := range []string{wallet, wallet + "-wal", wallet + "-shm"} {
+		b, err := os.ReadFile(p)
+		if err != nil && !os.IsNotExist(err) {
+			t.Fatal(err)
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// TestAgent_SamePlaceTwiceIsRefused: a destination on a place another destination uses,
+// under any spelling, or a folder inside another's folder, is refused when added or moved
+// there; the config keeps what it had.
+func TestAgent_SamePlaceTwiceIsRefused(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	if err := os.MkdirAll(e.folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(e.dir, "link-to-backups")
+	if err := os.Symlink(e.folder, link); err != nil {
+		t.Fatal(err)
+	}
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	tests := []struct {
+		name string
+		kind api.DestinationKind
+		path string
+	}{
+		{"the same folder, another kind", api.DestinationBundles, e.folder},
+		{"the same folder, spelled otherwise", api.DestinationFolder, e.folder + "/./"},
+		{"the same folder through a link", api.DestinationBundles, link},
+		{"a folder inside the backup folder", api.DestinationBundles, filepath.Join(e.folder, "bundles")},
+		{"the backup wallet file as a folder", api.DestinationFolder, e.backupWallet},
+		{"a folder holding the backup wallet", api.DestinationFolder, e.dir},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := api.Destination{ID: "second", Name: "Second", Kind: tt.kind, Path: tt.path, Schedule: a.config().Drill, Pause: &api.Pause{}}
+			err := c.Call(context.Background(), api.RouteDestinationAdd, d, nil)
+			if err == nil || !strings.Contains(err.Error(), "already used by the destination") {
+				t.Fatalf("added %s: %v", tt.path, err)
+			}
+			moved, err := findDestination(a.config(), "file")
+			if err != nil {
+				t.Fatal(err)
+			}
+			moved.Kind, moved.Path = tt.kind, tt.path
+			if tt.kind == api.DestinationFolder && tt.path == e.backupWallet {
+				return // the backup wallet itself, which it is already
+			}
+			if err := c.Call(context.Background(), api.RouteDestinationPut, moved, nil, "file"); err == nil || !strings.Contains(err.Error(), "already used by the destination") {
+				t.Fatalf("moved the backup wallet to %s: %v", tt.path, err)
+			}
+			if n := len(a.config().Destinations); n != 2 {
+				t.Errorf("%d destinations after a refusal", n)
+			}
+		})
+	}
+}
