@@ -24,6 +24,7 @@ import (
 
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
+	"walletsync/testkit"
 	"walletsync/testkit/tier"
 	"walletsync/testkit/toolboxpeer"
 	"walletsync/wallet"
@@ -38,22 +39,16 @@ const ExportedAtISO = "2026-04-23T20:00:00.123Z"
 // SmallSeed is the seed of the small fixture most tests copy.
 const SmallSeed = 3
 
-// Fixtures makes each seeded wallet once (seeding is slow under the race detector) and
-// hands every test a private copy. It keeps its templates in one folder, which Main removes
-// when the tests end.
+// Fixtures holds what the backup tests share beyond testkit.SeededWallet's seeded wallets:
+// the wallet the toolbox itself made, made once, as two peer runs cost seconds. Main
+// removes it when the tests end.
 type Fixtures struct {
-	dir       string
-	templates sync.Map // "fixture/seed" -> func() (template, error)
-	toolbox   func() (string, error)
-}
-
-type template struct {
-	path, identity string
+	toolbox func() (string, error)
 }
 
 // Main makes the package's Fixtures, stores them in *f, runs the tests and removes the
-// templates whatever the tests did; it returns the exit code for os.Exit. Use it from
-// TestMain:
+// toolbox-made wallet whatever the tests did; it returns the exit code for os.Exit. Use it
+// from TestMain:
 //
 //	var fixtures *backuptest.Fixtures
 //	func TestMain(m *testing.M) { os.Exit(backuptest.Main(m, &fixtures)) }
@@ -64,7 +59,7 @@ func Main(m *testing.M, f **Fixtures) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	fx := &Fixtures{dir: dir}
+	fx := &Fixtures{}
 	// The toolbox-made wallet is made once: two peer runs cost seconds.
 	fx.toolbox = sync.OnceValues(func() (string, error) {
 		path := filepath.Join(dir, "toolbox.sqlite")
@@ -79,33 +74,10 @@ func Main(m *testing.M, f **Fixtures) int {
 }
 
 // Store returns a private copy of a store on the test chain seeded with fixture f and
-// seed, and the user's identity key.
+// seed (testkit.SeededWallet's, with its caveats), and the user's identity key.
 func (fx *Fixtures) Store(tb testing.TB, f localstore.Fixture, seed uint64) (path, identity string) {
 	tb.Helper()
-	tmpl, err := fx.template(f, seed)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	path = filepath.Join(tb.TempDir(), "wallet.sqlite")
-	CopyFile(tb, tmpl.path, path)
-	return path, tmpl.identity
-}
-
-func (fx *Fixtures) template(f localstore.Fixture, seed uint64) (template, error) {
-	once, _ := fx.templates.LoadOrStore(fmt.Sprintf("%s/%d", f, seed), sync.OnceValues(func() (template, error) {
-		ctx := context.Background()
-		path := filepath.Join(fx.dir, fmt.Sprintf("%s-%d.sqlite", f, seed))
-		s, err := localstore.Create(ctx, path, localstore.CreateOptions{Chain: wallet.ChainTest, StorageName: "walletsync-test"}, localstore.Options{})
-		if err != nil {
-			return template{}, err
-		}
-		res, err := localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: seed})
-		if cerr := s.Close(); err == nil {
-			err = cerr
-		}
-		return template{path, res.IdentityKey}, err
-	}))
-	return once.(func() (template, error))()
+	return testkit.SeededWallet(tb, f, seed), localstore.FixtureIdentity(seed)
 }
 
 // ToolboxStore returns a private copy of a store the toolbox itself created and filled
