@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -175,7 +176,8 @@ func askAgent[T any](ctx context.Context, args []string, out io.Writer, name str
 // runRun asks the agent to bring a destination up to date now.
 func runRun(ctx context.Context, args []string, out io.Writer) error {
 	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *api.Client, target string) (any, error) {
-		return c.Run(ctx, target)
+		t, err := c.Run(ctx, target)
+		return t, unknownDestination(ctx, c, target, err)
 	})
 }
 
@@ -225,7 +227,7 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 		_, err = c.Resume(ctx, fs.Arg(0))
 	}
 	if err != nil {
-		return err
+		return unknownDestination(ctx, c, fs.Arg(0), err)
 	}
 	what := "every destination"
 	if !*all {
@@ -259,6 +261,24 @@ func agentAction(ctx context.Context, name, what, noun string, args []string, ou
 			fmt.Fprintf(w, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
 		}
 	})
+}
+
+// unknownDestination gives an agent's "not found" for a destination name the hint a person
+// needs: the name they probably meant and every valid one. Any other error, and nil, is
+// returned as it is.
+func unknownDestination(ctx context.Context, c *api.Client, name string, err error) error {
+	if ae, ok := errors.AsType[*api.APIError](err); !ok || ae.Code != "not_found" {
+		return err
+	}
+	dests, lerr := c.Destinations(ctx)
+	if lerr != nil {
+		return err
+	}
+	ids := make([]string, len(dests))
+	for i, d := range dests {
+		ids[i] = d.ID
+	}
+	return api.WithHint(err, command.DidYouMean("destination", name, ids))
 }
 
 func firstNonEmpty(s ...string) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +65,11 @@ func TestCLI_Usage(t *testing.T) {
 	}{
 		{nil, 0, "Commands:"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"staus", "--json"}, 2, `did you mean "walletsync status"?`},
+		{[]string{"wallet", "infoo", "--db", "x"}, 2, `did you mean "walletsync wallet info"?`},
+		{[]string{"wallet"}, 0, "wallet check"},
+		{[]string{"bundle"}, 0, "bundle restore"},
+		{[]string{"pause", "backup", "--for", "5x"}, 2, `invalid value "5x" for flag -for`},
 		{[]string{"wallet", "info", "--help"}, 0, "Usage: walletsync wallet info"},
 		{[]string{"wallet", "info"}, 2, "--db is required"},
 		{[]string{"wallet", "create", "--db", "x", "--chain", "moon"}, 2, "wrong chain"},
@@ -130,7 +136,7 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 	}{
 		{[]string{"pause", dir, "--all"}, "paused every destination\n"},
 		{[]string{"resume", dir, dest}, "resumed " + dest + "\n"},
-		{[]string{"pause", dir, "--for", "1h", dest}, "paused " + dest + "\n"},
+		{[]string{"pause", dest, "--for", "1h", dir}, "paused " + dest + "\n"},
 	}
 	for _, tc := range tests {
 		if code, out, errOut := walletsync(t, tc.args...); code != 0 || out != tc.want {
@@ -139,6 +145,23 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 	}
 	if cfg, err = id.Config(walletsynctest.Wait(t)); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
 		t.Fatalf("after pause --for 1h: %+v, %v", cfg.Destinations[0].Pause, err)
+	}
+	typo := dest[:len(dest)-1] + "x"
+	for _, verb := range []string{"run", "resume"} {
+		code, _, errOut := walletsync(t, verb, typo, dir)
+		if want := fmt.Sprintf("did you mean %q? (the destinations are %q)", dest, dest); code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("walletsync %s %s: exit %d, %q; want exit 1 and %q", verb, typo, code, errOut, want)
+		}
+	}
+}
+
+// TestCLI_UnknownCommandIsShort answers a typo with the command meant, without the flags
+// typed after it and without the whole usage.
+func TestCLI_UnknownCommandIsShort(t *testing.T) {
+	code, out, errOut := walletsync(t, "wallet", "infoo", "--db", "secret-name.sqlite")
+	if code != 2 || out != "" || strings.Contains(errOut, "secret-name") || strings.Contains(errOut, "serve") ||
+		!strings.HasPrefix(errOut, `walletsync: unknown command "wallet infoo"`) {
+		t.Fatalf("wallet infoo: exit %d, %q %q", code, out, errOut)
 	}
 }
 
