@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"walletsync/agent"
@@ -120,10 +121,46 @@ func runService(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// runWalletProtect asks the running agent to protect a wallet file, as the dashboard's
+// first-run step does; a relative path is taken from the current folder.
+func runWalletProtect(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("wallet protect", "--db FILE [--data-dir D] [--json]", out)
+	af := addAgentFlags(fs)
+	db := fs.String("db", "", "the wallet app's SQLite wallet file")
+	asJSON := fs.Bool("json", false, "print the agent's config as JSON")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := command.Required("db", *db); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(*db)
+	if err != nil {
+		return fmt.Errorf("protect wallet %s: %w", *db, err)
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	cfg, err := c.AddWallet(ctx, api.WalletRef{Path: path})
+	if err != nil {
+		return err
+	}
+	return command.Report(out, *asJSON, cfg, func(w io.Writer) {
+		fmt.Fprintf(w, "walletsync now protects %s\n", path)
+		if len(cfg.Destinations) == 0 {
+			fmt.Fprintln(w, "next: add a destination in the dashboard to make the first backup")
+		}
+	})
+}
+
 // runStatus prints the agent's overview.
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, ov api.Overview) {
 		fmt.Fprintln(w, ov.Health)
+		if len(ov.Wallets) == 0 {
+			fmt.Fprintln(w, "  first, choose the wallet to protect: walletsync wallet protect --db FILE (or on the dashboard)")
+		}
 		for _, d := range ov.Destinations {
 			state := "never backed up"
 			if !d.LastSuccess.IsZero() {

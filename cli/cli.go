@@ -26,6 +26,7 @@ func commands() []command.Command {
 		{Name: "wallet create", Summary: "create a new wallet file in the wallet-toolbox schema", Run: runWalletCreate},
 		{Name: "wallet seed", Summary: "fill a wallet with a deterministic fixture (small, toolbox, large)", Run: runWalletSeed},
 		{Name: "wallet info", Summary: "show a wallet's identity, chain, counts, size and journal", Run: runWalletInfo},
+		{Name: "wallet protect", Summary: "make the running agent protect a wallet file (checked to be a toolbox wallet first)", Run: runWalletProtect},
 		{Name: "wallet check", Summary: "run SQLite's integrity and foreign key checks on a wallet", Run: runWalletCheck},
 		{Name: "key create", Summary: "create an identity key file (mode 0600) for remote storage and print its public key", Run: runKeyCreate},
 		{Name: "key show", Summary: "print the public key of an identity key file", Run: runKeyShow},

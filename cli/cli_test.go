@@ -223,3 +223,34 @@ func TestCLI_ServiceStatusGivesTheHint(t *testing.T) {
 		t.Fatalf("service status: exit %d, %q", code, stderr)
 	}
 }
+
+// TestCLI_WalletProtect chooses the wallet of a fresh agent from the command line: status
+// first leads to the step, a backup file is refused in words, and the wallet is accepted
+// by a path relative to the current folder.
+func TestCLI_WalletProtect(t *testing.T) {
+	f := walletsynctest.NewFolder(t, nil)
+	f.StartAgent(t)
+	dir := "--data-dir=" + string(f.Dir)
+	if code, out, stderr := walletsync(t, "status", dir); code != 0 || !strings.Contains(out, "walletsync wallet protect --db FILE") {
+		t.Fatalf("status with no wallet: exit %d, %q (%s)", code, out, stderr)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	if err := os.WriteFile("old.brc39", []byte("WDAT\x00\x00\x00\x01 a backup header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := walletsync(t, "wallet", "protect", "--db", "old.brc39", dir); code != 1 || !strings.Contains(stderr, "BRC-39 backup file, not a wallet") {
+		t.Fatalf("protect a backup file: exit %d, %q", code, stderr)
+	}
+	wallet := filepath.Join(work, "wallet.sqlite")
+	if code, _, stderr := walletsync(t, "wallet", "create", "--db", wallet); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := walletsync(t, "wallet", "protect", dir, "--db", "wallet.sqlite")
+	if code != 0 || out != "walletsync now protects "+wallet+"\nnext: add a destination in the dashboard to make the first backup\n" {
+		t.Fatalf("protect: exit %d, %q (%s)", code, out, stderr)
+	}
+	if cfg, err := f.Client(t).Config(walletsynctest.Wait(t)); err != nil || len(cfg.Wallets) != 1 || cfg.Wallets[0].Path != wallet {
+		t.Fatalf("config after protect: %+v, %v", cfg, err)
+	}
+}

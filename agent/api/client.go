@@ -185,6 +185,12 @@ func (c *Client) ResumeAll(ctx context.Context) (Config, error) {
 	return call[Config](ctx, c, RouteResumeAll, nil)
 }
 
+// AddWallet makes the agent protect the wallet at ref.Path, once the agent has checked it
+// is a toolbox wallet; the error says what the file is when it is not one.
+func (c *Client) AddWallet(ctx context.Context, ref WalletRef) (Config, error) {
+	return call[Config](ctx, c, RouteWalletAdd, ref)
+}
+
 // ReplaceWallet makes the agent protect req.New in place of req.Old.
 func (c *Client) ReplaceWallet(ctx context.Context, req WalletReplaceRequest) (Config, error) {
 	return call[Config](ctx, c, RouteWalletReplace, req)
