@@ -1,8 +1,9 @@
 // Overview: is my wallet backed up, where, and when was the last good backup? And is the
 // background work slowing the wallet down? (the live charts)
 
-import { store, on, chartWindow } from '../store.js';
-import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen } from '../ui.js';
+import { store, on, chartWindow, refreshConfig, refreshOverview } from '../store.js';
+import { api } from '../api.js';
+import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen, busy } from '../ui.js';
 import { lineChart } from '../charts.js';
 import { parseDetail, progressWords } from '../task-panel.js';
 import { serverConfirmed } from './server.js';
@@ -47,6 +48,36 @@ function walletCard(w) {
       h('span', { class: 'path small-text push' }, w.path)),
     w.error ? errorBox({ message: w.error, hint: w.errorHint, detail: w.errorDetail }, 'The wallet cannot be opened') : null,
     w.identities.map(identityView));
+}
+
+// chooseWalletCard is the first run's one step: the agent protects no wallet until the
+// person names the file. It is built once per visit, so an overview refresh keeps what
+// was typed.
+function chooseWalletCard() {
+  const input = h('input', {
+    type: 'text', class: 'mono', name: 'wallet-path', autocomplete: 'off', spellcheck: 'false',
+    placeholder: '/home/you/.bsv-desktop/wallet-<identity>-main.sqlite', 'aria-describedby': 'choose-wallet-help',
+  });
+  const problem = h('div', { 'data-testid': 'wallet-problem' });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Protect this wallet');
+  const submit = async (e) => {
+    e.preventDefault();
+    problem.replaceChildren();
+    try {
+      await busy(button, () => api.addWallet(input.value.trim()));
+      await refreshConfig();
+      refreshOverview();
+    } catch (err) {
+      problem.replaceChildren(errorBox(err, 'walletsync cannot protect this file'));
+    }
+  };
+  return h('section', { class: 'card', 'aria-labelledby': 'choose-wallet-title', 'data-testid': 'choose-wallet' },
+    h('h2', { id: 'choose-wallet-title' }, 'Choose the wallet to protect'),
+    h('p', { id: 'choose-wallet-help' }, 'Type the full path of your wallet app\'s SQLite wallet file. ',
+      'walletsync checks that it is a wallet before it protects it, and never changes which wallet your app uses.'),
+    h('form', { class: 'row', onsubmit: submit },
+      h('label', { class: 'grow' }, h('span', { class: 'visually-hidden' }, 'Wallet file'), input), button),
+    problem);
 }
 
 function destinationStatus(d) {
@@ -128,6 +159,7 @@ export default {
     const wallets = h('div', { class: 'stack' });
     const dests = h('div');
     const live = h('div');
+    const chooser = chooseWalletCard();
     main.append(pageHeader('Overview', 'Is your wallet backed up, where, and when?'), h('div', { class: 'stack' }, health, dests, wallets, live));
     const render = onFrame(() => {
       const ov = store.overview;
@@ -136,7 +168,7 @@ export default {
         return;
       }
       health.replaceChildren(healthCard(ov));
-      keepOpen(wallets, () => wallets.replaceChildren(...ov.wallets.map(walletCard)));
+      keepOpen(wallets, () => wallets.replaceChildren(...(ov.wallets.length ? ov.wallets.map(walletCard) : [chooser])));
       dests.replaceChildren(destinationsCard(ov));
     });
     const renderDestinations = onFrame(() => store.overview && dests.replaceChildren(destinationsCard(store.overview)));
