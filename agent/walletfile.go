@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 
 	"walletsync/agent/api"
 	"walletsync/bundle"
+	"walletsync/localstore"
 	"walletsync/portable/brc39"
 	"walletsync/wallet"
 )
@@ -60,6 +62,73 @@ func checkWalletFile(path string) error {
 		return api.WithHint(fmt.Errorf("check wallet %s: an empty file, not a wallet: %w", path, wallet.ErrInvalidArgument), next)
 	case !bytes.Equal(head, sqliteMagic):
 		return api.WithHint(fmt.Errorf("check wallet %s: not a SQLite database, so not a toolbox wallet: %w", path, wallet.ErrInvalidArgument), next)
+	}
+	return nil
+}
+
+// walletPlaces are where wallet apps keep toolbox wallets, under the home folder: BSV
+// Desktop's current per-identity files and its two older names. The same folder holds
+// private-key backups (privatekey<time>.txt): only these patterns are ever listed, so those
+// are neither listed nor read. A function, so that no mutable state is global.
+func walletPlaces() []struct{ app, dir, pattern string } {
+	return []struct{ app, dir, pattern string }{
+		{"BSV Desktop", ".bsv-desktop", "wallet-*-*.sqlite"},
+		{"BSV Desktop", ".bsv-desktop", "wallet.db"},
+		{"BSV Desktop", ".bsv-desktop", "wallet-test.db"},
+	}
+}
+
+// findWallets lists the toolbox wallets in the places wallet apps keep them, each with its
+// identities, network, size and last change, for the first run to offer. A file that does
+// not open as a wallet is listed with the reason, so the person sees why it is not offered.
+func (a *Agent) findWallets(ctx context.Context) ([]api.FoundWallet, error) {
+	home := a.opts.Home
+	if home == "" {
+		h, err := os.UserHomeDir()
+		if err != nil {
+			return nil, fmt.Errorf("find wallets: %w", err)
+		}
+		home = h
+	}
+	found := []api.FoundWallet{}
+	for _, p := range walletPlaces() {
+		paths, err := filepath.Glob(filepath.Join(home, p.dir, p.pattern))
+		if err != nil {
+			return nil, fmt.Errorf("find wallets: %w", err)
+		}
+		for _, path := range paths {
+			fi, err := os.Stat(path)
+			if err != nil || !fi.Mode().IsRegular() {
+				continue
+			}
+			fw := api.FoundWallet{Path: path, App: p.app, SizeBytes: fi.Size(), Modified: fi.ModTime().UTC()}
+			if err := describeWallet(ctx, &fw); err != nil {
+				fw.Error = api.Explain(err).Message
+			}
+			found = append(found, fw)
+		}
+	}
+	return found, nil
+}
+
+// describeWallet fills fw's network and identities from the file, opened read-only.
+func describeWallet(ctx context.Context, fw *api.FoundWallet) error {
+	if err := checkWalletFile(fw.Path); err != nil {
+		return err
+	}
+	s, err := localstore.Open(ctx, fw.Path, localstore.Options{ReadOnly: true})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	info, err := s.Info(ctx)
+	if err != nil {
+		return err
+	}
+	fw.Chain = string(info.Settings.Chain)
+	fw.SizeBytes = info.SizeBytes
+	for _, id := range info.Identities {
+		fw.Identities = append(fw.Identities, id.IdentityKey)
 	}
 	return nil
 }

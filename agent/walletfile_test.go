@@ -105,3 +105,49 @@ func TestAgent_ReplaceWallet_FirstWallet(t *testing.T) {
 		t.Fatalf("config after the first replace: %+v", cfg)
 	}
 }
+
+// TestAgent_FindWallets_OffersWhatWalletAppsKeep lists BSV Desktop's wallets under the
+// home folder with their identity and network, names a file that is not a wallet with the
+// reason, and never lists the private-key backups beside them.
+func TestAgent_FindWallets_OffersWhatWalletAppsKeep(t *testing.T) {
+	e := noWalletEnv(t)
+	home := t.TempDir()
+	desk := filepath.Join(home, ".bsv-desktop")
+	if err := os.Mkdir(desk, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	current := filepath.Join(desk, "wallet-"+e.identity+"-test.sqlite")
+	copyFile := func(to string) {
+		b, err := os.ReadFile(e.wallet)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(current)
+	if err := os.WriteFile(filepath.Join(desk, "wallet.db"), []byte("not a database"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(desk, "privatekey1700000000.txt"), []byte("secret"), 0o400); err != nil {
+		t.Fatal(err)
+	}
+	e.opts.Home = home
+	launchAgent(t, e.opts)
+	found, err := apiClient(t, e.opts.Dir).FoundWallets(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(found) != 2 {
+		t.Fatalf("found %+v; want the current wallet and wallet.db", found)
+	}
+	w := found[0]
+	if w.Path != current || w.App != "BSV Desktop" || w.Chain != "test" || len(w.Identities) != 1 || w.Identities[0] != e.identity ||
+		w.SizeBytes == 0 || w.Modified.IsZero() || w.Error != "" {
+		t.Errorf("the current wallet: %+v", w)
+	}
+	if found[1].Path != filepath.Join(desk, "wallet.db") || !strings.Contains(found[1].Error, "not a SQLite database") {
+		t.Errorf("wallet.db, not a database: %+v", found[1])
+	}
+}

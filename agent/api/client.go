@@ -191,6 +191,11 @@ func (c *Client) AddWallet(ctx context.Context, ref WalletRef) (Config, error) {
 	return call[Config](ctx, c, RouteWalletAdd, ref)
 }
 
+// FoundWallets lists the toolbox wallets the agent finds where wallet apps keep them.
+func (c *Client) FoundWallets(ctx context.Context) ([]FoundWallet, error) {
+	return call[[]FoundWallet](ctx, c, RouteWalletsFound, nil)
+}
+
 // ReplaceWallet makes the agent protect req.New in place of req.Old.
 func (c *Client) ReplaceWallet(ctx context.Context, req WalletReplaceRequest) (Config, error) {
 	return call[Config](ctx, c, RouteWalletReplace, req)

@@ -60,21 +60,35 @@ function chooseWalletCard() {
   });
   const problem = h('div', { 'data-testid': 'wallet-problem' });
   const button = h('button', { type: 'submit', class: 'primary' }, 'Protect this wallet');
-  const submit = async (e) => {
-    e.preventDefault();
+  const protect = async (btn, path) => {
     problem.replaceChildren();
     try {
-      await busy(button, () => api.addWallet(input.value.trim()));
+      await busy(btn, () => api.addWallet(path));
       await refreshConfig();
       refreshOverview();
     } catch (err) {
       problem.replaceChildren(errorBox(err, 'walletsync cannot protect this file'));
     }
   };
+  const submit = (e) => {
+    e.preventDefault();
+    return protect(button, input.value.trim());
+  };
+  const found = h('div', { 'data-testid': 'found-wallets' }, h('p', { class: 'muted' }, 'Looking where wallet apps keep their wallets…'));
+  api.foundWallets().then((list) => found.replaceChildren(list.length
+    ? h('ul', { class: 'plain-list' }, list.map((w) => h('li', { 'data-found': w.path },
+      h('strong', {}, w.app), ' ', h('code', { class: 'path', title: w.path }, w.path), h('br'),
+      w.error ? h('span', { class: 'muted' }, w.error)
+        : h('span', { class: 'small-text' },
+          `${w.identities?.length ? `Identity ${w.identities.map(shortKey).join(', ')}` : 'No identity yet'} · ${chainLabel(w.chain)} · ${fmtBytes(w.sizeBytes)} · changed ${fmtAgo(w.modified)} `,
+          h('button', { type: 'button', class: 'primary small', onclick: (e) => protect(e.currentTarget, w.path) }, 'Protect this wallet')))))
+    : h('p', { class: 'muted' }, 'No wallet found where wallet apps keep them; type its path below.')))
+    .catch((err) => found.replaceChildren(errorBox(err, 'Could not look for wallets')));
   return h('section', { class: 'card', 'aria-labelledby': 'choose-wallet-title', 'data-testid': 'choose-wallet' },
     h('h2', { id: 'choose-wallet-title' }, 'Choose the wallet to protect'),
-    h('p', { id: 'choose-wallet-help' }, 'Type the full path of your wallet app\'s SQLite wallet file. ',
+    h('p', { id: 'choose-wallet-help' }, 'Pick a wallet found on this computer, or type the full path of your wallet app\'s SQLite wallet file. ',
       'walletsync checks that it is a wallet before it protects it, and never changes which wallet your app uses.'),
+    found,
     h('form', { class: 'row', onsubmit: submit },
       h('label', { class: 'grow' }, h('span', { class: 'visually-hidden' }, 'Wallet file'), input), button),
     problem);
@@ -168,7 +182,12 @@ export default {
         return;
       }
       health.replaceChildren(healthCard(ov));
-      keepOpen(wallets, () => wallets.replaceChildren(...(ov.wallets.length ? ov.wallets.map(walletCard) : [chooser])));
+      if (!ov.wallets.length) {
+        // Left where it is: moving the form would drop the focus and the person's click.
+        if (wallets.childNodes.length !== 1 || wallets.firstChild !== chooser) wallets.replaceChildren(chooser);
+      } else {
+        keepOpen(wallets, () => wallets.replaceChildren(...ov.wallets.map(walletCard)));
+      }
       dests.replaceChildren(destinationsCard(ov));
     });
     const renderDestinations = onFrame(() => store.overview && dests.replaceChildren(destinationsCard(store.overview)));
