@@ -33,6 +33,7 @@ func commands() []command.Command {
 		{Name: "serve", Summary: "serve wallet storage to toolbox wallets (JSON-RPC over BRC-104) from one SQLite store or a PostgreSQL database, until Ctrl-C", Run: runServe},
 		{Name: "agent", Summary: "run the background agent with its dashboard (until Ctrl-C)", Run: runAgent},
 		{Name: "service", Summary: "install, uninstall, start, stop or show the platform service", Run: runService},
+		{Name: "open", Summary: "open the dashboard in the browser with a fresh one-time sign-in link (and print it)", Run: runOpen},
 		{Name: "status", Summary: "show the running agent's health and destinations", Run: runStatus},
 		{Name: "tasks", Summary: "list the running agent's tasks", Run: runTasks},
 		{Name: "run", Summary: "bring a destination up to date now", Run: runRun},

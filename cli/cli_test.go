@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -252,5 +253,39 @@ func TestCLI_WalletProtect(t *testing.T) {
 	}
 	if cfg, err := f.Client(t).Config(walletsynctest.Wait(t)); err != nil || len(cfg.Wallets) != 1 || cfg.Wallets[0].Path != wallet {
 		t.Fatalf("config after protect: %+v, %v", cfg, err)
+	}
+}
+
+// TestCLI_OpenGivesAFreshLink: open prints a new one-time link and hands that link to the
+// browser ($BROWSER stands in for it here); the link signs a browser in.
+func TestCLI_OpenGivesAFreshLink(t *testing.T) {
+	f := walletsynctest.NewFolder(t, nil)
+	f.StartAgent(t)
+	opened := filepath.Join(t.TempDir(), "opened")
+	browser := filepath.Join(t.TempDir(), "browser")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf %s \"$1\" > "+opened+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BROWSER", browser)
+	code, out, stderr := walletsync(t, "open", "--data-dir="+string(f.Dir))
+	if code != 0 || !strings.HasPrefix(out, "dashboard: http://127.0.0.1:") {
+		t.Fatalf("open: exit %d, %q (%s)", code, out, stderr)
+	}
+	link := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "dashboard: ")
+	got, err := os.ReadFile(opened)
+	if err != nil || string(got) != link {
+		t.Fatalf("the browser was given %q (%v); want the printed link %q", got, err, link)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(resp.Cookies()) == 0 {
+		t.Fatalf("the link answered %s without a sign-in cookie", resp.Status)
+	}
+	if code, out, _ := walletsync(t, "open", "--print-only", "--data-dir="+string(f.Dir)); code != 0 || strings.Contains(out, link) {
+		t.Fatalf("a second open: exit %d, %q; want a new link", code, out)
 	}
 }
