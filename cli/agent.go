@@ -156,8 +156,9 @@ func runWalletProtect(ctx context.Context, args []string, out io.Writer) error {
 
 // runStatus prints the agent's overview.
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, ov api.Overview) {
+	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, c *api.Client, ov api.Overview) {
 		fmt.Fprintln(w, ov.Health)
+		fmt.Fprintf(w, "  dashboard %s (to sign in: walletsync open, the tray, or the desktop window)\n", c.Address())
 		if len(ov.Wallets) == 0 {
 			fmt.Fprintln(w, "  first, choose the wallet to protect: walletsync wallet protect --db FILE (or on the dashboard)")
 		}
@@ -182,7 +183,7 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 
 // runTasks lists the agent's tasks, newest first.
 func runTasks(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "tasks", (*api.Client).Tasks, func(w io.Writer, tasks []api.Task) {
+	return askAgent(ctx, args, out, "tasks", (*api.Client).Tasks, func(w io.Writer, _ *api.Client, tasks []api.Task) {
 		for _, t := range tasks {
 			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
 		}
@@ -192,7 +193,7 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 // askAgent is a command that reads one answer from the running agent (status, tasks): it
 // takes the agent flags and --json, makes the one call, and prints the answer as JSON or
 // with text.
-func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*api.Client, context.Context) (T, error), text func(io.Writer, T)) error {
+func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*api.Client, context.Context) (T, error), text func(io.Writer, *api.Client, T)) error {
 	fs := command.NewFlags(name, "[--data-dir D] [--json]", out)
 	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -207,7 +208,7 @@ func askAgent[T any](ctx context.Context, args []string, out io.Writer, name str
 	if err != nil {
 		return err
 	}
-	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, v) })
+	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, c, v) })
 }
 
 // runRun asks the agent to bring a destination up to date now.

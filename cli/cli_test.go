@@ -232,7 +232,8 @@ func TestCLI_WalletProtect(t *testing.T) {
 	f := walletsynctest.NewFolder(t, nil)
 	f.StartAgent(t)
 	dir := "--data-dir=" + string(f.Dir)
-	if code, out, stderr := walletsync(t, "status", dir); code != 0 || !strings.Contains(out, "walletsync wallet protect --db FILE") {
+	if code, out, stderr := walletsync(t, "status", dir); code != 0 || !strings.Contains(out, "walletsync wallet protect --db FILE") ||
+		!strings.Contains(out, "  dashboard http://127.0.0.1:") || !strings.Contains(out, "to sign in: walletsync open") {
 		t.Fatalf("status with no wallet: exit %d, %q (%s)", code, out, stderr)
 	}
 	work := t.TempDir()

@@ -111,6 +111,10 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return call[Status](ctx, c, RouteStatus, nil)
 }
 
+// Address is the agent's dashboard address (http://host:port/), for a person to read; it
+// signs nobody in (see LoginURL).
+func (c *Client) Address() string { return c.base + "/" }
+
 // LoginURL returns a new one-time login URL for a browser (see Server.LoginURL).
 func (c *Client) LoginURL(ctx context.Context) (string, error) {
 	login, err := call[struct {
