@@ -19,6 +19,9 @@ import (
 
 // Options configure an Agent.
 type Options struct {
+	// Home is the folder under which the first run looks for wallet apps' wallets
+	// (os.UserHomeDir when empty; see findWallets).
+	Home string
 	// Dir is the data folder: state database, secrets, token, lock (DefaultDataDir when
 	// empty).
 	Dir DataDir

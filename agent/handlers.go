@@ -25,6 +25,7 @@ func (a *Agent) routes() {
 		api.RouteOverview:       func(r *http.Request) (any, error) { return a.Overview(r.Context()) },
 		api.RouteConfig:         func(*http.Request) (any, error) { return a.config(), nil },
 		api.RouteSettings:       api.WithBody(func(_ *http.Request, s api.SettingsRequest) (any, error) { return a.saveSettings(s) }),
+		api.RouteWalletsFound:   func(r *http.Request) (any, error) { return a.findWallets(r.Context()) },
 		api.RouteWalletAdd:      api.WithBody(func(r *http.Request, ref api.WalletRef) (any, error) { return a.addWallet(r.Context(), ref) }),
 		api.RouteDestinationAdd: api.WithBody(func(_ *http.Request, d api.Destination) (any, error) { return a.addDestination(d) }),
 		api.RouteDestinationPut: api.WithBody(func(r *http.Request, d api.Destination) (any, error) {
@@ -99,24 +100,47 @@ func (a *Agent) saveSettings(s api.SettingsRequest) (api.Config, error) {
 	})
 }
 
-// addWallet adds (or replaces) the wallet ref, once the wallet opens.
+// addWallet adds (or replaces) the wallet ref, once checkWalletFile passes it and it opens
+// as a toolbox wallet. Destinations added before any wallet was chosen (their Wallet is
+// empty) back up this one from now on.
 func (a *Agent) addWallet(ctx context.Context, ref api.WalletRef) (api.Config, error) {
-	if _, err := a.wallet(ctx, ref.Path); err != nil {
-		return api.Config{}, api.WithHint(err, "give the path of a @bsv/wallet-toolbox SQLite wallet")
+	if err := a.openAsWallet(ctx, ref.Path); err != nil {
+		return api.Config{}, err
 	}
 	return a.updateConfig(func(c *api.Config) error {
 		c.Wallets = slices.DeleteFunc(c.Wallets, func(w api.WalletRef) bool { return w.Path == ref.Path })
 		c.Wallets = append(c.Wallets, ref)
+		for j := range c.Destinations {
+			if c.Destinations[j].Wallet == "" {
+				c.Destinations[j].Wallet = ref.Path
+			}
+		}
 		return nil
 	})
+}
+
+// openAsWallet checks that path is a toolbox wallet and opens it, with the words a person
+// needs when it is not one.
+func (a *Agent) openAsWallet(ctx context.Context, path string) error {
+	if err := checkWalletFile(path); err != nil {
+		return api.AtPath(path, err)
+	}
+	if _, err := a.wallet(ctx, path); err != nil {
+		return api.AtPath(path, api.WithHint(err, "give the path of a @bsv/wallet-toolbox SQLite wallet"))
+	}
+	return nil
 }
 
 // replaceWallet makes the agent protect req.New in place of req.Old, once New opens as a
 // wallet: the same destinations back it up from now on. Old is left as it is, and the agent
 // lets go of it (see releaseUnconfigured).
 func (a *Agent) replaceWallet(ctx context.Context, req api.WalletReplaceRequest) (api.Config, error) {
-	if _, err := a.wallet(ctx, req.New); err != nil {
-		return api.Config{}, api.AtPath(req.New, err)
+	if req.Old == "" && len(a.config().Wallets) == 0 {
+		// Nothing was protected yet: the restored wallet becomes the first one.
+		return a.addWallet(ctx, api.WalletRef{Path: req.New})
+	}
+	if err := a.openAsWallet(ctx, req.New); err != nil {
+		return api.Config{}, err
 	}
 	cfg, err := a.updateConfig(func(c *api.Config) error {
 		i := slices.IndexFunc(c.Wallets, func(w api.WalletRef) bool { return w.Path == req.Old })

@@ -2,11 +2,13 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"time"
 
 	"walletsync/agent"
@@ -119,10 +121,47 @@ func runService(ctx context.Context, args []string, out io.Writer) error {
 	return nil
 }
 
+// runWalletProtect asks the running agent to protect a wallet file, as the dashboard's
+// first-run step does; a relative path is taken from the current folder.
+func runWalletProtect(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("wallet protect", "--db FILE [--data-dir D] [--json]", out)
+	af := addAgentFlags(fs)
+	db := fs.String("db", "", "the wallet app's SQLite wallet file")
+	asJSON := fs.Bool("json", false, "print the agent's config as JSON")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	if err := command.Required("db", *db); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(*db)
+	if err != nil {
+		return fmt.Errorf("protect wallet %s: %w", *db, err)
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	cfg, err := c.AddWallet(ctx, api.WalletRef{Path: path})
+	if err != nil {
+		return err
+	}
+	return command.Report(out, *asJSON, cfg, func(w io.Writer) {
+		fmt.Fprintf(w, "walletsync now protects %s\n", path)
+		if len(cfg.Destinations) == 0 {
+			fmt.Fprintln(w, "next: add a destination in the dashboard to make the first backup")
+		}
+	})
+}
+
 // runStatus prints the agent's overview.
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, ov api.Overview) {
+	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, c *api.Client, ov api.Overview) {
 		fmt.Fprintln(w, ov.Health)
+		fmt.Fprintf(w, "  dashboard %s (to sign in: walletsync open, the tray, or the desktop window)\n", c.Address())
+		if len(ov.Wallets) == 0 {
+			fmt.Fprintln(w, "  first, choose the wallet to protect: walletsync wallet protect --db FILE (or on the dashboard)")
+		}
 		for _, d := range ov.Destinations {
 			state := "not backed up here yet"
 			if !d.LastSuccess.IsZero() {
@@ -144,7 +183,7 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 
 // runTasks lists the agent's tasks, newest first.
 func runTasks(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "tasks", (*api.Client).Tasks, func(w io.Writer, tasks []api.Task) {
+	return askAgent(ctx, args, out, "tasks", (*api.Client).Tasks, func(w io.Writer, _ *api.Client, tasks []api.Task) {
 		for _, t := range tasks {
 			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
 		}
@@ -154,7 +193,7 @@ func runTasks(ctx context.Context, args []string, out io.Writer) error {
 // askAgent is a command that reads one answer from the running agent (status, tasks): it
 // takes the agent flags and --json, makes the one call, and prints the answer as JSON or
 // with text.
-func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*api.Client, context.Context) (T, error), text func(io.Writer, T)) error {
+func askAgent[T any](ctx context.Context, args []string, out io.Writer, name string, call func(*api.Client, context.Context) (T, error), text func(io.Writer, *api.Client, T)) error {
 	fs := command.NewFlags(name, "[--data-dir D] [--json]", out)
 	af := addAgentFlags(fs)
 	asJSON := fs.Bool("json", false, "print the result as JSON")
@@ -169,13 +208,14 @@ func askAgent[T any](ctx context.Context, args []string, out io.Writer, name str
 	if err != nil {
 		return err
 	}
-	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, v) })
+	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, c, v) })
 }
 
 // runRun asks the agent to bring a destination up to date now.
 func runRun(ctx context.Context, args []string, out io.Writer) error {
 	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *api.Client, target string) (any, error) {
-		return c.Run(ctx, target)
+		t, err := c.Run(ctx, target)
+		return t, unknownDestination(ctx, c, target, err)
 	})
 }
 
@@ -225,7 +265,7 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 		_, err = c.Resume(ctx, fs.Arg(0))
 	}
 	if err != nil {
-		return err
+		return unknownDestination(ctx, c, fs.Arg(0), err)
 	}
 	what := "every destination"
 	if !*all {
@@ -259,6 +299,24 @@ func agentAction(ctx context.Context, name, what, noun string, args []string, ou
 			fmt.Fprintf(w, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
 		}
 	})
+}
+
+// unknownDestination gives an agent's "not found" for a destination name the hint a person
+// needs: the name they probably meant and every valid one. Any other error, and nil, is
+// returned as it is.
+func unknownDestination(ctx context.Context, c *api.Client, name string, err error) error {
+	if ae, ok := errors.AsType[*api.APIError](err); !ok || ae.Code != "not_found" {
+		return err
+	}
+	dests, lerr := c.Destinations(ctx)
+	if lerr != nil {
+		return err
+	}
+	ids := make([]string, len(dests))
+	for i, d := range dests {
+		ids[i] = d.ID
+	}
+	return api.WithHint(err, command.DidYouMean("destination", name, ids))
 }
 
 func firstNonEmpty(s ...string) string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -64,6 +66,11 @@ func TestCLI_Usage(t *testing.T) {
 	}{
 		{nil, 0, "Commands:"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
+		{[]string{"staus", "--json"}, 2, `did you mean "walletsync status"?`},
+		{[]string{"wallet", "infoo", "--db", "x"}, 2, `did you mean "walletsync wallet info"?`},
+		{[]string{"wallet"}, 0, "wallet check"},
+		{[]string{"bundle"}, 0, "bundle restore"},
+		{[]string{"pause", "backup", "--for", "5x"}, 2, `invalid value "5x" for flag -for`},
 		{[]string{"wallet", "info", "--help"}, 0, "Usage: walletsync wallet info"},
 		{[]string{"wallet", "info"}, 2, "--db is required"},
 		{[]string{"wallet", "create", "--db", "x", "--chain", "moon"}, 2, "wrong chain"},
@@ -130,7 +137,7 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 	}{
 		{[]string{"pause", dir, "--all"}, "paused every destination\n"},
 		{[]string{"resume", dir, dest}, "resumed " + dest + "\n"},
-		{[]string{"pause", dir, "--for", "1h", dest}, "paused " + dest + "\n"},
+		{[]string{"pause", dest, "--for", "1h", dir}, "paused " + dest + "\n"},
 	}
 	for _, tc := range tests {
 		if code, out, errOut := walletsync(t, tc.args...); code != 0 || out != tc.want {
@@ -139,6 +146,23 @@ func TestCLI_PauseResumeSayWhat(t *testing.T) {
 	}
 	if cfg, err = id.Config(walletsynctest.Wait(t)); err != nil || cfg.Destinations[0].Pause == nil || cfg.Destinations[0].Pause.Until.IsZero() {
 		t.Fatalf("after pause --for 1h: %+v, %v", cfg.Destinations[0].Pause, err)
+	}
+	typo := dest[:len(dest)-1] + "x"
+	for _, verb := range []string{"run", "resume"} {
+		code, _, errOut := walletsync(t, verb, typo, dir)
+		if want := fmt.Sprintf("did you mean %q? (the destinations are %q)", dest, dest); code != 1 || !strings.Contains(errOut, want) {
+			t.Errorf("walletsync %s %s: exit %d, %q; want exit 1 and %q", verb, typo, code, errOut, want)
+		}
+	}
+}
+
+// TestCLI_UnknownCommandIsShort answers a typo with the command meant, without the flags
+// typed after it and without the whole usage.
+func TestCLI_UnknownCommandIsShort(t *testing.T) {
+	code, out, errOut := walletsync(t, "wallet", "infoo", "--db", "secret-name.sqlite")
+	if code != 2 || out != "" || strings.Contains(errOut, "secret-name") || strings.Contains(errOut, "serve") ||
+		!strings.HasPrefix(errOut, `walletsync: unknown command "wallet infoo"`) {
+		t.Fatalf("wallet infoo: exit %d, %q %q", code, out, errOut)
 	}
 }
 
@@ -198,5 +222,71 @@ func TestCLI_ServiceStatusGivesTheHint(t *testing.T) {
 		}
 	default:
 		t.Fatalf("service status: exit %d, %q", code, stderr)
+	}
+}
+
+// TestCLI_WalletProtect chooses the wallet of a fresh agent from the command line: status
+// first leads to the step, a backup file is refused in words, and the wallet is accepted
+// by a path relative to the current folder.
+func TestCLI_WalletProtect(t *testing.T) {
+	f := walletsynctest.NewFolder(t, nil)
+	f.StartAgent(t)
+	dir := "--data-dir=" + string(f.Dir)
+	if code, out, stderr := walletsync(t, "status", dir); code != 0 || !strings.Contains(out, "walletsync wallet protect --db FILE") ||
+		!strings.Contains(out, "  dashboard http://127.0.0.1:") || !strings.Contains(out, "to sign in: walletsync open") {
+		t.Fatalf("status with no wallet: exit %d, %q (%s)", code, out, stderr)
+	}
+	work := t.TempDir()
+	t.Chdir(work)
+	if err := os.WriteFile("old.brc39", []byte("WDAT\x00\x00\x00\x01 a backup header"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := walletsync(t, "wallet", "protect", "--db", "old.brc39", dir); code != 1 || !strings.Contains(stderr, "BRC-39 backup file, not a wallet") {
+		t.Fatalf("protect a backup file: exit %d, %q", code, stderr)
+	}
+	wallet := filepath.Join(work, "wallet.sqlite")
+	if code, _, stderr := walletsync(t, "wallet", "create", "--db", wallet); code != 0 {
+		t.Fatalf("create: exit %d: %s", code, stderr)
+	}
+	code, out, stderr := walletsync(t, "wallet", "protect", dir, "--db", "wallet.sqlite")
+	if code != 0 || out != "walletsync now protects "+wallet+"\nnext: add a destination in the dashboard to make the first backup\n" {
+		t.Fatalf("protect: exit %d, %q (%s)", code, out, stderr)
+	}
+	if cfg, err := f.Client(t).Config(walletsynctest.Wait(t)); err != nil || len(cfg.Wallets) != 1 || cfg.Wallets[0].Path != wallet {
+		t.Fatalf("config after protect: %+v, %v", cfg, err)
+	}
+}
+
+// TestCLI_OpenGivesAFreshLink: open prints a new one-time link and hands that link to the
+// browser ($BROWSER stands in for it here); the link signs a browser in.
+func TestCLI_OpenGivesAFreshLink(t *testing.T) {
+	f := walletsynctest.NewFolder(t, nil)
+	f.StartAgent(t)
+	opened := filepath.Join(t.TempDir(), "opened")
+	browser := filepath.Join(t.TempDir(), "browser")
+	if err := os.WriteFile(browser, []byte("#!/bin/sh\nprintf %s \"$1\" > "+opened+"\n"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("BROWSER", browser)
+	code, out, stderr := walletsync(t, "open", "--data-dir="+string(f.Dir))
+	if code != 0 || !strings.HasPrefix(out, "dashboard: http://127.0.0.1:") {
+		t.Fatalf("open: exit %d, %q (%s)", code, out, stderr)
+	}
+	link := strings.TrimPrefix(strings.SplitN(out, "\n", 2)[0], "dashboard: ")
+	got, err := os.ReadFile(opened)
+	if err != nil || string(got) != link {
+		t.Fatalf("the browser was given %q (%v); want the printed link %q", got, err, link)
+	}
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	resp, err := c.Get(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(resp.Cookies()) == 0 {
+		t.Fatalf("the link answered %s without a sign-in cookie", resp.Status)
+	}
+	if code, out, _ := walletsync(t, "open", "--print-only", "--data-dir="+string(f.Dir)); code != 0 || strings.Contains(out, link) {
+		t.Fatalf("a second open: exit %d, %q; want a new link", code, out)
 	}
 }

@@ -226,7 +226,8 @@ func newDash(t *testing.T, tweaks ...func(*agent.Options)) *dash {
 // startAgent starts an agent on the test's data folder and address.
 func (d *dash) startAgent() {
 	d.t.Helper()
-	opts := agent.Options{Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e", Dashboard: frontend.Handler()}
+	// Home is the test's folder, so that the first run never offers the machine's own wallets.
+	opts := agent.Options{Home: d.dir, Dir: d.data, ConfigPath: d.config, Addr: d.addr, Version: "e2e", Dashboard: frontend.Handler()}
 	for _, tweak := range d.tweaks {
 		tweak(&opts)
 	}

@@ -111,6 +111,10 @@ func (c *Client) Status(ctx context.Context) (Status, error) {
 	return call[Status](ctx, c, RouteStatus, nil)
 }
 
+// Address is the agent's dashboard address (http://host:port/), for a person to read; it
+// signs nobody in (see LoginURL).
+func (c *Client) Address() string { return c.base + "/" }
+
 // LoginURL returns a new one-time login URL for a browser (see Server.LoginURL).
 func (c *Client) LoginURL(ctx context.Context) (string, error) {
 	login, err := call[struct {
@@ -183,6 +187,17 @@ func (c *Client) Resume(ctx context.Context, id string) (Config, error) {
 // ResumeAll resumes every destination.
 func (c *Client) ResumeAll(ctx context.Context) (Config, error) {
 	return call[Config](ctx, c, RouteResumeAll, nil)
+}
+
+// AddWallet makes the agent protect the wallet at ref.Path, once the agent has checked it
+// is a toolbox wallet; the error says what the file is when it is not one.
+func (c *Client) AddWallet(ctx context.Context, ref WalletRef) (Config, error) {
+	return call[Config](ctx, c, RouteWalletAdd, ref)
+}
+
+// FoundWallets lists the toolbox wallets the agent finds where wallet apps keep them.
+func (c *Client) FoundWallets(ctx context.Context) ([]FoundWallet, error) {
+	return call[[]FoundWallet](ctx, c, RouteWalletsFound, nil)
 }
 
 // ReplaceWallet makes the agent protect req.New in place of req.Old.

@@ -132,3 +132,16 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	*d = Duration(v)
 	return nil
 }
+
+// FoundWallet is a toolbox wallet the agent found where a wallet app keeps its wallets,
+// offered on the first run. Error is set, and the rest may be empty, when the file is there
+// but does not open as a wallet.
+type FoundWallet struct {
+	Path       string    `json:"path"`
+	App        string    `json:"app"` // the wallet app whose folder holds it, e.g. "BSV Desktop"
+	Identities []string  `json:"identities,omitempty"`
+	Chain      string    `json:"chain,omitempty"`
+	SizeBytes  int64     `json:"sizeBytes"`
+	Modified   time.Time `json:"modified"`
+	Error      string    `json:"error,omitempty"`
+}

@@ -57,6 +57,7 @@ const (
 	RouteServiceUninstall  Route = "POST /api/v1/service/uninstall"                // ServiceInfo
 	RoutePathCheck         Route = "POST /api/v1/paths/check"                      // PathCheckRequest -> PathCheck
 	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
+	RouteWalletsFound      Route = "GET /api/v1/wallets/found"                     // []FoundWallet
 	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
 	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
 

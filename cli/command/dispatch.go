@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -32,7 +33,8 @@ type Program struct {
 // Dispatch runs the command whose name is the longest match for the start of args and
 // returns the exit code: 0 on success (and for --help), 2 for usage errors (an unknown
 // command, ErrUsage), 130 when cancelled (ErrCancelled), 1 for any other failure. With no
-// args, or help, it prints the usage to stdout.
+// args, or help, it prints the usage to stdout; a group's name alone (`wallet`) lists the
+// group's commands there. An unknown command is answered with the closest name.
 func (p Program) Dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
 		p.usage(stdout)
@@ -48,9 +50,7 @@ func (p Program) Dispatch(ctx context.Context, args []string, stdout, stderr io.
 		}
 	}
 	if match == nil {
-		fmt.Fprintf(stderr, "%s: unknown command %q\n\n", p.Name, strings.Join(args, " "))
-		p.usage(stderr)
-		return 2
+		return p.unknown(args, stdout, stderr)
 	}
 	err := match.Run(ctx, rest, stdout)
 	switch {
@@ -74,15 +74,64 @@ func (p Program) Dispatch(ctx context.Context, args []string, stdout, stderr io.
 	return 1
 }
 
-func (p Program) usage(w io.Writer) {
-	fmt.Fprintln(w, p.Summary)
-	fmt.Fprintf(w, "\nUsage: %s <command> [flags]   (%s <command> --help for details)\n", p.Name, p.Name)
+// unknown answers args that name no command. A group's name alone (`wallet`) lists the
+// group's commands, as help would; anything else is a usage error that names only the words
+// typed (not the flags after them) and the command the person probably meant.
+func (p Program) unknown(args []string, stdout, stderr io.Writer) int {
+	words := args[:1]
+	for i, a := range args {
+		if strings.HasPrefix(a, "-") {
+			break
+		}
+		words = args[:i+1]
+	}
+	var firsts, group []string
+	for _, c := range p.Commands {
+		if c.Hidden {
+			continue
+		}
+		first, _, grouped := strings.Cut(c.Name, " ")
+		if !slices.Contains(firsts, first) {
+			firsts = append(firsts, first)
+		}
+		if grouped && first == words[0] {
+			group = append(group, c.Name)
+		}
+	}
+	if len(group) > 0 && len(words) == 1 {
+		p.list(stdout, words[0]+" ")
+		return 0
+	}
+	typed, candidates := words[0], firsts
+	if len(group) > 0 {
+		typed, candidates = words[0]+" "+words[1], group
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n", p.Name, typed)
+	if near := Closest(typed, candidates); len(near) > 0 {
+		fmt.Fprintf(stderr, "  did you mean %q?\n", p.Name+" "+near[0])
+	}
+	if len(group) > 0 {
+		p.list(stderr, words[0]+" ")
+		return 2
+	}
+	fmt.Fprintf(stderr, "  %s help lists the commands\n", p.Name)
+	return 2
+}
+
+// list prints the visible commands whose names start with prefix, sorted.
+func (p Program) list(w io.Writer, prefix string) {
 	fmt.Fprintln(w, "\nCommands:")
 	cmds := append([]Command(nil), p.Commands...)
 	sort.SliceStable(cmds, func(i, j int) bool { return cmds[i].Name < cmds[j].Name })
 	for _, c := range cmds {
-		if !c.Hidden {
+		if !c.Hidden && strings.HasPrefix(c.Name, prefix) {
 			fmt.Fprintf(w, "  %-16s %s\n", c.Name, c.Summary)
 		}
 	}
+}
+
+func (p Program) usage(w io.Writer) {
+	fmt.Fprintln(w, p.Summary)
+	fmt.Fprintf(w, "\nUsage: %s <command> [flags]   (%s <command> --help for details)\n", p.Name, p.Name)
+	p.list(w, "")
 }

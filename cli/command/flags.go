@@ -45,15 +45,34 @@ func Parse(fs *flag.FlagSet, args []string) error {
 }
 
 // ParseFlags parses args for a command that takes positional arguments too: a bad flag is
-// a usage error (exit code 2), and --help is flag.ErrHelp.
+// a usage error (exit code 2), and --help is flag.ErrHelp. Flags may come before, between
+// or after the positional arguments (`pause DEST --for 2h`, the order a person types and
+// the help shows); after "--" everything is positional. fs.Args holds the positional
+// arguments in the order given.
 func ParseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return fmt.Errorf("%w: %v", ErrUsage, err)
 		}
-		return fmt.Errorf("%w: %v", ErrUsage, err)
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		// The flag package stops at the first positional argument and at "--", which it
+		// swallows; only in the second case is the word before the rest "--".
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			positional = append(positional, rest...)
+			break
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
-	return nil
+	// Parsing "--" alone sets fs.Args to what follows it and touches no flag.
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // Required refuses an empty flag value.

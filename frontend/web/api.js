@@ -158,6 +158,10 @@ export const api = {
   secretKeys: () => request('GET', '/api/v1/secrets'),
   setSecret: (key, value) => request('PUT', `/api/v1/secrets/${enc(key)}`, { value }),
 
+  /** foundWallets lists the toolbox wallets the agent finds where wallet apps keep them. */
+  foundWallets: () => request('GET', '/api/v1/wallets/found'),
+  /** addWallet makes the agent protect the wallet file at path, once it has checked it is a toolbox wallet. */
+  addWallet: (path) => request('POST', '/api/v1/wallets', { path }),
   /** replaceWallet makes the agent protect the wallet file next in place of old. */
   replaceWallet: (old, next) => request('POST', '/api/v1/wallets/replace', { old, new: next }),
   /** checkPath asks whether a typed path will do for its purpose (see agent/paths.go). */

@@ -244,8 +244,10 @@ function card() {
     renderTask,
     /** confirmAdded says the destination was just added, scrolls to it and focuses it. */
     confirmAdded() {
+      const noWallet = store.config && !store.config.wallets?.length;
       fill(added, notice('ok', h('p', { 'data-testid': 'added' }, h('strong', {}, 'Added. '),
-        isPaused(d) ? 'It is paused: resume it to start backing up.' : `${scheduleText(d.schedule)}; the first backup starts soon. "Run now" starts it at once.`)));
+        noWallet ? ['It cannot run yet: walletsync protects no wallet. ', h('a', { href: '#/overview' }, 'Choose the wallet'), ' first, and it backs that one up.']
+          : isPaused(d) ? 'It is paused: resume it to start backing up.' : `${scheduleText(d.schedule)}; the first backup starts soon. "Run now" starts it at once.`)));
       el.scrollIntoView({ block: 'start', behavior: 'instant' });
       // The card keeps its element through updates (its title is redrawn): it takes the focus.
       el.tabIndex = -1;

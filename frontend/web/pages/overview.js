@@ -1,8 +1,9 @@
 // Overview: is my wallet backed up, where, and when was the last good backup? And is the
 // background work slowing the wallet down? (the live charts)
 
-import { store, on, chartWindow } from '../store.js';
-import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen } from '../ui.js';
+import { store, on, chartWindow, refreshConfig, refreshOverview } from '../store.js';
+import { api } from '../api.js';
+import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen, busy } from '../ui.js';
 import { lineChart } from '../charts.js';
 import { parseDetail, progressWords } from '../task-panel.js';
 import { serverConfirmed } from './server.js';
@@ -47,6 +48,50 @@ function walletCard(w) {
       h('span', { class: 'path small-text push' }, w.path)),
     w.error ? errorBox({ message: w.error, hint: w.errorHint, detail: w.errorDetail }, 'The wallet cannot be opened') : null,
     w.identities.map(identityView));
+}
+
+// chooseWalletCard is the first run's one step: the agent protects no wallet until the
+// person names the file. It is built once per visit, so an overview refresh keeps what
+// was typed.
+function chooseWalletCard() {
+  const input = h('input', {
+    type: 'text', class: 'mono', name: 'wallet-path', autocomplete: 'off', spellcheck: 'false',
+    placeholder: '/home/you/.bsv-desktop/wallet-<identity>-main.sqlite', 'aria-describedby': 'choose-wallet-help',
+  });
+  const problem = h('div', { 'data-testid': 'wallet-problem' });
+  const button = h('button', { type: 'submit', class: 'primary' }, 'Protect this wallet');
+  const protect = async (btn, path) => {
+    problem.replaceChildren();
+    try {
+      await busy(btn, () => api.addWallet(path));
+      await refreshConfig();
+      refreshOverview();
+    } catch (err) {
+      problem.replaceChildren(errorBox(err, 'walletsync cannot protect this file'));
+    }
+  };
+  const submit = (e) => {
+    e.preventDefault();
+    return protect(button, input.value.trim());
+  };
+  const found = h('div', { 'data-testid': 'found-wallets' }, h('p', { class: 'muted' }, 'Looking where wallet apps keep their wallets…'));
+  api.foundWallets().then((list) => found.replaceChildren(list.length
+    ? h('ul', { class: 'plain-list' }, list.map((w) => h('li', { 'data-found': w.path },
+      h('strong', {}, w.app), ' ', h('code', { class: 'path', title: w.path }, w.path), h('br'),
+      w.error ? h('span', { class: 'muted' }, w.error)
+        : h('span', { class: 'small-text' },
+          `${w.identities?.length ? `Identity ${w.identities.map(shortKey).join(', ')}` : 'No identity yet'} · ${chainLabel(w.chain)} · ${fmtBytes(w.sizeBytes)} · changed ${fmtAgo(w.modified)} `,
+          h('button', { type: 'button', class: 'primary small', onclick: (e) => protect(e.currentTarget, w.path) }, 'Protect this wallet')))))
+    : h('p', { class: 'muted' }, 'No wallet found where wallet apps keep them; type its path below.')))
+    .catch((err) => found.replaceChildren(errorBox(err, 'Could not look for wallets')));
+  return h('section', { class: 'card', 'aria-labelledby': 'choose-wallet-title', 'data-testid': 'choose-wallet' },
+    h('h2', { id: 'choose-wallet-title' }, 'Choose the wallet to protect'),
+    h('p', { id: 'choose-wallet-help' }, 'Pick a wallet found on this computer, or type the full path of your wallet app\'s SQLite wallet file. ',
+      'walletsync checks that it is a wallet before it protects it, and never changes which wallet your app uses.'),
+    found,
+    h('form', { class: 'row', onsubmit: submit },
+      h('label', { class: 'grow' }, h('span', { class: 'visually-hidden' }, 'Wallet file'), input), button),
+    problem);
 }
 
 function destinationStatus(d) {
@@ -128,6 +173,7 @@ export default {
     const wallets = h('div', { class: 'stack' });
     const dests = h('div');
     const live = h('div');
+    const chooser = chooseWalletCard();
     main.append(pageHeader('Overview', 'Is your wallet backed up, where, and when?'), h('div', { class: 'stack' }, health, dests, wallets, live));
     const render = onFrame(() => {
       const ov = store.overview;
@@ -136,7 +182,12 @@ export default {
         return;
       }
       health.replaceChildren(healthCard(ov));
-      keepOpen(wallets, () => wallets.replaceChildren(...ov.wallets.map(walletCard)));
+      if (!ov.wallets.length) {
+        // Left where it is: moving the form would drop the focus and the person's click.
+        if (wallets.childNodes.length !== 1 || wallets.firstChild !== chooser) wallets.replaceChildren(chooser);
+      } else {
+        keepOpen(wallets, () => wallets.replaceChildren(...ov.wallets.map(walletCard)));
+      }
       dests.replaceChildren(destinationsCard(ov));
     });
     const renderDestinations = onFrame(() => store.overview && dests.replaceChildren(destinationsCard(store.overview)));

@@ -1,0 +1,56 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+
+	"walletsync/cli/command"
+)
+
+// runOpen asks the running agent for a fresh one-time login link, prints it, and opens it
+// in the person's browser: the way back in once the first link is used or the browser has
+// forgotten its cookie.
+func runOpen(ctx context.Context, args []string, out io.Writer) error {
+	fs := command.NewFlags("open", "[--data-dir D] [--print-only]", out)
+	af := addAgentFlags(fs)
+	printOnly := fs.Bool("print-only", false, "print the link without opening a browser")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	url, err := c.LoginURL(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "dashboard: %s\n(the link signs this browser in once, within two minutes)\n", url)
+	if *printOnly {
+		return nil
+	}
+	if err := openBrowser(ctx, url); err != nil {
+		return fmt.Errorf("open the browser (open the link above by hand): %w", err)
+	}
+	return nil
+}
+
+// openBrowser starts the person's browser on url: $BROWSER when set (the convention
+// xdg-open follows too, and how tests watch what would open), else the platform's opener.
+// It waits only for the opener, not for the browser.
+func openBrowser(ctx context.Context, url string) error {
+	name, args := "xdg-open", []string{url}
+	switch {
+	case os.Getenv("BROWSER") != "":
+		name = os.Getenv("BROWSER")
+	case runtime.GOOS == "darwin":
+		name = "open"
+	case runtime.GOOS == "windows":
+		name, args = "rundll32", []string{"url.dll,FileProtocolHandler", url}
+	}
+	return exec.CommandContext(ctx, name, args...).Run()
+}
