@@ -24,10 +24,11 @@ import (
 
 // minSchedules is how many generated fault schedules TestRun_SurvivesFaultSchedules must run:
 // the issue asks for at least 300, rapid's own default is 100 checks. Under the race
-// detector, and in the quick tier (-short), it runs raceSchedules: there one schedule costs about half a second of CPU (the
-// pure-Go SQLite under checkptr), and 300 of them were a third of CI's race stage. The
-// test command runs the 300 without it (scripts/test.sh), so both are covered: the
-// schedules' invariants 300 times, the session's concurrency under the race detector.
+// detector, and in the quick tier (-short), it runs raceSchedules: under the race detector
+// one schedule costs about half a second of CPU (the pure-Go SQLite under checkptr), and
+// 300 of them were a third of CI's race stage. The test command runs the 300 without it
+// (scripts/test.sh), so both are covered: the schedules' invariants 300 times, the
+// session's concurrency under the race detector.
 const minSchedules = 300
 
 // raceSchedules is minSchedules under the race detector.
@@ -66,7 +67,11 @@ func requireSchedules() {
 	flag.Parse()
 	flag.Visit(func(f *flag.Flag) { rapidChecksGiven = rapidChecksGiven || f.Name == "rapid.checks" })
 	if !rapidChecksGiven {
-		if err := flag.Set("rapid.checks", strconv.Itoa((wantSchedules()+scheduleWorkers-1)/scheduleWorkers)); err != nil {
+		per := (wantSchedules() + scheduleWorkers - 1) / scheduleWorkers
+		if testing.Short() {
+			per *= 5 // rapid runs a fifth of -rapid.checks under -short
+		}
+		if err := flag.Set("rapid.checks", strconv.Itoa(per)); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
@@ -574,7 +579,7 @@ func TestRun_SurvivesFaultSchedules(t *testing.T) {
 	}
 	n := schedules.Load()
 	t.Logf("ran %d fault schedules; events: %v; faulty runs ended: %v", n, all.events, all.ends)
-	if rapidChecksGiven || testing.Short() {
+	if rapidChecksGiven {
 		return
 	}
 	if want := wantSchedules(); n < int64(want) {
@@ -583,7 +588,7 @@ func TestRun_SurvivesFaultSchedules(t *testing.T) {
 	// A generator that stopped producing one of these would leave its invariant untested.
 	// Some kinds are rare (about one in 300 schedules): the race build's 60 may miss them,
 	// so the full run checks this.
-	if raceDetector {
+	if raceDetector || testing.Short() {
 		return
 	}
 	for _, k := range append(append([]faultKind{}, commitFaults...), readFaults...) {
