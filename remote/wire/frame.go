@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -27,8 +28,9 @@ import (
 // Rows are typed by the table the head names, so a decoder checks every value against its
 // column's kind before the row is used. Sizes are checked before anything is allocated:
 // the body against MaxBodyBytes, the declared uncompressed length against MaxFrameBytes,
-// the head against maxHeadBytes, the row count against wallet.MaxPageRows, and every
-// length prefix against the bytes that remain. Decompression cannot outgrow the declared
+// the head against maxHeadBytes, the row count against wallet.MaxPageRows (read before any
+// row in the binary encoding, counted as they stream in the JSON one), and every length
+// prefix against the bytes that remain. Decompression cannot outgrow the declared
 // length (zstd's DecodeAll is capped at it).
 
 // Encoding names a frame encoding, as the capabilities exchange spells it.
@@ -429,9 +431,34 @@ func jsonValue(k wallet.Kind, v any) (any, bool) {
 	return nil, false
 }
 
+// decodeJSON reads a JSON frame as a stream: rows are counted as they come and the frame is
+// refused at the first row beyond wallet.MaxPageRows, before the rest is read. A whole-body
+// json.Unmarshal would first build a slice of every row (33.5 M tiny rows in a 64 MiB body
+// took 3.2 GB) and only then let the count be checked. The head may come before or after
+// the rows, so rows are held raw (at most MaxPageRows of them) until the head names their
+// table.
 func decodeJSON(body []byte, head any) ([]wallet.Row, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	var f jsonFrame
-	if err := json.Unmarshal(body, &f); err != nil || f.Head == nil {
+	err := jsonObject(dec, func(key string) error {
+		switch key {
+		case "head":
+			return dec.Decode(&f.Head)
+		case "rows":
+			return jsonRows(dec, &f.Rows)
+		}
+		var skip json.RawMessage
+		return dec.Decode(&skip)
+	})
+	if err == nil {
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("data after the frame")
+		}
+	}
+	if err != nil || f.Head == nil || string(f.Head) == "null" {
+		if errors.Is(err, ErrBadFrame) {
+			return nil, fmt.Errorf("decode JSON frame: %w", err)
+		}
 		return nil, fmt.Errorf("decode JSON frame: %v: %w", err, ErrBadFrame)
 	}
 	if err := json.Unmarshal(f.Head, head); err != nil {
@@ -450,6 +477,51 @@ func decodeJSON(body []byte, head any) ([]wallet.Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// jsonObject reads one JSON object from dec, calling member for each key with dec at its
+// value, which member must consume.
+func jsonObject(dec *json.Decoder, member func(key string) error) error {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := member(key); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return err
+}
+
+// jsonRows reads the rows array (or null) into rows raw, refusing the row after
+// wallet.MaxPageRows without reading it.
+func jsonRows(dec *json.Decoder, rows *[]json.RawMessage) error {
+	*rows = nil // a repeated key replaces the rows, as json.Unmarshal does
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return errors.New("rows are not an array")
+	}
+	for dec.More() {
+		if len(*rows) == wallet.MaxPageRows {
+			return fmt.Errorf("more than %d rows: %w", wallet.MaxPageRows, ErrBadFrame)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		*rows = append(*rows, raw)
+	}
+	_, err = dec.Token() // the closing bracket
+	return err
 }
 
 // jsonRow decodes one row of t from its JSON array, checking each value against its column.
