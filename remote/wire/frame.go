@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/semaphore"
 
 	"walletsync/wallet"
 )
@@ -98,6 +100,14 @@ type rowCarrier interface {
 type codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
+	// frames, when set, is the budget of decompressed bytes held at once: a frame's
+	// declared length is acquired before its buffer is allocated and given back when the
+	// frame is decoded (rows copy what they keep). A server sets it: without it, 2 KB
+	// frames declaring 64 MiB of zeros each took their 64 MiB at once, 2.9 GB at 32
+	// concurrent requests.
+	frames *semaphore.Weighted
+	// framesWait is how long a frame waits for the budget before it is refused busy.
+	framesWait time.Duration
 }
 
 func newCodec() *codec {
@@ -151,7 +161,7 @@ func (c *codec) encode(e Encoding, head any, rows []wallet.Row) ([]byte, error) 
 
 // decode reads a frame into head (a pointer) and returns its rows, typed by the table head
 // names when it carries rows.
-func (c *codec) decode(e Encoding, body []byte, head any) ([]wallet.Row, error) {
+func (c *codec) decode(ctx context.Context, e Encoding, body []byte, head any) ([]wallet.Row, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, fmt.Errorf("decode frame: body of %d bytes over %d: %w", len(body), MaxBodyBytes, ErrBadFrame)
 	}
@@ -166,6 +176,11 @@ func (c *codec) decode(e Encoding, body []byte, head any) ([]wallet.Row, error) 
 	if n <= 0 || size > MaxFrameBytes {
 		return nil, fmt.Errorf("decode frame: declared length unreadable or over %d: %w", MaxFrameBytes, ErrBadFrame)
 	}
+	release, err := c.charge(ctx, int64(size))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	raw, err := c.dec.DecodeAll(body[n:], make([]byte, 0, size))
 	if err != nil {
 		return nil, fmt.Errorf("decode frame: decompress: %v: %w", err, ErrBadFrame)
@@ -200,6 +215,23 @@ func (c *codec) decode(e Encoding, body []byte, head any) ([]wallet.Row, error) 
 		return nil, fmt.Errorf("decode frame rows: %w", r.err)
 	}
 	return rows, nil
+}
+
+// charge acquires size bytes of the frame budget, waiting up to framesWait; a budget
+// still full then is a *wallet.BusyError (503 with Retry-After on the wire).
+func (c *codec) charge(ctx context.Context, size int64) (func(), error) {
+	if c.frames == nil {
+		return func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.framesWait)
+	defer cancel()
+	if err := c.frames.Acquire(wctx, size); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("decode frame: wait for memory: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("decode frame: %w", &wallet.BusyError{Reason: "decompressed frames in flight fill the server's memory budget", RetryAfter: time.Second})
+	}
+	return func() { c.frames.Release(size) }, nil
 }
 
 // tableOf returns the table of head's rows and checks a row count against the page limit;

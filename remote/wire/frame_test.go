@@ -45,7 +45,7 @@ func TestCodec_RoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got pageHead
-			gotRows, err := c.decode(enc, b, &got)
+			gotRows, err := c.decode(t.Context(), enc, b, &got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -58,7 +58,7 @@ func TestCodec_RoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sr sessionRequest
-			if r, err := c.decode(enc, b, &sr); err != nil || r != nil || sr.Session.IdentityKey != "i" {
+			if r, err := c.decode(t.Context(), enc, b, &sr); err != nil || r != nil || sr.Session.IdentityKey != "i" {
 				t.Fatalf("session request: %+v %v %v", sr, r, err)
 			}
 		})
@@ -133,7 +133,7 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 	}
 	for name, body := range cases {
 		var head pageHead
-		if _, err := c.decode(EncodingZstd, body, &head); !errors.Is(err, ErrBadFrame) {
+		if _, err := c.decode(t.Context(), EncodingZstd, body, &head); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("%s: err = %v, want ErrBadFrame", name, err)
 		}
 	}
@@ -144,7 +144,7 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 		if enc == EncodingJSON {
 			b, _ = c.encode(EncodingJSON, head, rows)
 		}
-		if _, err := c.decode(enc, b, &sessionRequest{}); !errors.Is(err, ErrBadFrame) {
+		if _, err := c.decode(t.Context(), enc, b, &sessionRequest{}); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("%s: rows where none belong: err = %v", enc, err)
 		}
 	}
@@ -158,7 +158,7 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 	}
 	for name, body := range jsonCases {
 		var head pageHead
-		if _, err := c.decode(EncodingJSON, []byte(body), &head); !errors.Is(err, ErrBadFrame) {
+		if _, err := c.decode(t.Context(), EncodingJSON, []byte(body), &head); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("JSON %s: err = %v, want ErrBadFrame", name, err)
 		}
 	}
@@ -207,7 +207,7 @@ func TestCodec_RefusesRowsPastTheLimitUnread(t *testing.T) {
 			var before, after runtime.MemStats
 			runtime.ReadMemStats(&before)
 			var h pageHead
-			rows, err := c.decode(tc.enc, tc.body, &h)
+			rows, err := c.decode(t.Context(), tc.enc, tc.body, &h)
 			runtime.ReadMemStats(&after)
 			if !errors.Is(err, ErrBadFrame) || rows != nil {
 				t.Fatalf("decode = %d rows, %v; want ErrBadFrame", len(rows), err)
