@@ -143,6 +143,7 @@ func TestServer_UnsignedRefusals(t *testing.T) {
 		{"UnknownSession", "/", with(hYourNonce, strings.Repeat("A", 64)), capturedBody, 401, "ERR_SESSION_NOT_FOUND"},
 		{"OtherIdentity", "/", with(hIdentityKey, string(CounterpartyKey(randKey(rng).PubKey()))), capturedBody, 401, "ERR_AUTH_FAILED"},
 		{"BadSignature", "/", with(hNonce, "AAAA"), capturedBody, 401, "ERR_AUTH_FAILED"},
+		{"LongNonce", "/", with(hNonce, strings.Repeat("A", 900)), capturedBody, 401, "ERR_AUTH_FAILED"},
 		{"OtherVersion", "/", with(hVersion, "1.0"), capturedBody, 401, "ERR_AUTH_FAILED"},
 		{"BodyTooLarge", "/", with(hNonce, "BBBB"), big, 413, "ERR_BODY_TOO_LARGE"},
 		{"BadHandshake", wellKnownAuth, http.Header{"Content-Type": {"application/json"}}, []byte(`{"version":"1.0"}`), 400, "ERR_INVALID_MESSAGE"},

@@ -26,6 +26,11 @@ type ServerOptions struct {
 	// MaxSessions bounds the session store (default 10,000); when it is full, a handshake
 	// evicts the least recently used session.
 	MaxSessions int
+	// MaxNonceBytes bounds the used request nonces that every session together keeps
+	// against replays (default 64 MiB, each nonce charged its bytes and nonceOverhead);
+	// when a new one would pass it, the least recently used other sessions end (their
+	// clients hand-shake again) until it fits.
+	MaxNonceBytes int64
 	// MaxBodyBytes bounds a request body (default 32 MiB, above the toolbox's 30 MB).
 	MaxBodyBytes int64
 	// Logger receives refusals at debug level (default slog.Default()).
@@ -43,8 +48,9 @@ type Server struct {
 	identity string // compressed hex of the signer's identity key
 	opts     ServerOptions
 
-	mu       sync.Mutex
-	sessions map[string]*serverSession // by the server's session nonce
+	mu         sync.Mutex
+	sessions   map[string]*serverSession // by the server's session nonce
+	nonceBytes int64                     // the charge of every session's seen nonces
 }
 
 // serverSession is one handshake's state.
@@ -56,11 +62,31 @@ type serverSession struct {
 	// request cannot be replayed (the TypeScript middleware keeps none: the toolbox server
 	// runs a replayed request again, verified on 2.1.26). At maxSeen the
 	// session ends and the client hand-shakes again, which bounds its memory.
-	seen map[string]struct{}
+	seen      map[string]struct{}
+	seenBytes int64 // the charge of seen (see nonceCharge)
 }
 
-// maxSeen is the number of requests one session serves: about 4 MB of nonces.
+// maxSeen is the number of requests one session serves: with request nonces of at most
+// maxRequestNonce characters, under 10 MB of nonces.
 const maxSeen = 50000
+
+// maxRequestNonce bounds a request's nonce, in bytes. The toolbox's clients send 32 random
+// bytes in base64 (44 characters); a longer nonce is refused as a malformed header (401),
+// which also keeps the signature's key ID (nonce, space, the 64-character server nonce)
+// inside BRC-43's 800 characters: a 900-character nonce used to fail there, as a 500.
+const maxRequestNonce = 128
+
+// maxSeenBytes bounds one session's seen nonces in bytes: maxSeen of the toolbox's
+// 44-character nonces, each with its map entry, fit; a session of longer nonces ends
+// sooner.
+const maxSeenBytes = maxSeen * (44 + nonceOverhead)
+
+// nonceOverhead is what a seen nonce costs beyond its bytes: a Go map entry and the
+// string header, rounded up.
+const nonceOverhead = 64
+
+// nonceCharge is what keeping nonce costs against the nonce budgets.
+func nonceCharge(nonce string) int64 { return int64(len(nonce)) + nonceOverhead }
 
 // NewServer returns a Server that authenticates as signer's identity.
 func NewServer(ctx context.Context, signer Signer, opts ServerOptions) (*Server, error) {
@@ -73,6 +99,9 @@ func NewServer(ctx context.Context, signer Signer, opts ServerOptions) (*Server,
 	}
 	if opts.MaxSessions <= 0 {
 		opts.MaxSessions = 10000
+	}
+	if opts.MaxNonceBytes <= 0 {
+		opts.MaxNonceBytes = 64 << 20
 	}
 	if opts.MaxBodyBytes <= 0 {
 		opts.MaxBodyBytes = 32 << 20
@@ -96,6 +125,7 @@ func NewServer(ctx context.Context, signer Signer, opts ServerOptions) (*Server,
 func (s *Server) ForgetSessions() {
 	s.mu.Lock()
 	clear(s.sessions)
+	s.nonceBytes = 0
 	s.mu.Unlock()
 }
 
@@ -192,6 +222,14 @@ func (s *Server) handshake(w http.ResponseWriter, r *http.Request) {
 	w.Write(resp)
 }
 
+// drop ends the session of nonce and gives its nonces' charge back. s.mu is held.
+func (s *Server) drop(nonce string) {
+	if sess := s.sessions[nonce]; sess != nil {
+		s.nonceBytes -= sess.seenBytes
+		delete(s.sessions, nonce)
+	}
+}
+
 // store adds a session, first dropping expired ones and, when still full, the least
 // recently used.
 func (s *Server) store(nonce string, sess *serverSession) {
@@ -202,13 +240,13 @@ func (s *Server) store(nonce string, sess *serverSession) {
 	var oldest string
 	for k, v := range s.sessions {
 		if now.Sub(v.lastUsed) > s.opts.SessionTTL {
-			delete(s.sessions, k)
+			s.drop(k)
 		} else if oldest == "" || v.lastUsed.Before(s.sessions[oldest].lastUsed) {
 			oldest = k
 		}
 	}
 	if len(s.sessions) >= s.opts.MaxSessions {
-		delete(s.sessions, oldest)
+		s.drop(oldest)
 	}
 	s.sessions[nonce] = sess
 }
@@ -223,7 +261,7 @@ func (s *Server) session(nonce string) *serverSession {
 		return nil
 	}
 	if now.Sub(sess.lastUsed) > s.opts.SessionTTL {
-		delete(s.sessions, nonce)
+		s.drop(nonce)
 		return nil
 	}
 	sess.lastUsed = now
@@ -244,14 +282,39 @@ func (s *Server) claim(serverNonce, reqNonce string) bool {
 	if _, dup := sess.seen[reqNonce]; dup {
 		return false
 	}
-	if len(sess.seen) >= maxSeen {
-		delete(s.sessions, serverNonce)
+	charge := nonceCharge(reqNonce)
+	if len(sess.seen) >= maxSeen || sess.seenBytes+charge > maxSeenBytes {
+		s.drop(serverNonce)
 		return false
+	}
+	for s.nonceBytes+charge > s.opts.MaxNonceBytes {
+		if !s.dropOldestBut(serverNonce) {
+			s.drop(serverNonce) // this session alone holds the whole budget
+			return false
+		}
 	}
 	if sess.seen == nil {
 		sess.seen = map[string]struct{}{}
 	}
 	sess.seen[reqNonce] = struct{}{}
+	sess.seenBytes += charge
+	s.nonceBytes += charge
+	return true
+}
+
+// dropOldestBut ends the least recently used session that holds nonces, other than keep;
+// false when there is none. s.mu is held.
+func (s *Server) dropOldestBut(keep string) bool {
+	var oldest string
+	for k, v := range s.sessions {
+		if k != keep && v.seenBytes > 0 && (oldest == "" || v.lastUsed.Before(s.sessions[oldest].lastUsed)) {
+			oldest = k
+		}
+	}
+	if oldest == "" {
+		return false
+	}
+	s.drop(oldest)
 	return true
 }
 
@@ -284,7 +347,7 @@ func (s *Server) general(w http.ResponseWriter, r *http.Request, next http.Handl
 	rid, err := base64.StdEncoding.DecodeString(h.Get(hRequestID))
 	sig, err2 := hex.DecodeString(h.Get(hSignature))
 	reqNonce := h.Get(hNonce)
-	if err != nil || len(rid) == 0 || len(rid) > 64 || err2 != nil || reqNonce == "" {
+	if err != nil || len(rid) == 0 || len(rid) > 64 || err2 != nil || reqNonce == "" || len(reqNonce) > maxRequestNonce {
 		s.refuse(w, r, http.StatusUnauthorized, "ERR_AUTH_FAILED", "malformed auth headers")
 		return
 	}

@@ -29,6 +29,8 @@ type metrics struct {
 	bytesIn  atomic.Uint64
 	bytesOut atomic.Uint64
 	inFlight atomic.Int64
+	conns    atomic.Int64      // connections admitted and open
+	refused  map[string]uint64 // connections and requests refused, by reason
 	// extra are mounted handlers that write their own metrics (see MetricsWriter).
 	extra []MetricsWriter
 }
@@ -41,7 +43,7 @@ type MetricsWriter interface {
 }
 
 func newMetrics() *metrics {
-	return &metrics{calls: map[[2]string]uint64{}, commits: make([]uint64, len(commitBuckets)+1)}
+	return &metrics{calls: map[[2]string]uint64{}, refused: map[string]uint64{}, commits: make([]uint64, len(commitBuckets)+1)}
 }
 
 // call records one answered toolbox call; a processSyncChunk that succeeded is also a
@@ -57,6 +59,13 @@ func (m *metrics) call(method, outcome string, took time.Duration) {
 		m.commitN++
 		m.commitS += s
 	}
+}
+
+// refuse counts one refusal for reason.
+func (m *metrics) refuse(reason string) {
+	m.mu.Lock()
+	m.refused[reason]++
+	m.mu.Unlock()
 }
 
 // ServeHTTP writes every metric.
@@ -87,7 +96,15 @@ func (m *metrics) write(w io.Writer) {
 	fmt.Fprintf(w, "walletsync_serve_commit_seconds_bucket{le=\"+Inf\"} %d\n", m.commitN)
 	fmt.Fprintf(w, "walletsync_serve_commit_seconds_sum %g\n", m.commitS)
 	fmt.Fprintf(w, "walletsync_serve_commit_seconds_count %d\n", m.commitN)
+	fmt.Fprintln(w, "# HELP walletsync_serve_refused_total Connections and requests refused at a limit, by reason (see docs/serve.md, Limits).")
+	fmt.Fprintln(w, "# TYPE walletsync_serve_refused_total counter")
+	for _, reason := range []string{refusedConns, refusedConnsPerAddr} {
+		fmt.Fprintf(w, "walletsync_serve_refused_total{reason=%q} %d\n", reason, m.refused[reason])
+	}
 	m.mu.Unlock()
+	fmt.Fprintln(w, "# HELP walletsync_serve_connections Client connections open now (the listener's, not the metrics listener's).")
+	fmt.Fprintln(w, "# TYPE walletsync_serve_connections gauge")
+	fmt.Fprintf(w, "walletsync_serve_connections %d\n", m.conns.Load())
 	fmt.Fprintln(w, "# HELP walletsync_serve_received_bytes_total Request body bytes read.")
 	fmt.Fprintln(w, "# TYPE walletsync_serve_received_bytes_total counter")
 	fmt.Fprintf(w, "walletsync_serve_received_bytes_total %d\n", m.bytesIn.Load())

@@ -94,6 +94,9 @@ type Options struct {
 	TLSCert, TLSKey string
 	// Mounts are more handlers behind the BRC-104 middleware.
 	Mounts []Mount
+	// Conns bound the connections to Listen and their deadlines (zero values: the
+	// defaults of ConnLimits); the metrics listener takes the deadlines only.
+	Conns ConnLimits
 	// ShutdownTimeout overrides DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// Logger receives structured logs (default slog.Default()). Payloads and private keys
@@ -139,6 +142,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	opts.Conns = opts.Conns.withDefaults()
 	if opts.Signer == nil {
 		return nil, fmt.Errorf("open server: no identity key: %w", wallet.ErrInvalidArgument)
 	}
@@ -370,6 +374,7 @@ func (s *Server) Run(ctx context.Context, ready func(Listening)) error {
 		ln = tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 		scheme = "https"
 	}
+	ln = newLimitListener(ln, s.opts.Conns, s.metrics)
 	base := context.WithoutCancel(ctx)
 	servers := []*http.Server{s.httpServer(s.Handler(), base)}
 	listeners := []net.Listener{ln}
@@ -423,8 +428,10 @@ func (s *Server) httpServer(h http.Handler, base context.Context) *http.Server {
 	return &http.Server{
 		Handler:           h,
 		BaseContext:       func(net.Listener) context.Context { return base },
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: s.opts.Conns.ReadHeaderTimeout,
+		ReadTimeout:       s.opts.Conns.ReadTimeout,
+		WriteTimeout:      s.opts.Conns.WriteTimeout,
+		IdleTimeout:       s.opts.Conns.IdleTimeout,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }

@@ -243,7 +243,7 @@ func (p *Provider) call(ctx context.Context, path string, req any, rows []wallet
 	if resp.Status != http.StatusOK {
 		return nil, fromWire(resp.Status, resp.Body)
 	}
-	return p.codec.decode(enc, resp.Body, ans)
+	return p.codec.decode(ctx, enc, resp.Body, ans)
 }
 
 // retry runs fn, a request that only reads, again while it fails with a

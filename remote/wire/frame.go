@@ -2,14 +2,17 @@ package wire
 
 import (
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"golang.org/x/sync/semaphore"
 
 	"walletsync/wallet"
 )
@@ -27,8 +30,9 @@ import (
 // Rows are typed by the table the head names, so a decoder checks every value against its
 // column's kind before the row is used. Sizes are checked before anything is allocated:
 // the body against MaxBodyBytes, the declared uncompressed length against MaxFrameBytes,
-// the head against maxHeadBytes, the row count against wallet.MaxPageRows, and every
-// length prefix against the bytes that remain. Decompression cannot outgrow the declared
+// the head against maxHeadBytes, the row count against wallet.MaxPageRows (read before any
+// row in the binary encoding, counted as they stream in the JSON one), and every length
+// prefix against the bytes that remain. Decompression cannot outgrow the declared
 // length (zstd's DecodeAll is capped at it).
 
 // Encoding names a frame encoding, as the capabilities exchange spells it.
@@ -96,6 +100,14 @@ type rowCarrier interface {
 type codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
+	// frames, when set, is the budget of decompressed bytes held at once: a frame's
+	// declared length is acquired before its buffer is allocated and given back when the
+	// frame is decoded (rows copy what they keep). A server sets it: without it, 2 KB
+	// frames declaring 64 MiB of zeros each took their 64 MiB at once, 2.9 GB at 32
+	// concurrent requests.
+	frames *semaphore.Weighted
+	// framesWait is how long a frame waits for the budget before it is refused busy.
+	framesWait time.Duration
 }
 
 func newCodec() *codec {
@@ -149,7 +161,7 @@ func (c *codec) encode(e Encoding, head any, rows []wallet.Row) ([]byte, error) 
 
 // decode reads a frame into head (a pointer) and returns its rows, typed by the table head
 // names when it carries rows.
-func (c *codec) decode(e Encoding, body []byte, head any) ([]wallet.Row, error) {
+func (c *codec) decode(ctx context.Context, e Encoding, body []byte, head any) ([]wallet.Row, error) {
 	if len(body) > MaxBodyBytes {
 		return nil, fmt.Errorf("decode frame: body of %d bytes over %d: %w", len(body), MaxBodyBytes, ErrBadFrame)
 	}
@@ -164,6 +176,11 @@ func (c *codec) decode(e Encoding, body []byte, head any) ([]wallet.Row, error) 
 	if n <= 0 || size > MaxFrameBytes {
 		return nil, fmt.Errorf("decode frame: declared length unreadable or over %d: %w", MaxFrameBytes, ErrBadFrame)
 	}
+	release, err := c.charge(ctx, int64(size))
+	if err != nil {
+		return nil, err
+	}
+	defer release()
 	raw, err := c.dec.DecodeAll(body[n:], make([]byte, 0, size))
 	if err != nil {
 		return nil, fmt.Errorf("decode frame: decompress: %v: %w", err, ErrBadFrame)
@@ -198,6 +215,23 @@ func (c *codec) decode(e Encoding, body []byte, head any) ([]wallet.Row, error) 
 		return nil, fmt.Errorf("decode frame rows: %w", r.err)
 	}
 	return rows, nil
+}
+
+// charge acquires size bytes of the frame budget, waiting up to framesWait; a budget
+// still full then is a *wallet.BusyError (503 with Retry-After on the wire).
+func (c *codec) charge(ctx context.Context, size int64) (func(), error) {
+	if c.frames == nil {
+		return func() {}, nil
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.framesWait)
+	defer cancel()
+	if err := c.frames.Acquire(wctx, size); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("decode frame: wait for memory: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("decode frame: %w", &wallet.BusyError{Reason: "decompressed frames in flight fill the server's memory budget", RetryAfter: time.Second})
+	}
+	return func() { c.frames.Release(size) }, nil
 }
 
 // tableOf returns the table of head's rows and checks a row count against the page limit;
@@ -429,9 +463,34 @@ func jsonValue(k wallet.Kind, v any) (any, bool) {
 	return nil, false
 }
 
+// decodeJSON reads a JSON frame as a stream: rows are counted as they come and the frame is
+// refused at the first row beyond wallet.MaxPageRows, before the rest is read. A whole-body
+// json.Unmarshal would first build a slice of every row (33.5 M tiny rows in a 64 MiB body
+// took 3.2 GB) and only then let the count be checked. The head may come before or after
+// the rows, so rows are held raw (at most MaxPageRows of them) until the head names their
+// table.
 func decodeJSON(body []byte, head any) ([]wallet.Row, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
 	var f jsonFrame
-	if err := json.Unmarshal(body, &f); err != nil || f.Head == nil {
+	err := jsonObject(dec, func(key string) error {
+		switch key {
+		case "head":
+			return dec.Decode(&f.Head)
+		case "rows":
+			return jsonRows(dec, &f.Rows)
+		}
+		var skip json.RawMessage
+		return dec.Decode(&skip)
+	})
+	if err == nil {
+		if _, end := dec.Token(); end != io.EOF {
+			err = errors.New("data after the frame")
+		}
+	}
+	if err != nil || f.Head == nil || string(f.Head) == "null" {
+		if errors.Is(err, ErrBadFrame) {
+			return nil, fmt.Errorf("decode JSON frame: %w", err)
+		}
 		return nil, fmt.Errorf("decode JSON frame: %v: %w", err, ErrBadFrame)
 	}
 	if err := json.Unmarshal(f.Head, head); err != nil {
@@ -450,6 +509,51 @@ func decodeJSON(body []byte, head any) ([]wallet.Row, error) {
 		rows = append(rows, row)
 	}
 	return rows, nil
+}
+
+// jsonObject reads one JSON object from dec, calling member for each key with dec at its
+// value, which member must consume.
+func jsonObject(dec *json.Decoder, member func(key string) error) error {
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return fmt.Errorf("not a JSON object: %v", err)
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		if err := member(key); err != nil {
+			return err
+		}
+	}
+	_, err := dec.Token() // the closing brace
+	return err
+}
+
+// jsonRows reads the rows array (or null) into rows raw, refusing the row after
+// wallet.MaxPageRows without reading it.
+func jsonRows(dec *json.Decoder, rows *[]json.RawMessage) error {
+	*rows = nil // a repeated key replaces the rows, as json.Unmarshal does
+	tok, err := dec.Token()
+	if err != nil || tok == nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return errors.New("rows are not an array")
+	}
+	for dec.More() {
+		if len(*rows) == wallet.MaxPageRows {
+			return fmt.Errorf("more than %d rows: %w", wallet.MaxPageRows, ErrBadFrame)
+		}
+		var raw json.RawMessage
+		if err := dec.Decode(&raw); err != nil {
+			return err
+		}
+		*rows = append(*rows, raw)
+	}
+	_, err = dec.Token() // the closing bracket
+	return err
 }
 
 // jsonRow decodes one row of t from its JSON array, checking each value against its column.

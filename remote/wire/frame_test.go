@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func TestCodec_RoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			var got pageHead
-			gotRows, err := c.decode(enc, b, &got)
+			gotRows, err := c.decode(t.Context(), enc, b, &got)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -57,7 +58,7 @@ func TestCodec_RoundTrip(t *testing.T) {
 				t.Fatal(err)
 			}
 			var sr sessionRequest
-			if r, err := c.decode(enc, b, &sr); err != nil || r != nil || sr.Session.IdentityKey != "i" {
+			if r, err := c.decode(t.Context(), enc, b, &sr); err != nil || r != nil || sr.Session.IdentityKey != "i" {
 				t.Fatalf("session request: %+v %v %v", sr, r, err)
 			}
 		})
@@ -132,7 +133,7 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 	}
 	for name, body := range cases {
 		var head pageHead
-		if _, err := c.decode(EncodingZstd, body, &head); !errors.Is(err, ErrBadFrame) {
+		if _, err := c.decode(t.Context(), EncodingZstd, body, &head); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("%s: err = %v, want ErrBadFrame", name, err)
 		}
 	}
@@ -143,7 +144,7 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 		if enc == EncodingJSON {
 			b, _ = c.encode(EncodingJSON, head, rows)
 		}
-		if _, err := c.decode(enc, b, &sessionRequest{}); !errors.Is(err, ErrBadFrame) {
+		if _, err := c.decode(t.Context(), enc, b, &sessionRequest{}); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("%s: rows where none belong: err = %v", enc, err)
 		}
 	}
@@ -157,8 +158,65 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 	}
 	for name, body := range jsonCases {
 		var head pageHead
-		if _, err := c.decode(EncodingJSON, []byte(body), &head); !errors.Is(err, ErrBadFrame) {
+		if _, err := c.decode(t.Context(), EncodingJSON, []byte(body), &head); !errors.Is(err, ErrBadFrame) {
 			t.Errorf("JSON %s: err = %v, want ErrBadFrame", name, err)
 		}
+	}
+}
+
+// TestCodec_RefusesRowsPastTheLimitUnread: a frame of more rows than a page holds is refused
+// at the row past the limit, in both encodings, without the rest being decoded: 4 MiB of
+// tiny rows (about 1.4 M) cost a whole-body decode some 210 MB of allocations, a stream that
+// stops at row 1,001 a few hundred KiB.
+func TestCodec_RefusesRowsPastTheLimitUnread(t *testing.T) {
+	const bodyBytes = 4 << 20
+	head := `{"table":"transactions","next":"","done":true}`
+	jsonBody := func(headFirst bool) []byte {
+		rows := "[" + strings.TrimSuffix(strings.Repeat("[],", bodyBytes/3), ",") + "]"
+		if headFirst {
+			return []byte(`{"head":` + head + `,"rows":` + rows + `}`)
+		}
+		return []byte(`{"rows":` + rows + `,"head":` + head + `}`)
+	}
+	zstdBody := func() []byte {
+		raw := binary.AppendUvarint(nil, uint64(len(head)))
+		raw = append(raw, head...)
+		raw = binary.AppendUvarint(raw, bodyBytes) // a row count far past the limit
+		raw = append(raw, make([]byte, bodyBytes)...)
+		enc, err := zstd.NewWriter(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := binary.AppendUvarint(append([]byte(nil), frameMagic...), uint64(len(raw)))
+		return enc.EncodeAll(raw, out)
+	}
+	c := newCodec()
+	for _, tc := range []struct {
+		name string
+		enc  Encoding
+		body []byte
+		// allowed is the allocation budget of the refusal beyond the body itself; the zstd
+		// frame is decompressed whole (its declared length, capped) before its count is read.
+		allowed uint64
+	}{
+		{"json head first", EncodingJSON, jsonBody(true), 1 << 20},
+		{"json rows first", EncodingJSON, jsonBody(false), 1 << 20},
+		{"zstd", EncodingZstd, zstdBody(), bodyBytes + 1<<20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			var h pageHead
+			rows, err := c.decode(t.Context(), tc.enc, tc.body, &h)
+			runtime.ReadMemStats(&after)
+			if !errors.Is(err, ErrBadFrame) || rows != nil {
+				t.Fatalf("decode = %d rows, %v; want ErrBadFrame", len(rows), err)
+			}
+			got := after.TotalAlloc - before.TotalAlloc
+			t.Logf("refusal allocated %d bytes", got)
+			if got > tc.allowed {
+				t.Fatalf("refusing the frame allocated %d bytes, more than %d: rows were decoded before they were counted", got, tc.allowed)
+			}
+		})
 	}
 }

@@ -31,7 +31,7 @@ func FuzzDecodeFrame(f *testing.F) {
 		}
 		for _, mk := range []func() rowCarrier{func() rowCarrier { return &pageHead{} }, func() rowCarrier { return &batchHead{} }} {
 			h := mk()
-			got, err := c.decode(enc, body, h)
+			got, err := c.decode(t.Context(), enc, body, h)
 			if err != nil {
 				if !errors.Is(err, ErrBadFrame) {
 					t.Fatalf("refused without ErrBadFrame: %v", err)
@@ -48,7 +48,7 @@ func FuzzDecodeFrame(f *testing.F) {
 				continue
 			}
 			h2 := mk()
-			got2, err := c.decode(enc, again, h2)
+			got2, err := c.decode(t.Context(), enc, again, h2)
 			if err != nil || !reflect.DeepEqual(h, h2) || !reflect.DeepEqual(got, got2) {
 				t.Fatalf("decode, encode, decode changed the message: %v\n%+v %v\n%+v %v", err, h, got, h2, got2)
 			}

@@ -9,6 +9,9 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"time"
+
+	"golang.org/x/sync/semaphore"
 
 	"walletsync/remote/auth"
 	"walletsync/wallet"
@@ -30,9 +33,19 @@ type Backend interface {
 
 // HandlerOptions tune a Handler. The zero value takes the defaults.
 type HandlerOptions struct {
-	Views  ViewOptions
-	Logger *slog.Logger // default slog.Default()
+	Views ViewOptions
+	// FrameBudget bounds the decompressed bytes of request frames held at once (default
+	// DefaultFrameBudget; at least MaxFrameBytes). A frame's declared length is charged
+	// before it is decompressed; one that cannot be charged within FrameWait (default 1 s)
+	// is refused with a *wallet.BusyError (503, Retry-After).
+	FrameBudget int64
+	FrameWait   time.Duration
+	Logger      *slog.Logger // default slog.Default()
 }
+
+// DefaultFrameBudget is four largest frames: a small VM's 1 GiB keeps its other three
+// quarters for the store, the bodies in flight and the rows the frames decode into.
+const DefaultFrameBudget = 4 * MaxFrameBytes
 
 // Handler serves the Provider contract (wallet.Source and wallet.Destination) of a Backend
 // over HTTP, under Prefix. It must run behind auth.Server's Middleware: every request is
@@ -64,8 +77,16 @@ func NewHandler(backend Backend, opts HandlerOptions) *Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
+	if opts.FrameBudget <= 0 {
+		opts.FrameBudget = DefaultFrameBudget
+	}
+	if opts.FrameWait <= 0 {
+		opts.FrameWait = time.Second
+	}
+	cd := newCodec()
+	cd.frames, cd.framesWait = semaphore.NewWeighted(max(opts.FrameBudget, MaxFrameBytes)), opts.FrameWait
 	shared, _ := backend.(SharedViews)
-	return &Handler{backend: backend, views: newViews(opts.Views), shared: shared, codec: newCodec(), log: opts.Logger}
+	return &Handler{backend: backend, views: newViews(opts.Views), shared: shared, codec: cd, log: opts.Logger}
 }
 
 // Stats reports the retained views, for metrics: with shared views, those this process
@@ -189,7 +210,7 @@ const wireName = "walletsync"
 
 // decode reads c's request into head and refuses rows where none belong.
 func (c *call) decode(cd *codec, head any) ([]wallet.Row, error) {
-	return cd.decode(c.enc, c.body, head)
+	return cd.decode(c.ctx, c.enc, c.body, head)
 }
 
 func (h *Handler) source(c *call) (wallet.Source, error) {
