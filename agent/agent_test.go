@@ -240,26 +240,9 @@ func TestAgent_CancelMidSyncKeepsTheAcknowledgedCheckpoint(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureToolbox)
 	e.opts.SyncMaxRows = 20
 	a := launchAgent(t, e.opts)
-	sub := a.bus.Subscribe(a.bus.Last())
-	task, err := a.RunDestination("file", "manual")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		ev, err := sub.Next(waitCtx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p, ok := ev.Data.(api.Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
-			break
-		}
-	}
-	if _, err := a.tasks.Cancel(task.ID); err != nil {
-		t.Fatal(err)
-	}
-	done, err := a.tasks.Wait(waitCtx(t), task.ID)
-	if err != nil || done.State != api.TaskCancelled {
-		t.Fatalf("cancelled sync: %+v (%v)", done, err)
+	done := cancelAfterPages(t, a, "file", 3)
+	if done.State != api.TaskCancelled {
+		t.Fatalf("cancelled sync: %+v", done)
 	}
 	var res api.SyncResult
 	if err := jsonUnmarshal(done.Result, &res); err != nil || len(res.Sessions) != 1 {

@@ -115,3 +115,31 @@ func debugLogger() (*slog.Logger, *logBuffer) {
 	b := &logBuffer{}
 	return slog.New(slog.NewJSONHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
+
+// cancelAfterPages runs destination dest and cancels the run once it has committed pages
+// pages, and returns the task as it ended.
+func cancelAfterPages(t *testing.T, a *Agent, dest string, pages int64) api.Task {
+	t.Helper()
+	sub := a.bus.Subscribe(a.bus.Last())
+	task, err := a.RunDestination(dest, "manual")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		ev, err := sub.Next(waitCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, ok := ev.Data.(api.Task); ok && p.ID == task.ID && p.Counters.Pages >= pages {
+			break
+		}
+	}
+	if _, err := a.tasks.Cancel(task.ID); err != nil {
+		t.Fatal(err)
+	}
+	done, err := a.tasks.Wait(waitCtx(t), task.ID)
+	if err != nil {
+		t.Fatalf("wait for the cancelled run: %v", err)
+	}
+	return done
+}

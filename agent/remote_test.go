@@ -160,26 +160,9 @@ func TestAgent_StorageServerDestination_CancelThenResume(t *testing.T) {
 	e.opts.SyncMaxRows = 20
 	srv := servetest.Start(t, servetest.Paged())
 	a, c := serverDestinationEnv(t, e, srv.URL)
-	sub := a.bus.Subscribe(a.bus.Last())
-	task, err := a.RunDestination("server", "manual")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		ev, err := sub.Next(waitCtx(t))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p, ok := ev.Data.(api.Task); ok && p.ID == task.ID && p.Counters.Pages >= 3 {
-			break
-		}
-	}
-	if _, err := a.tasks.Cancel(task.ID); err != nil {
-		t.Fatal(err)
-	}
-	done, err := a.tasks.Wait(waitCtx(t), task.ID)
-	if err != nil || done.State != api.TaskCancelled {
-		t.Fatalf("cancelled push: %+v (%v)", done, err)
+	done := cancelAfterPages(t, a, "server", 3)
+	if done.State != api.TaskCancelled {
+		t.Fatalf("cancelled push: %+v", done)
 	}
 	cancelled := serverPush(t, done)
 	cp := cancelled.Sessions[0].Checkpoint
