@@ -252,13 +252,6 @@ func newFaultServer(t *testing.T, backend string, options func(testing.TB) Optio
 	}
 	opts.Logger = slog.New(slog.DiscardHandler)
 	opts.Mounts = []Mount{WireMount(wire.ViewOptions{}, nil)}
-	if srv, err := Open(t.Context(), opts); errors.Is(err, wallet.ErrNotImplemented) {
-		opts.Mounts = nil // no paged wire on this backend yet
-	} else if err == nil {
-		srv.Close()
-	} else {
-		t.Fatal(err)
-	}
 	return faultServer{running: startServer(t, opts), backend: backend, applied: applied, reads: reads}
 }
 
