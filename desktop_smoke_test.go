@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/desktop"
 	"walletsync/testkit/walletsynctest"
 )
@@ -98,12 +99,13 @@ func TestDesktopSmoke(t *testing.T) {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- window.Wait() }()
+	// The window is killed at the end if still open: how it exited then says nothing.
 	defer func() {
 		select {
-		case <-exited:
+		case _ = <-exited:
 		default:
 			window.Process.Kill()
-			<-exited
+			_ = <-exited
 		}
 	}()
 
@@ -114,10 +116,10 @@ func TestDesktopSmoke(t *testing.T) {
 	var health string
 	waitFor(t, exited, "the overview in the page", func() (bool, string) {
 		page, _ := os.ReadFile(pageText)
-		var ov agent.Overview
+		var ov api.Overview
 		e, err := dir.Endpoint()
 		if err == nil {
-			ov, err = agent.NewClient(e).Overview(context.Background())
+			ov, err = api.NewClient(e).Overview(context.Background())
 		}
 		health = ov.Health
 		return err == nil && health != "" && strings.Contains(string(page), health),
@@ -157,7 +159,7 @@ func TestDesktopSmoke(t *testing.T) {
 	case <-time.After(smokeWait):
 		t.Fatal("the window did not close on SIGTERM")
 	}
-	if _, err := dir.Endpoint(); !errors.Is(err, agent.ErrAgentNotRunning) {
+	if _, err := dir.Endpoint(); !errors.Is(err, api.ErrAgentNotRunning) {
 		t.Errorf("after the window closed its agent still publishes an address: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(string(dir), desktop.WindowStateFile)); err != nil {
@@ -251,7 +253,7 @@ func backUpOnce(t *testing.T, f walletsynctest.Folder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if task = walletsynctest.WaitTask(t, c, task.ID); task.State != agent.TaskSucceeded {
+	if task = walletsynctest.WaitTask(t, c, task.ID); task.State != api.TaskSucceeded {
 		t.Fatalf("first backup = %+v", task)
 	}
 	if _, err := c.ResumeAll(walletsynctest.Wait(t)); err != nil {
