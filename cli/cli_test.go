@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"walletsync/agent/api"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
 	"walletsync/testkit/walletsynctest"
 )
 
@@ -118,6 +120,16 @@ func TestCLI_Demo(t *testing.T) {
 	backups, err := os.ReadDir(filepath.Join(dir, "backups"))
 	if err != nil || len(backups) != 2 {
 		t.Fatalf("backup folder after two runs: %v (%v)", backups, err)
+	}
+	// The key file the demo writes signs as the demo wallet's identity, so a storage server
+	// destination can be added to the demo.
+	key, err := auth.LoadKeyFile(filepath.Join(dir, "demo-wallet.key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, out, stderr := walletsync(t, "wallet", "info", "--db", filepath.Join(dir, "demo-wallet.sqlite"), "--json")
+	if pub := hex.EncodeToString(key.PubKey().SerializeCompressed()); code != 0 || !strings.Contains(out, pub) {
+		t.Fatalf("wallet info: exit %d, %q %q; want the key file's identity %s", code, out, stderr, pub)
 	}
 }
 

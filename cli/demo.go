@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,8 +20,14 @@ import (
 	"walletsync/cli/command"
 	"walletsync/frontend"
 	"walletsync/localstore"
+	"walletsync/remote/auth"
 	"walletsync/wallet"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 )
+
+// demoSeed is the demo wallet's fixture seed: its rows and its identity key.
+const demoSeed = 1
 
 // The demo's two destinations.
 const (
@@ -65,6 +72,11 @@ func runDemo(ctx context.Context, args []string, out io.Writer) error {
 	if err := demoWallet(ctx, walletPath, f, say); err != nil {
 		return err
 	}
+	keyPath := filepath.Join(*dir, "demo-wallet.key")
+	if err := demoKeyFile(keyPath); err != nil {
+		return err
+	}
+	fmt.Fprintf(say, "demo wallet's identity key file (for a storage server destination): %s\n", keyPath)
 	data := agent.DataDir(filepath.Join(*dir, "data"))
 	configPath := filepath.Join(*dir, "config.json")
 	if err := demoConfig(configPath, walletPath, *dir); err != nil {
@@ -127,10 +139,21 @@ func demoWallet(ctx context.Context, path string, f localstore.Fixture, say io.W
 		return err
 	}
 	bar := command.NewProgressLine(say)
-	_, err = localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: 1, Progress: func(done, total int) {
+	_, err = localstore.Seed(ctx, s, f, localstore.SeedOptions{Seed: demoSeed, Progress: func(done, total int) {
 		bar.Update(done == total, "seeding: %d/%d transactions", done, total)
 	}})
 	return errors.Join(err, s.Close())
+}
+
+// demoKeyFile writes the demo wallet's identity key once, so that a storage server
+// destination (which signs as the wallet's identity) can be added to the demo without
+// reading the fixture's source. The key is derived from public data: never for real funds.
+func demoKeyFile(path string) error {
+	err := auth.WriteKeyFile(path, secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(demoSeed)))
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	return err
 }
 
 // demoConfig writes the demo's config once: the wallet, a backup wallet kept in sync on

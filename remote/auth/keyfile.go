@@ -51,9 +51,19 @@ func CreateKeyFile(path string) (*secp256k1.PrivateKey, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create key file: %w", err)
 	}
+	if err := WriteKeyFile(path, key); err != nil {
+		return nil, err
+	}
+	return key, nil
+}
+
+// WriteKeyFile writes key to path as a key file (mode 0600), as CreateKeyFile does for a
+// new key: it never replaces a file (an existing path is an error wrapping fs.ErrExist), it
+// syncs the file before returning, and it removes the file on a failure after creating it.
+func WriteKeyFile(path string, key *secp256k1.PrivateKey) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("create key file: %w", err)
+		return fmt.Errorf("create key file: %w", err)
 	}
 	b := key.Key.Bytes()
 	_, err = f.Write(append([]byte(hex.EncodeToString(b[:])), '\n'))
@@ -65,9 +75,9 @@ func CreateKeyFile(path string) (*secp256k1.PrivateKey, error) {
 	}
 	if err != nil {
 		os.Remove(path)
-		return nil, fmt.Errorf("create key file: %w", err)
+		return fmt.Errorf("create key file: %w", err)
 	}
-	return key, nil
+	return nil
 }
 
 // LoadKeyFile reads the private key in path. It refuses (with a *KeyFileError) a file that
