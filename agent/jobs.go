@@ -88,12 +88,13 @@ func (a *Agent) syncJob(ctx context.Context, h *TaskHandle, d api.Destination, r
 
 // pushPages runs the page session that pushes identity from the wallet w to dst (a backup
 // file, or a storage server on walletsync's wire), reporting its progress to h on top of
-// done, the counters of the task's sessions before it. Bulk: nothing in the foreground
+// done, the counters of the task's sessions before it. Mirror: both are backups of this
+// wallet, so they equal it column for column. Bulk: nothing in the foreground
 // waits on the destination, so a first copy takes large pages (the wallet itself is only
 // read, through snapshot views, and holds no grant).
 func (a *Agent) pushPages(ctx context.Context, h *TaskHandle, w *walletHandle, dst wallet.Destination, identity string, done syncer.Counters) (syncer.Result, error) {
 	counted := false
-	return syncer.Run(ctx, w.store, dst, identity, syncer.Options{Active: wallet.KeepSourceActive, MaxRows: a.opts.SyncMaxRows, Bulk: true,
+	return syncer.Run(ctx, w.store, dst, identity, syncer.Options{Active: wallet.KeepSourceActive, Mirror: true, MaxRows: a.opts.SyncMaxRows, Bulk: true,
 		Progress: func(p syncer.Progress) error {
 			if !counted && p.Kind != "" {
 				// Once per session, as soon as it knows what it does: the total that the

@@ -560,3 +560,44 @@ func OneSyncState(states []SyncState, producer string) (SyncState, error) {
 	}
 	return SyncState{}, fmt.Errorf("producer %s: %w", wallet.ShortKey(producer, 16), wallet.ErrAmbiguousSyncState)
 }
+
+// MirrorRow makes found, the stored row matching an incoming row of t, equal to local (the
+// incoming row with this store's ids, from Localize), for a destination that is a backup of
+// its source (wallet.Batch.Mirror): every column but the table's id takes the source's value,
+// whatever the two rows' timestamps, and a proof request's notified flag is the source's
+// (Localize clears it when it maps notify ids, as the toolbox's merge does). BRC-40's merge
+// rules protect a live wallet whose own monitor owns a proof request's status, attempts,
+// provenTxId and rawTx, and skip a change made in the same millisecond as the one before it;
+// a backup has no monitor, and must equal its source row for row and column for column.
+// MirrorRow returns the columns it changed, or nil when the rows were already equal.
+func MirrorRow(t *wallet.Table, in, local, found wallet.Row) []string {
+	var cols []string
+	for i, c := range t.Columns {
+		if c.Name == t.ID {
+			continue
+		}
+		v := local[i]
+		if t == wallet.ProvenTxReqs && c.Name == "notified" {
+			v = in[i]
+		}
+		if !sameValue(found[i], v) {
+			found[i] = v
+			cols = append(cols, c.Name)
+		}
+	}
+	return cols
+}
+
+// sameValue reports whether two values of one column, as wallet.Row holds them, are equal.
+func sameValue(a, b any) bool {
+	switch a := a.(type) {
+	case []byte:
+		b, ok := b.([]byte)
+		return ok && bytes.Equal(a, b)
+	case time.Time:
+		b, ok := b.(time.Time)
+		return ok && a.Equal(b)
+	default:
+		return a == b
+	}
+}

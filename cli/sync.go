@@ -67,7 +67,8 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	if *maxItems == 0 || *maxBytes == 0 {
 		return fmt.Errorf("%w: --max-items and --max-bytes must be at least 1", command.ErrUsage)
 	}
-	opts := syncer.Options{MaxRows: *maxItems, MaxBytes: *maxBytes, Active: wallet.KeepSourceActive}
+	// DEST is a backup wallet: an exact copy of the user's rows (syncer.Options.Mirror).
+	opts := syncer.Options{MaxRows: *maxItems, MaxBytes: *maxBytes, Active: wallet.KeepSourceActive, Mirror: true}
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}

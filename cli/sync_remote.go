@@ -182,7 +182,9 @@ func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Cli
 // paged pushes or pulls through walletsync's paged wire: the page session of a file sync,
 // with the server as the other store (its checkpoint and views kept on the server).
 func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, signerKey string, active wallet.ActivePolicy) error {
-	opts := syncer.Options{Active: active, MaxRows: int(r.maxItems), MaxBytes: r.maxBytes}
+	// A push keeps an exact copy on the server (syncer.Options.Mirror); a pull merges into a
+	// live wallet by BRC-40's rules.
+	opts := syncer.Options{Active: active, Mirror: active == wallet.KeepSourceActive, MaxRows: int(r.maxItems), MaxBytes: r.maxBytes}
 	if err := opts.Validate(); err != nil {
 		return fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}

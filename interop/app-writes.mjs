@@ -7,8 +7,9 @@
 //
 // Protocol: one JSON request per line on stdin, one JSON answer per line on stdout
 // (diagnostics on stderr). A request that fails answers {"error", "name"[, "code"]}.
-//   {"cmd":"open","db":F,"identity":HEX,"seed":N}  -> {"userId"}
-//       open an existing toolbox store as the app (findOrInsertUser for identity)
+//   {"cmd":"open","db":F,"identity":HEX,"seed":N[,"exact":true]}  -> {"userId"}
+//       open an existing toolbox store as the app (findOrInsertUser for identity); exact
+//       lifts the rules below that only BRC-40's merge needs (see "exact")
 //   {"cmd":"batch","writes":N}  -> {"writes":N,"ops":{kind:n},"failed":[{"op","error","code"}]}
 //       N random writes; a write the toolbox refuses or SQLite fails is reported, never retried
 //   {"cmd":"dump","db":F,"identity":HEX}  -> dump.mjs's rows of that store (the app's own when F is its file)
@@ -27,6 +28,9 @@
 // - Outputs never move between baskets and proof requests only move forward: BRC-40 never
 //   merges an existing output's basketId or a request's status into a backup, so those
 //   columns are left out of the comparison (see the Go test) rather than written here.
+// - exact (for a destination that is an exact copy, wallet.Batch.Mirror) lifts both: writes
+//   may share a millisecond, a "restamp" writes one transaction twice with the same
+//   updated_at in two commits, and a "move" puts an output in another basket.
 
 process.env.TZ = 'UTC'
 import { createRequire } from 'node:module'
@@ -54,7 +58,8 @@ function rng (seed) {
 const sleep = ms => new Promise(resolve => setTimeout(resolve, ms))
 
 class App {
-  constructor (storage, knex, userId, seed) {
+  constructor (storage, knex, userId, seed, exact) {
+    this.exact = exact
     this.storage = storage
     this.knex = knex
     this.userId = userId
@@ -71,9 +76,10 @@ class App {
   b64 (n) { return Buffer.from(this.bytes(n)).toString('base64') }
   name (kind) { return `${kind}-${this.int(12)}` }
 
-  // now waits until the clock is past the last write's millisecond and returns a fresh Date.
+  // now waits until the clock is past the last write's millisecond and returns a fresh Date;
+  // in exact mode it does not wait, so that writes may share a millisecond.
   async now () {
-    while (Date.now() <= this.last) await sleep(1)
+    while (!this.exact && Date.now() <= this.last) await sleep(1)
     return new Date()
   }
 
@@ -284,9 +290,34 @@ class App {
     await this.storage.updateCommission(this.pick(cs).commissionId, { isRedeemed: true })
   }
 
+  // restamp (exact mode) writes one transaction's description twice, in two commits with
+  // the same updated_at: BRC-40's "strictly newer wins" keeps the first at a destination that
+  // synced between them; an exact copy takes the second.
+  async restamp () {
+    const txs = await this.findAll('findTransactions')
+    if (txs.length === 0) return 'no transaction'
+    const t = this.pick(txs)
+    const at = new Date()
+    await this.storage.updateTransaction(t.transactionId, { description: `restamped ${++this.serial}`, updated_at: at })
+    await sleep(this.int(3))
+    await this.storage.updateTransaction(t.transactionId, { description: `restamped ${++this.serial}`, updated_at: at })
+  }
+
+  // move (exact mode) puts an output in another of the user's baskets.
+  async move () {
+    const baskets = await this.findAll('findOutputBaskets')
+    const outputs = await this.findAll('findOutputs')
+    if (baskets.length < 2 || outputs.length === 0) return 'nowhere to move'
+    const o = this.pick(outputs)
+    const to = this.pick(baskets.filter(b => b.basketId !== o.basketId))
+    await this.now()
+    await this.storage.updateOutput(o.outputId, { basketId: to.basketId })
+  }
+
   async batch (n) {
     const weights = [['newAction', 24], ['spend', 14], ['broadcast', 10], ['prove', 12], ['toggle', 10], ['certificate', 7],
       ['editField', 4], ['basket', 6], ['label', 6], ['abort', 4], ['redeem', 3]]
+    if (this.exact) weights.push(['restamp', 6], ['move', 4])
     const total = weights.reduce((a, [, w]) => a + w, 0)
     const ops = {}
     const failed = []
@@ -319,7 +350,7 @@ const handlers = {
   async open (r) {
     const { storage, knex } = await openStorage(r.db)
     const { user } = await storage.findOrInsertUser(r.identity)
-    app = new App(storage, knex, user.userId, r.seed ?? 1)
+    app = new App(storage, knex, user.userId, r.seed ?? 1, r.exact === true)
     return { userId: user.userId }
   },
   async batch (r) { return await app.batch(r.writes) },

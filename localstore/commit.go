@@ -132,6 +132,7 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		}
 		ids := newTableIDs(b.Checkpoint.Session.SourceStorage)
 		m := newMerger(ctx, tx, userID, ids, b.Active)
+		m.mirror = b.Mirror
 		m.undo = undo
 		defer m.close()
 		t, _ := wallet.LookupTable(b.Page.Table)

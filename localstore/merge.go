@@ -28,12 +28,14 @@ import (
 // Both walletsync's own page commits and the BRC-40 consumer use it; they differ only in
 // where the id maps live.
 type merger struct {
-	ctx     context.Context
-	tx      *sql.Tx
-	w       *rowWriter
-	userID  int64
-	ids     brc40.IDMapper
-	active  wallet.ActivePolicy
+	ctx    context.Context
+	tx     *sql.Tx
+	w      *rowWriter
+	userID int64
+	ids    brc40.IDMapper
+	active wallet.ActivePolicy
+	// mirror makes a matched row equal to the incoming one (wallet.Batch.Mirror).
+	mirror  bool
 	stmts   map[string]*sql.Stmt
 	inserts int64
 	updates int64
@@ -103,6 +105,9 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 		if err := m.ids.RecordID(t, in[t.Col(t.ID)].(int64), found[t.Col(t.ID)].(int64)); err != nil {
 			return err
 		}
+	}
+	if m.mirror {
+		return m.mirrorRow(t, in, local, found)
 	}
 	switch t {
 	case wallet.ProvenTxs:
@@ -397,6 +402,16 @@ func (m *merger) noteOlder(t *wallet.Table, in, found wallet.Row) {
 	}
 }
 
+// mirrorRow makes the stored row equal to the incoming one (brc40.MirrorRow).
+func (m *merger) mirrorRow(t *wallet.Table, in, local, found wallet.Row) error {
+	cols := brc40.MirrorRow(t, in, local, found)
+	if cols == nil {
+		return nil
+	}
+	m.updates++
+	return m.update(t, found, cols)
+}
+
 // mergeUser applies the user row. The toolbox copies activeStorage only from a newer row; a
 // push keeps the source's active store at the destination and a pull keeps the
 // destination's, so that no sync ever switches which store is active.
@@ -405,6 +420,9 @@ func (m *merger) mergeUser(in, found wallet.Row) error {
 	m.noteOlder(t, in, found)
 	if err := m.ids.RecordID(t, in[t.Col("userId")].(int64), found[t.Col("userId")].(int64)); err != nil {
 		return err
+	}
+	if m.mirror { // the user row has no foreign keys: in is as this store would hold it
+		return m.mirrorRow(t, in, in, found)
 	}
 	if !brc40.MergeUserRow(in, found, m.active) {
 		return nil

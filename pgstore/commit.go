@@ -81,7 +81,7 @@ func (s *Store) Commit(ctx context.Context, b wallet.Batch) (wallet.Ack, error) 
 		if err := ids.load(ctx, tx, refs); err != nil {
 			return err
 		}
-		m := &merger{ctx: ctx, tx: tx, userID: userID, ids: ids, active: b.Active}
+		m := &merger{ctx: ctx, tx: tx, userID: userID, ids: ids, active: b.Active, mirror: b.Mirror}
 		if err := m.mergeRows(t, b.Page.Rows); err != nil {
 			return err
 		}

@@ -28,11 +28,13 @@ import (
 // about three round trips per row, which put a push of the toolbox fixture at 2.5x
 // SQLite's time.
 type merger struct {
-	ctx     context.Context
-	tx      pgx.Tx
-	userID  int64
-	ids     brc40.IDMapper
-	active  wallet.ActivePolicy
+	ctx    context.Context
+	tx     pgx.Tx
+	userID int64
+	ids    brc40.IDMapper
+	active wallet.ActivePolicy
+	// mirror makes a matched row equal to the incoming one (wallet.Batch.Mirror).
+	mirror  bool
 	pending pgx.Batch // updates not yet sent (see update)
 	inserts int64
 	updates int64
@@ -104,17 +106,19 @@ func (m *merger) MergeFound(t *wallet.Table, in, local, found wallet.Row) error 
 		}
 	}
 	var cols []string
-	switch t {
-	case wallet.ProvenTxs:
+	switch {
+	case m.mirror:
+		cols = brc40.MirrorRow(t, in, local, found)
+	case t == wallet.ProvenTxs:
 		return nil // a proof, once stored, never changes
-	case wallet.ProvenTxReqs:
+	case t == wallet.ProvenTxReqs:
 		localTx := func(src int64) (int64, bool) { return m.ids.LocalID(wallet.Transactions, src) }
 		if err := brc40.MergeProofRequest(in, found, localTx); err != nil {
 			return err
 		}
 		m.update(t, found, brc40.ProofRequestMergeColumns()) // not counted, as the toolbox counts it
 		return nil
-	case wallet.Users:
+	case t == wallet.Users:
 		if brc40.MergeUserRow(in, found, m.active) {
 			cols = brc40.UserMergeColumns()
 		}

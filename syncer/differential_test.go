@@ -50,16 +50,36 @@ func envInt(tb testing.TB, name string, def int) int {
 // batches of realistic writes (actions with outputs, labels, tags and commissions, spends,
 // proof requests moving forward, two-commit proofs, tombstones and revivals, certificates
 // and their fields, basket changes), while walletsync, with its journal installed in the
-// same file, pushes the file to a second one. Every third round the pushes run while the
-// batch is being written (so some land between the two commits of a proof); every round
-// ends with a push after the batch. Then the destination must equal the source, read both
-// by walletsync (testkit/compare) and by the toolbox's own finders (dump.mjs), and no toolbox
-// write may have failed.
+// same file, pushes the file to a second one by BRC-40's merge rules (as a pull or an import
+// merges into a live wallet). Every third round the pushes run while the batch is being
+// written (so some land between the two commits of a proof); every round ends with a push
+// after the batch. Then the destination must equal the source, but for what BRC-40 keeps
+// by design (differentialIgnore), read both by walletsync (testkit/compare) and by the
+// toolbox's own finders (dump.mjs), and no toolbox write may have failed.
 //
 // WALLETSYNC_DIFF_ROUNDS, WALLETSYNC_DIFF_WRITES (per round) and WALLETSYNC_DIFF_SEED set
 // the run; the README has the long-run command.
 func TestDifferential_ToolboxAppWritesBesideIncrementalSyncs(t *testing.T) {
 	t.Parallel()
+	differential(t, false, compare.Options{Ignore: differentialIgnore})
+}
+
+// TestDifferential_ExactCopyBesideToolboxAppWrites is the same differential test for a
+// backup (syncer.Options.Mirror, as the agent's backup wallet files and walletsync serve's
+// paged wire take it): the app also writes rows twice in one millisecond (two commits with
+// the same updated_at, a push possibly between them), lets writes share a millisecond, and
+// moves outputs between baskets, and the backup must equal the source in every column of
+// every table, with nothing left out: a proof request's status, attempts and proof link
+// after the toolbox's two-step proof with a push between the steps, the user's times, the
+// default basket's.
+func TestDifferential_ExactCopyBesideToolboxAppWrites(t *testing.T) {
+	t.Parallel()
+	differential(t, true, compare.Options{})
+}
+
+// differential runs the differential test: pushes with mirror set or not, compared with
+// opts.
+func differential(t *testing.T, mirror bool, opts compare.Options) {
 	rounds := envInt(t, "WALLETSYNC_DIFF_ROUNDS", 12)
 	writes := envInt(t, "WALLETSYNC_DIFF_WRITES", 40)
 	seed := envInt(t, "WALLETSYNC_DIFF_SEED", 1)
@@ -74,12 +94,13 @@ func TestDifferential_ToolboxAppWritesBesideIncrementalSyncs(t *testing.T) {
 	t.Cleanup(func() { src.Close() })
 	dst := newStore(t, wallet.ChainTest)
 	from := src
+	sync := syncer.Options{Mirror: mirror}
 
 	app := toolboxpeer.StartScript(t, "app-writes.mjs")
-	if err := app.Call(map[string]any{"cmd": "open", "db": srcPath, "identity": id, "seed": seed}, nil); err != nil {
+	if err := app.Call(map[string]any{"cmd": "open", "db": srcPath, "identity": id, "seed": seed, "exact": mirror}, nil); err != nil {
 		t.Fatal(err)
 	}
-	push(t, from, dst, id, syncer.Options{})
+	push(t, from, dst, id, sync)
 
 	ops := map[string]int{}
 	var total, during, between int
@@ -96,7 +117,7 @@ func TestDifferential_ToolboxAppWritesBesideIncrementalSyncs(t *testing.T) {
 					}
 					running = false
 				default:
-					r := push(t, from, dst, id, syncer.Options{})
+					r := push(t, from, dst, id, sync)
 					if r.Kind != syncer.KindUnchanged {
 						during++
 					}
@@ -112,21 +133,20 @@ func TestDifferential_ToolboxAppWritesBesideIncrementalSyncs(t *testing.T) {
 		for k, n := range res.Ops {
 			ops[k] += n
 		}
-		push(t, from, dst, id, syncer.Options{})
+		push(t, from, dst, id, sync)
 		between++
-		sameThroughBoth(t, app, src, dst, srcPath, id, fmt.Sprintf("round %d (seed %d)", round, seed))
+		sameThroughBoth(t, app, src, dst, srcPath, id, opts, fmt.Sprintf("round %d (seed %d)", round, seed))
 	}
-	if again := push(t, from, dst, id, syncer.Options{}); again.Kind != syncer.KindUnchanged {
+	if again := push(t, from, dst, id, sync); again.Kind != syncer.KindUnchanged {
 		t.Fatalf("a push after the last round: %+v; want unchanged", again)
 	}
 	t.Logf("%d rounds, %d toolbox writes %v, %d pushes after batches and %d that moved rows while a batch ran", rounds, total, ops, between, during)
 }
 
-// sameThroughBoth fails unless dst equals src for the user, read by walletsync and read by
-// the toolbox's finders.
-func sameThroughBoth(t *testing.T, app *toolboxpeer.Script, src, dst *localstore.Store, srcPath, id, step string) {
+// sameThroughBoth fails unless dst equals src for the user (but for what opts leaves out),
+// read by walletsync and read by the toolbox's finders.
+func sameThroughBoth(t *testing.T, app *toolboxpeer.Script, src, dst *localstore.Store, srcPath, id string, opts compare.Options, step string) {
 	t.Helper()
-	opts := compare.Options{Ignore: differentialIgnore}
 	ws, err := compare.Read(context.Background(), src, id, opts)
 	if err != nil {
 		t.Fatalf("%s: read the source: %v", step, err)

@@ -62,6 +62,12 @@ type Options struct {
 	// (a backup file or server); it is refused together with Grants, since a commit into the
 	// local wallet must stay short enough for the foreground to wait it out.
 	Bulk bool
+	// Mirror, when set, makes the destination an exact copy of the source (wallet.Batch.Mirror):
+	// matched rows take every column of the source's, whatever BRC-40's merge rules would
+	// keep. Set it for a backup of this wallet (a backup wallet file, walletsync serve's paged
+	// wire), never for a live wallet (a pull) or a toolbox server: it is refused with Grants,
+	// and with wallet.KeepDestinationActive (a pull keeps the destination's own state).
+	Mirror bool
 	// Budget, when set, sizes pages adaptively within MaxRows and MaxBytes (BulkMaxBytes for
 	// bulk pages).
 	Budget *scheduler.Budget
@@ -109,6 +115,8 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("negative retries or backoff: %w", wallet.ErrInvalidArgument)
 	case o.Bulk && o.Grants != nil:
 		return o, fmt.Errorf("bulk pages into a destination that takes access grants (the local wallet): %w", wallet.ErrInvalidArgument)
+	case o.Mirror && (o.Grants != nil || o.Active == wallet.KeepDestinationActive):
+		return o, fmt.Errorf("an exact copy into a live wallet (a pull, or a destination that takes access grants): %w", wallet.ErrInvalidArgument)
 	}
 	switch o.Active {
 	case wallet.KeepSourceActive, wallet.KeepDestinationActive:

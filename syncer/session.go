@@ -353,7 +353,7 @@ func (s *session) walk(ctx context.Context, st stretch) error {
 		}
 		cp := st.checkpoint(pos, page.Next, end)
 		cp.Session, cp.Seq = s.key, s.cp.Seq+1
-		b := wallet.Batch{Chain: s.chain, Expect: s.cp.Seq, Active: s.opts.Active, Page: page, Checkpoint: cp}
+		b := wallet.Batch{Chain: s.chain, Expect: s.cp.Seq, Active: s.opts.Active, Mirror: s.opts.Mirror, Page: page, Checkpoint: cp}
 		tm.Prepare = time.Since(began)
 
 		pr.State = StateCommitting

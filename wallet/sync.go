@@ -95,6 +95,11 @@ type Batch struct {
 	Expect     int64        `json:"expect"`
 	Checkpoint Checkpoint   `json:"checkpoint"` // Seq must be Expect+1
 	Active     ActivePolicy `json:"active"`
+	// Mirror says the destination is a backup of the source, which nothing else writes: a
+	// matched row takes every column of the incoming one (brc40.MirrorRow), so that the
+	// backup equals its source column for column. Without it a matched row merges by BRC-40's
+	// rules, as a live wallet (a pull, an import) or a toolbox server must.
+	Mirror bool `json:"mirror,omitempty"`
 	// Page holds rows of one table with the source's ids; it may be empty (a run's final
 	// checkpoint).
 	Page Page `json:"page"`

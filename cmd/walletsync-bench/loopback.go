@@ -58,7 +58,7 @@ func startServe(ctx context.Context, db string, key *secp256k1.PrivateKey, mount
 // foreground work waits on. (`bench load` pushes as `sync --to URL` does, with pages of the
 // default size.)
 func benchPushOptions() syncer.Options {
-	return syncer.Options{Active: wallet.KeepSourceActive, Bulk: true}
+	return syncer.Options{Active: wallet.KeepSourceActive, Mirror: true, Bulk: true}
 }
 
 // httpRequest is one HTTP request a client sent, as requestLog saw it.

@@ -125,15 +125,16 @@ type batchHead struct {
 	Expect     int64               `json:"expect"`
 	Checkpoint wallet.Checkpoint   `json:"checkpoint"`
 	Active     wallet.ActivePolicy `json:"active"`
+	Mirror     bool                `json:"mirror,omitempty"`
 	Page       pageHead            `json:"page"`
 }
 
 func (b batchHead) rowTable() wallet.TableName { return b.Page.Table }
 
 func headOfBatch(b wallet.Batch) batchHead {
-	return batchHead{Chain: b.Chain, Expect: b.Expect, Checkpoint: b.Checkpoint, Active: b.Active, Page: headOf(b.Page)}
+	return batchHead{Chain: b.Chain, Expect: b.Expect, Checkpoint: b.Checkpoint, Active: b.Active, Mirror: b.Mirror, Page: headOf(b.Page)}
 }
 
 func (b batchHead) batch(rows []wallet.Row) wallet.Batch {
-	return wallet.Batch{Chain: b.Chain, Expect: b.Expect, Checkpoint: b.Checkpoint, Active: b.Active, Page: b.Page.page(rows)}
+	return wallet.Batch{Chain: b.Chain, Expect: b.Expect, Checkpoint: b.Checkpoint, Active: b.Active, Mirror: b.Mirror, Page: b.Page.page(rows)}
 }

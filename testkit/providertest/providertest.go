@@ -209,6 +209,7 @@ func runSession(t *testing.T, h Harness) {
 			t.Fatalf("re-sync of an unchanged wallet: %+v, %v; want one request, no page", again, err)
 		}
 	})
+	t.Run("MirrorTakesWhatMergeKeeps", func(t *testing.T) { runMirror(t, h) })
 	t.Run("ChainMismatchWritesNothing", func(t *testing.T) {
 		src, id := h.NewSource(t)
 		dst, view := h.NewDestination(t, wallet.ChainMain)
@@ -218,6 +219,63 @@ func runSession(t *testing.T, h Harness) {
 		}
 		assertNoUser(t, view, id)
 	})
+}
+
+// runMirror checks wallet.Batch.Mirror: after a full sync, the source's first proof request
+// moves on (another status, more attempts) and a transaction's description is rewritten,
+// both keeping their updated_at (a write in the same millisecond as the one before it).
+// BRC-40's merge keeps the stored rows (its status rule, and "strictly newer wins"); an
+// exact copy takes every column.
+func runMirror(t *testing.T, h Harness) {
+	limits := wallet.Limits{Rows: 1, Bytes: wallet.MaxPageBytes}
+	for _, mirror := range []bool{false, true} {
+		src, id := h.NewSource(t)
+		dst, view := h.NewDestination(t, wallet.ChainTest)
+		res, err := syncer.Run(t.Context(), src, dst, id, syncer.Options{Active: wallet.KeepSourceActive, Mirror: mirror})
+		if err != nil {
+			t.Fatalf("mirror %v: sync: %v", mirror, err)
+		}
+		v := openView(t, src)
+		req := readTable(t, v, wallet.ProvenTxReqs, id, limits)[0]
+		tx := readTable(t, v, wallet.Transactions, id, limits)[0]
+		v.Close()
+		rq, tt := wallet.ProvenTxReqs, wallet.Transactions
+		status := "unmined"
+		if req[rq.Col("status")] == status {
+			status = "sending"
+		}
+		req[rq.Col("status")], req[rq.Col("attempts")] = status, req[rq.Col("attempts")].(int64)+3
+		tx[tt.Col("description")] = "rewritten in the same millisecond"
+		cp := res.Checkpoint
+		for _, page := range []wallet.Page{{Table: rq.Name, Rows: []wallet.Row{req}}, {Table: tt.Name, Rows: []wallet.Row{tx}}} {
+			next := cp
+			next.Seq++
+			b := wallet.Batch{Chain: wallet.ChainTest, Expect: cp.Seq, Checkpoint: next, Active: wallet.KeepSourceActive, Mirror: mirror, Page: page}
+			ack, err := dst.Commit(t.Context(), b)
+			if err != nil || ack.Match(b) != nil {
+				t.Fatalf("mirror %v: commit %s: %+v, %v", mirror, page.Table, ack, err)
+			}
+			cp = ack.Checkpoint
+		}
+		v = openView(t, view)
+		var gotStatus, gotDescription any
+		for _, r := range readTable(t, v, rq, id, wallet.Limits{Rows: wallet.MaxPageRows, Bytes: wallet.MaxPageBytes}) {
+			if r[rq.Col("txid")] == req[rq.Col("txid")] {
+				gotStatus = r[rq.Col("status")]
+			}
+		}
+		for _, r := range readTable(t, v, tt, id, wallet.Limits{Rows: wallet.MaxPageRows, Bytes: wallet.MaxPageBytes}) {
+			if r[tt.Col("reference")] == tx[tt.Col("reference")] {
+				gotDescription = r[tt.Col("description")]
+			}
+		}
+		v.Close()
+		taken := gotStatus == status && gotDescription == tx[tt.Col("description")]
+		if taken != mirror {
+			t.Errorf("mirror %v: the destination holds status %v and description %q after the source's %q and %q; want them taken only by an exact copy",
+				mirror, gotStatus, gotDescription, status, tx[tt.Col("description")])
+		}
+	}
 }
 
 func assertNoUser(t *testing.T, view wallet.Source, id string) {
