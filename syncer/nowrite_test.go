@@ -13,6 +13,7 @@ import (
 	"walletsync/portable"
 	"walletsync/portable/brc39"
 	"walletsync/syncer"
+	"walletsync/testkit/compare"
 	"walletsync/wallet"
 )
 
@@ -162,4 +163,51 @@ func TestPush_WritesNothingIntoTheSource(t *testing.T) {
 		}
 		mustEqual(t, src, dst, id)
 	})
+}
+
+// TestChunkPush_WritesIntoTheWalletOnlyForANewServer holds docs/sync.md's table to account
+// for the one push that writes into the wallet: the first push over the toolbox's wire to a
+// store that never took part in a sync settles the active store as the toolbox's setActive
+// does, which records one sync state (for the server) and stamps the user's updated_at,
+// and changes nothing else; a second push writes nothing at all.
+func TestChunkPush_WritesIntoTheWalletOnlyForANewServer(t *testing.T) {
+	ctx := context.Background()
+	src, id := seeded(t, localstore.FixtureSmall, 4)
+	dst := newStore(t, wallet.ChainTest)
+	rows := func() (compare.Wallet, int64, string) {
+		t.Helper()
+		w, err := compare.Read(ctx, src, id, compare.Options{Ignore: []string{"users.updated_at"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		db, err := openRaw(src.Path())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var states int64
+		var updated string
+		if err := db.QueryRow(`SELECT (SELECT count(*) FROM sync_states), (SELECT updated_at FROM users WHERE identityKey = ?)`, id).Scan(&states, &updated); err != nil {
+			t.Fatal(err)
+		}
+		return w, states, updated
+	}
+	opts := syncer.ChunkOptions{Active: wallet.KeepSourceActive, Settle: -1}
+	before, states, updated := rows()
+	if _, err := syncer.RunChunks(ctx, src, dst, id, opts); err != nil {
+		t.Fatal(err)
+	}
+	after, statesAfter, updatedAfter := rows()
+	if d := compare.Diff(before, after); d != "" || statesAfter != states+1 || updatedAfter == updated {
+		t.Fatalf("the first push to a new server: sync states %d -> %d, users.updated_at %s -> %s, other changes:\n%s; want one sync state, a new updated_at and nothing else",
+			states, statesAfter, updated, updatedAfter, d)
+	}
+	watch := watchFile(t, src.Path())
+	was := watch.state()
+	if _, err := syncer.RunChunks(ctx, src, dst, id, opts); err != nil {
+		t.Fatal(err)
+	}
+	if now := watch.state(); now.dataVersion != was.dataVersion || now.wal != was.wal {
+		t.Fatalf("a second push to the same server changed the wallet file: data_version %d -> %d, -wal changed %v", was.dataVersion, now.dataVersion, now.wal != was.wal)
+	}
 }
