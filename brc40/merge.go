@@ -580,7 +580,7 @@ func MirrorRow(t *wallet.Table, in, local, found wallet.Row) []string {
 		if t == wallet.ProvenTxReqs && c.Name == "notified" {
 			v = in[i]
 		}
-		if !sameValue(found[i], v) {
+		if !wallet.SameValue(found[i], v) {
 			found[i] = v
 			cols = append(cols, c.Name)
 		}
@@ -588,16 +588,3 @@ func MirrorRow(t *wallet.Table, in, local, found wallet.Row) []string {
 	return cols
 }
 
-// sameValue reports whether two values of one column, as wallet.Row holds them, are equal.
-func sameValue(a, b any) bool {
-	switch a := a.(type) {
-	case []byte:
-		b, ok := b.([]byte)
-		return ok && bytes.Equal(a, b)
-	case time.Time:
-		b, ok := b.(time.Time)
-		return ok && a.Equal(b)
-	default:
-		return a == b
-	}
-}

@@ -3,10 +3,12 @@ package localstore
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
 	"os"
+	"reflect"
 
 	"walletsync/brc40"
 	"walletsync/wallet"
@@ -511,6 +513,22 @@ func completeProducerState(ctx context.Context, tx *sql.Tx, userID int64, sessio
 	return st, saveSyncState(ctx, tx, st)
 }
 
+// sameSyncState reports whether two sync_states rows of one user hold the same state: every
+// column but the id equal, the syncMap by what it holds (the toolbox and walletsync write
+// its keys in different orders). Rewriting an identical state changes nothing, so an
+// unchanged backup previews and imports as unchanged.
+func sameSyncState(a, b wallet.Row) bool {
+	t := wallet.SyncStates
+	m := t.Col("syncMap")
+	if !t.SameRow(a, b, t.ID, "userId", "syncMap") {
+		return false
+	}
+	sa, _ := a[m].(string)
+	sb, _ := b[m].(string)
+	var ma, mb any
+	return json.Unmarshal([]byte(sa), &ma) == nil && json.Unmarshal([]byte(sb), &mb) == nil && reflect.DeepEqual(ma, mb)
+}
+
 // upsertStagedSyncStates is the toolbox's mergeImportedSyncStates over the staged rows.
 func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, producer brc40.SyncState) (wallet.MergeCounts, error) {
 	var counts wallet.MergeCounts
@@ -566,6 +584,14 @@ func upsertStagedSyncStates(ctx context.Context, tx *sql.Tx, userID int64, produ
 			row, err := st.Row()
 			if err != nil {
 				return counts, err
+			}
+			stored, err := existing[0].Row()
+			if err != nil {
+				return counts, err
+			}
+			if sameSyncState(stored, row) {
+				counts.Unchanged++
+				continue
 			}
 			var cols []string
 			for i, c := range t.Columns {

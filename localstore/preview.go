@@ -87,34 +87,33 @@ func previewPlan(ctx context.Context, tx *sql.Tx, src wallet.PageReader, identit
 	}
 
 	type stateKey struct{ storage, name string }
-	have := map[stateKey]bool{{from.StorageIdentityKey, from.StorageName}: true}
+	have := map[stateKey]wallet.Row{{from.StorageIdentityKey, from.StorageName}: nil}
+	t := wallet.SyncStates
 	if known {
-		rs, err := tx.QueryContext(ctx, "SELECT storageIdentityKey, storageName FROM sync_states WHERE userId = ?", userID)
+		stored, err := queryRows(ctx, tx, t, "SELECT "+selectColumns(t)+" FROM sync_states AS t WHERE t.userId = ?", userID)
 		if err != nil {
-			return nil, classify(err)
+			return nil, err
 		}
-		for rs.Next() {
-			var k stateKey
-			if err := rs.Scan(&k.storage, &k.name); err != nil {
-				rs.Close()
-				return nil, classify(err)
-			}
-			have[k] = true
+		for _, r := range stored {
+			have[stateKey{r[t.Col("storageIdentityKey")].(string), r[t.Col("storageName")].(string)}] = r
 		}
-		if err := rs.Close(); err != nil {
-			return nil, classify(err)
-		}
+		// The import rewrites its own state for the backup first, so a staged state of that
+		// name always updates it.
+		have[stateKey{from.StorageIdentityKey, from.StorageName}] = nil
 	}
 	var states wallet.MergeCounts
-	t := wallet.SyncStates
 	err = readPages(ctx, src, t, identityKey, func(page []wallet.Row) error {
 		for _, r := range page {
 			k := stateKey{r[t.Col("storageIdentityKey")].(string), r[t.Col("storageName")].(string)}
-			if have[k] {
-				states.Updates++
-			} else {
+			stored, ok := have[k]
+			switch {
+			case !ok:
 				states.Inserts++
-				have[k] = true
+				have[k] = nil
+			case stored != nil && sameSyncState(stored, r):
+				states.Unchanged++
+			default:
+				states.Updates++
 			}
 		}
 		return nil

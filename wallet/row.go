@@ -1,7 +1,9 @@
 package wallet
 
 import (
+	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -210,4 +212,31 @@ func ShortKey(key string, n int) string {
 		return key
 	}
 	return key[:n]
+}
+
+// SameValue reports whether a and b, two values of one column as a Row holds them, are the
+// same value: bytes for bytes, times to the instant, the rest (texts, JSON texts included,
+// integers, booleans) by ==. NULL equals only NULL, and an empty binary value is not NULL.
+func SameValue(a, b any) bool {
+	switch a := a.(type) {
+	case []byte:
+		b, ok := b.([]byte)
+		return ok && bytes.Equal(a, b)
+	case time.Time:
+		b, ok := b.(time.Time)
+		return ok && a.Equal(b)
+	default:
+		return a == b
+	}
+}
+
+// SameRow reports whether two rows of t hold the same value (SameValue) in every column but
+// those named in skip.
+func (t *Table) SameRow(a, b Row, skip ...string) bool {
+	for i, c := range t.Columns {
+		if !slices.Contains(skip, c.Name) && !SameValue(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
