@@ -587,4 +587,3 @@ func MirrorRow(t *wallet.Table, in, local, found wallet.Row) []string {
 	}
 	return cols
 }
-
