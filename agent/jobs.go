@@ -173,9 +173,6 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d api.Destination,
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return api.AtPath(d.Path, fmt.Errorf("backup folder %s: %w", d.Path, err))
-	}
 	removeStaleTemps(d.Path, h)
 	h.SetTotal(identityRows(ctx, w.store, ids))
 	h.Logf("backup to %s started (%s)", d.Name, reason)
@@ -214,9 +211,6 @@ func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d api.Destination,
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return api.WithHint(fmt.Errorf("bundle folder %s: %w", d.Path, err), "check that the disk is connected and writable")
 	}
 	removeStaleBundleTemps(d.Path, h)
 	h.Logf("bundle to %s started (%s)", d.Name, reason)

@@ -249,3 +249,83 @@ func TestAgent_SamePlaceTwiceIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAgent_MissingDiskIsNotCreatedAgain: a folder (or a backup wallet file's folder) that
+// a destination wrote to before and that is gone now, or left empty like the mount point
+// of an unplugged disk, fails the run loudly and is not created again; once the disk is
+// back, the next run proceeds.
+func TestAgent_MissingDiskIsNotCreatedAgain(t *testing.T) {
+	tests := []struct {
+		name  string
+		id    string
+		kind  api.DestinationKind
+		sub   string // the destination's path inside the disk folder ("" for the folder itself)
+		empty bool   // the disk's folder is left behind empty (a mount point)
+	}{
+		{"backup folder gone", "folder", api.DestinationFolder, "", false},
+		{"backup folder left empty", "folder", api.DestinationFolder, "", true},
+		{"bundle folder gone", "bundles", api.DestinationBundles, "", false},
+		{"bundle folder left empty", "bundles", api.DestinationBundles, "", true},
+		{"backup wallet file's folder gone", "file", api.DestinationSQLite, "backup.sqlite", false},
+		{"backup wallet file's folder left empty", "file", api.DestinationSQLite, "backup.sqlite", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			disk := filepath.Join(e.dir, "disk")
+			path := disk
+			if tt.sub != "" {
+				path = filepath.Join(disk, tt.sub)
+				if err := os.Mkdir(disk, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := loadConfig(e.opts.ConfigPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Destinations = []api.Destination{{ID: tt.id, Name: "Disk", Kind: tt.kind, Path: path, Schedule: cfg.Drill, Pause: &api.Pause{}}}
+			if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+				t.Fatal(err)
+			}
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			if task := runAndWait(t, c, a, api.RouteRun, tt.id); task.State != api.TaskSucceeded {
+				t.Fatalf("first run: %+v", task)
+			}
+
+			away := filepath.Join(e.dir, "unplugged")
+			if err := os.Rename(disk, away); err != nil {
+				t.Fatal(err)
+			}
+			if tt.empty {
+				if err := os.Mkdir(disk, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			task := runAndWait(t, c, a, api.RouteRun, tt.id)
+			if task.State != api.TaskFailed || !strings.Contains(task.Error, "is not there: is the disk connected?") {
+				t.Fatalf("run with the disk unplugged: %+v", task)
+			}
+			entries, err := os.ReadDir(disk)
+			switch {
+			case !tt.empty && !os.IsNotExist(err):
+				t.Errorf("the folder was created again: %v, %v", entries, err)
+			case tt.empty && (err != nil || len(entries) != 0):
+				t.Errorf("the empty mount point was written to: %v, %v", entries, err)
+			}
+
+			if tt.empty {
+				if err := os.Remove(disk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Rename(away, disk); err != nil {
+				t.Fatal(err)
+			}
+			if task := runAndWait(t, c, a, api.RouteRun, tt.id); task.State != api.TaskSucceeded {
+				t.Fatalf("run with the disk back: %+v", task)
+			}
+		})
+	}
+}
