@@ -329,3 +329,64 @@ func TestAgent_MissingDiskIsNotCreatedAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestAgent_RetentionDeletesOnlyItsOwn: two destinations that share one folder (a config
+// written by hand, or by a walletsync that let them) each prune only what they wrote: a run
+// of the first never deletes a backup or bundle of the second, and its Backups page lists
+// only entries of its own kind.
+func TestAgent_RetentionDeletesOnlyItsOwn(t *testing.T) {
+	tests := []struct {
+		name         string
+		first, other api.DestinationKind
+	}{
+		{"two backup folders", api.DestinationFolder, api.DestinationFolder},
+		{"two bundle folders", api.DestinationBundles, api.DestinationBundles},
+		{"a backup folder and a bundle folder", api.DestinationFolder, api.DestinationBundles},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			cfg, err := loadConfig(e.opts.ConfigPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Retention = api.Retention{Last: 1}
+			cfg.Destinations = []api.Destination{
+				{ID: "first", Name: "First", Kind: tt.first, Path: e.folder, Schedule: cfg.Drill, Pause: &api.Pause{}},
+				{ID: "other", Name: "Other", Kind: tt.other, Path: e.folder, Schedule: cfg.Drill, Pause: &api.Pause{}},
+			}
+			if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+				t.Fatal(err)
+			}
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			for _, id := range []string{"first", "other", "first"} {
+				if task := runAndWait(t, c, a, api.RouteRun, id); task.State != api.TaskSucceeded {
+					t.Fatalf("run of %s: %+v", id, task)
+				}
+			}
+			others, err := a.state.Backups(t.Context(), "other")
+			if err != nil || len(others) == 0 {
+				t.Fatalf("the other destination's backups: %v, %v", others, err)
+			}
+			for _, r := range others {
+				if _, err := os.Stat(r.Path); err != nil {
+					t.Errorf("the first destination's retention deleted the other's %s: %v", filepath.Base(r.Path), err)
+				}
+			}
+			firsts, err := a.state.Backups(t.Context(), "first")
+			if err != nil || len(firsts) != 1 {
+				t.Fatalf("the first destination keeps %d of its own (want 1, Last: 1): %v", len(firsts), err)
+			}
+			var listing api.BackupListing
+			if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, "first"); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range listing.Files {
+				if isBundle := strings.HasPrefix(f.Name, backupNamePrefix+bundlePrefix+"-"); isBundle != (tt.first == api.DestinationBundles) {
+					t.Errorf("the first destination's Backups page lists %s, of another kind", f.Name)
+				}
+			}
+		})
+	}
+}
