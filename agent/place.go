@@ -83,11 +83,11 @@ func (a *Agent) placedJob(d api.Destination, run RunFunc) RunFunc {
 	}
 }
 
-// placeMarkerPrefix begins the name of the marker a folder destination keeps in its folder
+// PlaceMarkerPrefix begins the name of the marker a folder destination keeps in its folder
 // (".walletsync-destination-<id>", one per destination, so that two destinations sharing
 // a parent each keep their own): it says "this is the folder I wrote to", so that an
 // empty mount point left by an unplugged disk is told apart from the folder on the disk.
-const placeMarkerPrefix = ".walletsync-destination-"
+const PlaceMarkerPrefix = ".walletsync-destination-"
 
 // placeMarker is the content of a folder's marker, JSON: who keeps the folder, for a
 // person who finds the file.
@@ -101,7 +101,7 @@ type placeMarker struct {
 
 // markerPath is the path of folder destination d's marker.
 func markerPath(d api.Destination) string {
-	return filepath.Join(d.Path, placeMarkerPrefix+d.ID)
+	return filepath.Join(d.Path, PlaceMarkerPrefix+d.ID)
 }
 
 // placeWritten returns when a run of d first wrote at place, the zero time when none has:

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/agent"
 	"walletsync/agent/api"
 	"walletsync/localstore"
 	"walletsync/testkit/walletsynctest"
@@ -116,6 +117,7 @@ func TestCLI_Demo(t *testing.T) {
 		}
 	}
 	backups, err := os.ReadDir(filepath.Join(dir, "backups"))
+	backups = slices.DeleteFunc(backups, func(f os.DirEntry) bool { return strings.HasPrefix(f.Name(), agent.PlaceMarkerPrefix) })
 	if err != nil || len(backups) != 2 {
 		t.Fatalf("backup folder after two runs: %v (%v)", backups, err)
 	}
