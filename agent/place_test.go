@@ -390,3 +390,39 @@ func TestAgent_RetentionDeletesOnlyItsOwn(t *testing.T) {
 		})
 	}
 }
+
+// TestAgent_FolderWithoutMarkerButItsBackups: a backup folder that an older walletsync wrote
+// (its backups recorded, no marker yet) is the place written before, not a missing disk:
+// the run proceeds and leaves the marker, and an empty folder in its stead still fails.
+func TestAgent_FolderWithoutMarkerButItsBackups(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
+		t.Fatalf("first run: %+v", task)
+	}
+	marker := filepath.Join(e.folder, PlaceMarkerPrefix+"folder")
+	// As an older walletsync left it: no marker, and no record of the place.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.state.ForgetPlaces(t.Context(), "folder"); err != nil {
+		t.Fatal(err)
+	}
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
+		t.Fatalf("run in the folder an older walletsync wrote: %+v", task)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the run left no marker: %v", err)
+	}
+
+	if err := os.Rename(e.folder, e.folder+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskFailed || !strings.Contains(task.Error, "is not there: is the disk connected?") {
+		t.Fatalf("run on an empty folder in its stead: %+v", task)
+	}
+}
