@@ -3,6 +3,7 @@ package agent
 import (
 	"errors"
 	"fmt"
+	"time"
 	"walletsync/agent/api"
 )
 
@@ -40,3 +41,26 @@ func (e *PlaceError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrPlaceRefused) true.
 func (e *PlaceError) Unwrap() error { return ErrPlaceRefused }
+
+// ErrPlaceMissing is what a destination's run returns, wrapped in a MissingPlaceError, when
+// the folder (or the backup wallet file) it wrote to before is not there now.
+var ErrPlaceMissing = errors.New("the place written before is not there")
+
+// MissingPlaceError says that the folder, or the backup wallet file, that destination
+// Destination wrote to before is not there now: an external disk unplugged (its mount
+// point left empty, or gone), a folder renamed away. The run created nothing and wrote
+// nothing; the next run proceeds once the place is back. It unwraps to ErrPlaceMissing.
+type MissingPlaceError struct {
+	Destination string    // the destination's name
+	What        string    // "folder" or "backup wallet file"
+	Path        string    // the folder or file that is not there
+	Since       time.Time // when a run first wrote there
+}
+
+func (e *MissingPlaceError) Error() string {
+	return fmt.Sprintf("destination %s: the %s %s is not there: is the disk connected? walletsync has written there since %s and does not create it again",
+		e.Destination, e.What, e.Path, e.Since.UTC().Format("2006-01-02 15:04 UTC"))
+}
+
+// Unwrap makes errors.Is(err, ErrPlaceMissing) true.
+func (e *MissingPlaceError) Unwrap() error { return ErrPlaceMissing }

@@ -179,7 +179,8 @@ func (a *Agent) removeDestination(id string) (api.Config, error) {
 			return err
 		}
 		c.Destinations = slices.DeleteFunc(c.Destinations, func(d api.Destination) bool { return d.ID == id })
-		return nil
+		// Its id may be given to a new destination, which has written nowhere yet.
+		return a.state.ForgetPlaces(context.Background(), id)
 	})
 }
 

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 	"walletsync/agent/api"
 
@@ -174,9 +176,6 @@ func (a *Agent) backupJob(ctx context.Context, h *TaskHandle, d api.Destination,
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return api.AtPath(d.Path, fmt.Errorf("backup folder %s: %w", d.Path, err))
-	}
 	removeStaleTemps(d.Path, h)
 	h.SetTotal(identityRows(ctx, w.store, ids))
 	h.Logf("backup to %s started (%s)", d.Name, reason)
@@ -215,9 +214,6 @@ func (a *Agent) bundleJob(ctx context.Context, h *TaskHandle, d api.Destination,
 	w, err := a.wallet(ctx, ref.Path)
 	if err != nil {
 		return err
-	}
-	if err := os.MkdirAll(d.Path, 0o700); err != nil {
-		return api.WithHint(fmt.Errorf("bundle folder %s: %w", d.Path, err), "check that the disk is connected and writable")
 	}
 	removeStaleBundleTemps(d.Path, h)
 	h.Logf("bundle to %s started (%s)", d.Name, reason)
@@ -364,7 +360,14 @@ func (a *Agent) applyRetention(ctx context.Context, h *TaskHandle, d api.Destina
 	return nil
 }
 
-// retentionPlan is what retention would do with d's folder now.
+// notWrittenHere is the reason retention keeps a backup that d did not write.
+const notWrittenHere = "not written by this destination"
+
+// retentionPlan is what retention would do with d's folder now, in name order. It sees only
+// the entries of d's kind (backup files for a backup folder, bundle folders for a bundle
+// folder), and plans only those d wrote (those the state records for d there): a backup
+// of another destination sharing the folder, one copied in by hand, or one whose record a
+// crash lost is listed, kept, and never counted against d's own.
 func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]retentionDecision, error) {
 	files, err := readBackupDir(d.Path)
 	if err != nil {
@@ -375,13 +378,29 @@ func (a *Agent) retentionPlan(ctx context.Context, d api.Destination) ([]retenti
 		return nil, err
 	}
 	newestVerified := ""
+	own := map[string]bool{}
 	for _, r := range recs { // newest first
-		if !r.VerifiedAt.IsZero() {
+		own[filepath.Base(r.Path)] = true
+		if newestVerified == "" && !r.VerifiedAt.IsZero() {
 			newestVerified = filepath.Base(r.Path)
-			break
 		}
 	}
-	return planRetention(files, a.config().Retention, newestVerified, a.now()), nil
+	var mine, others []backupFile
+	for _, f := range files {
+		switch _, _, ok := parseBackup(f); {
+		case !ok || f.Bundle != (d.Kind == api.DestinationBundles):
+		case own[f.Name]:
+			mine = append(mine, f)
+		default:
+			others = append(others, f)
+		}
+	}
+	decisions := planRetention(mine, a.config().Retention, newestVerified, a.now())
+	for _, f := range others {
+		decisions = append(decisions, retentionDecision{File: f, Keep: true, Reasons: []string{notWrittenHere}})
+	}
+	slices.SortStableFunc(decisions, func(x, y retentionDecision) int { return strings.Compare(x.File.Name, y.File.Name) })
+	return decisions, nil
 }
 
 // removeStaleTemps deletes the private temp files of backups that a crash interrupted

@@ -4,12 +4,15 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
@@ -61,11 +64,132 @@ func (a *Agent) placedJob(d api.Destination, run RunFunc) RunFunc {
 	place := a.placeOf(d)
 	return func(ctx context.Context, h *TaskHandle) error {
 		h.SetPlace(place)
+		if err := a.checkPresent(ctx, d, place); err != nil {
+			return err
+		}
 		if err := a.checkAtRun(d); err != nil {
 			return err
 		}
-		return run(ctx, h)
+		if err := a.claimPlace(ctx, d, place); err != nil {
+			return err
+		}
+		err := run(ctx, h)
+		if _, serr := os.Lstat(d.Path); d.Kind == api.DestinationSQLite && serr == nil {
+			// The run made (or opened) the backup wallet file: from now on it is the
+			// place written before.
+			err = errors.Join(err, a.state.RecordPlace(ctx, d.ID, place, d.Path, a.now()))
+		}
+		return err
 	}
+}
+
+// PlaceMarkerPrefix begins the name of the marker a folder destination keeps in its folder
+// (".walletsync-destination-<id>", one per destination, so that two destinations sharing
+// a parent each keep their own): it says "this is the folder I wrote to", so that an
+// empty mount point left by an unplugged disk is told apart from the folder on the disk.
+const PlaceMarkerPrefix = ".walletsync-destination-"
+
+// placeMarker is the content of a folder's marker, JSON: who keeps the folder, for a
+// person who finds the file.
+type placeMarker struct {
+	Destination string              `json:"destination"`
+	Name        string              `json:"name"`
+	Kind        api.DestinationKind `json:"kind"`
+	Since       time.Time           `json:"since"`
+	Note        string              `json:"note"`
+}
+
+// markerPath is the path of folder destination d's marker.
+func markerPath(d api.Destination) string {
+	return filepath.Join(d.Path, PlaceMarkerPrefix+d.ID)
+}
+
+// placeWritten returns when a run of d first wrote at place, the zero time when none has:
+// the state's record of it, or, for a folder that an older walletsync wrote backups into
+// before places were recorded, the time of its oldest recorded backup there.
+func (a *Agent) placeWritten(ctx context.Context, d api.Destination, place string) (time.Time, []api.BackupRecord, error) {
+	since, err := a.state.PlaceWritten(ctx, d.ID, place)
+	if err != nil || d.Kind == api.DestinationSQLite || d.Kind == api.DestinationStorageServer {
+		return since, nil, err
+	}
+	recs, err := a.backupsHere(ctx, d)
+	if err != nil {
+		return since, nil, err
+	}
+	if since.IsZero() && len(recs) > 0 {
+		since = recs[len(recs)-1].CreatedAt // newest first
+	}
+	return since, recs, nil
+}
+
+// checkPresent refuses d's run with a MissingPlaceError when a run of d wrote at its place
+// before and the place is not there now: the folder is gone, or it holds neither d's
+// marker nor any backup d recorded there (an empty mount point: the disk is not
+// connected); for a backup wallet file, its folder or the file is gone. It only looks: the
+// next run proceeds once the disk is back. A place never written to passes (the first run
+// creates it).
+func (a *Agent) checkPresent(ctx context.Context, d api.Destination, place string) error {
+	if d.Kind == api.DestinationStorageServer {
+		return nil
+	}
+	since, recs, err := a.placeWritten(ctx, d, place)
+	if err != nil || since.IsZero() {
+		return err
+	}
+	missing := func(what, path string) error {
+		return api.WithHint(api.AtPath(path, &MissingPlaceError{Destination: d.Name, What: what, Path: path, Since: since}),
+			"Connect the disk (or put the folder back where it was): the next run then goes ahead. If it is gone for good, give the destination a new place.")
+	}
+	if d.Kind == api.DestinationSQLite {
+		if dir := filepath.Dir(d.Path); !exists(dir) {
+			return missing("folder", dir)
+		}
+		if !exists(d.Path) {
+			return missing("backup wallet file", d.Path)
+		}
+		return nil
+	}
+	if !exists(d.Path) {
+		return missing("folder", d.Path)
+	}
+	if exists(markerPath(d)) {
+		return nil
+	}
+	for _, r := range recs {
+		if exists(r.Path) {
+			return nil // a folder an older walletsync wrote, before it kept markers
+		}
+	}
+	return missing("folder", d.Path)
+}
+
+// exists reports whether path is there (a link counts as there).
+func exists(path string) bool {
+	_, err := os.Lstat(path)
+	return err == nil
+}
+
+// claimPlace makes folder destination d's folder on its first run (never again: see
+// checkPresent), writes d's marker into it when it has none, and records that d writes
+// at place. A backup wallet file is recorded once a run has made it (placedJob).
+func (a *Agent) claimPlace(ctx context.Context, d api.Destination, place string) error {
+	if d.Kind != api.DestinationFolder && d.Kind != api.DestinationBundles {
+		return nil
+	}
+	if err := os.MkdirAll(d.Path, 0o700); err != nil {
+		return api.WithHint(api.AtPath(d.Path, fmt.Errorf("make the folder of %s: %w", d.Name, err)), "Check that the disk is connected and writable.")
+	}
+	if !exists(markerPath(d)) {
+		b, err := json.MarshalIndent(placeMarker{Destination: d.ID, Name: d.Name, Kind: d.Kind, Since: a.now().UTC(),
+			Note: "walletsync writes this folder's backups for the destination named here; keep this file: without it an empty folder reads as a disk that is not connected"}, "", "  ")
+		if err != nil {
+			return err
+		}
+		if err := safefile.WriteAtomic(markerPath(d), append(b, '\n'), 0o600); err != nil {
+			return api.AtPath(d.Path, fmt.Errorf("write the marker of %s: %w", d.Name, err))
+		}
+	}
+	return a.state.RecordPlace(ctx, d.ID, place, d.Path, a.now())
 }
 
 // checkAtRun checks again, before a run opens anything for writing, the rules CheckPath

@@ -249,3 +249,180 @@ func TestAgent_SamePlaceTwiceIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestAgent_MissingDiskIsNotCreatedAgain: a folder (or a backup wallet file's folder) that
+// a destination wrote to before and that is gone now, or left empty like the mount point
+// of an unplugged disk, fails the run loudly and is not created again; once the disk is
+// back, the next run proceeds.
+func TestAgent_MissingDiskIsNotCreatedAgain(t *testing.T) {
+	tests := []struct {
+		name  string
+		id    string
+		kind  api.DestinationKind
+		sub   string // the destination's path inside the disk folder ("" for the folder itself)
+		empty bool   // the disk's folder is left behind empty (a mount point)
+	}{
+		{"backup folder gone", "folder", api.DestinationFolder, "", false},
+		{"backup folder left empty", "folder", api.DestinationFolder, "", true},
+		{"bundle folder gone", "bundles", api.DestinationBundles, "", false},
+		{"bundle folder left empty", "bundles", api.DestinationBundles, "", true},
+		{"backup wallet file's folder gone", "file", api.DestinationSQLite, "backup.sqlite", false},
+		{"backup wallet file's folder left empty", "file", api.DestinationSQLite, "backup.sqlite", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			disk := filepath.Join(e.dir, "disk")
+			path := disk
+			if tt.sub != "" {
+				path = filepath.Join(disk, tt.sub)
+				if err := os.Mkdir(disk, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cfg, err := loadConfig(e.opts.ConfigPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Destinations = []api.Destination{{ID: tt.id, Name: "Disk", Kind: tt.kind, Path: path, Schedule: cfg.Drill, Pause: &api.Pause{}}}
+			if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+				t.Fatal(err)
+			}
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			if task := runAndWait(t, c, a, api.RouteRun, tt.id); task.State != api.TaskSucceeded {
+				t.Fatalf("first run: %+v", task)
+			}
+
+			away := filepath.Join(e.dir, "unplugged")
+			if err := os.Rename(disk, away); err != nil {
+				t.Fatal(err)
+			}
+			if tt.empty {
+				if err := os.Mkdir(disk, 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			task := runAndWait(t, c, a, api.RouteRun, tt.id)
+			if task.State != api.TaskFailed || !strings.Contains(task.Error, "is not there: is the disk connected?") {
+				t.Fatalf("run with the disk unplugged: %+v", task)
+			}
+			entries, err := os.ReadDir(disk)
+			switch {
+			case !tt.empty && !os.IsNotExist(err):
+				t.Errorf("the folder was created again: %v, %v", entries, err)
+			case tt.empty && (err != nil || len(entries) != 0):
+				t.Errorf("the empty mount point was written to: %v, %v", entries, err)
+			}
+
+			if tt.empty {
+				if err := os.Remove(disk); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.Rename(away, disk); err != nil {
+				t.Fatal(err)
+			}
+			if task := runAndWait(t, c, a, api.RouteRun, tt.id); task.State != api.TaskSucceeded {
+				t.Fatalf("run with the disk back: %+v", task)
+			}
+		})
+	}
+}
+
+// TestAgent_RetentionDeletesOnlyItsOwn: two destinations that share one folder (a config
+// written by hand, or by a walletsync that let them) each prune only what they wrote: a run
+// of the first never deletes a backup or bundle of the second, and its Backups page lists
+// only entries of its own kind.
+func TestAgent_RetentionDeletesOnlyItsOwn(t *testing.T) {
+	tests := []struct {
+		name         string
+		first, other api.DestinationKind
+	}{
+		{"two backup folders", api.DestinationFolder, api.DestinationFolder},
+		{"two bundle folders", api.DestinationBundles, api.DestinationBundles},
+		{"a backup folder and a bundle folder", api.DestinationFolder, api.DestinationBundles},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := newAgentEnv(t, localstore.FixtureSmall)
+			cfg, err := loadConfig(e.opts.ConfigPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg.Retention = api.Retention{Last: 1}
+			cfg.Destinations = []api.Destination{
+				{ID: "first", Name: "First", Kind: tt.first, Path: e.folder, Schedule: cfg.Drill, Pause: &api.Pause{}},
+				{ID: "other", Name: "Other", Kind: tt.other, Path: e.folder, Schedule: cfg.Drill, Pause: &api.Pause{}},
+			}
+			if err := SaveConfig(e.opts.ConfigPath, cfg); err != nil {
+				t.Fatal(err)
+			}
+			a := launchAgent(t, e.opts)
+			c := apiClient(t, e.opts.Dir)
+			for _, id := range []string{"first", "other", "first"} {
+				if task := runAndWait(t, c, a, api.RouteRun, id); task.State != api.TaskSucceeded {
+					t.Fatalf("run of %s: %+v", id, task)
+				}
+			}
+			others, err := a.state.Backups(t.Context(), "other")
+			if err != nil || len(others) == 0 {
+				t.Fatalf("the other destination's backups: %v, %v", others, err)
+			}
+			for _, r := range others {
+				if _, err := os.Stat(r.Path); err != nil {
+					t.Errorf("the first destination's retention deleted the other's %s: %v", filepath.Base(r.Path), err)
+				}
+			}
+			firsts, err := a.state.Backups(t.Context(), "first")
+			if err != nil || len(firsts) != 1 {
+				t.Fatalf("the first destination keeps %d of its own (want 1, Last: 1): %v", len(firsts), err)
+			}
+			var listing api.BackupListing
+			if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, "first"); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range listing.Files {
+				if isBundle := strings.HasPrefix(f.Name, backupNamePrefix+bundlePrefix+"-"); isBundle != (tt.first == api.DestinationBundles) {
+					t.Errorf("the first destination's Backups page lists %s, of another kind", f.Name)
+				}
+			}
+		})
+	}
+}
+
+// TestAgent_FolderWithoutMarkerButItsBackups: a backup folder that an older walletsync wrote
+// (its backups recorded, no marker yet) is the place written before, not a missing disk:
+// the run proceeds and leaves the marker, and an empty folder in its stead still fails.
+func TestAgent_FolderWithoutMarkerButItsBackups(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	a := launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
+		t.Fatalf("first run: %+v", task)
+	}
+	marker := filepath.Join(e.folder, PlaceMarkerPrefix+"folder")
+	// As an older walletsync left it: no marker, and no record of the place.
+	if err := os.Remove(marker); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.state.ForgetPlaces(t.Context(), "folder"); err != nil {
+		t.Fatal(err)
+	}
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
+		t.Fatalf("run in the folder an older walletsync wrote: %+v", task)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Fatalf("the run left no marker: %v", err)
+	}
+
+	if err := os.Rename(e.folder, e.folder+".away"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(e.folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskFailed || !strings.Contains(task.Error, "is not there: is the disk connected?") {
+		t.Fatalf("run on an empty folder in its stead: %+v", task)
+	}
+}

@@ -84,6 +84,18 @@ CREATE TABLE backups (
 CREATE INDEX backups_destination ON backups (destination, created_at);
 `,
 	},
+	{
+		name: "places written",
+		ddl: `
+CREATE TABLE places (
+	destination TEXT NOT NULL,
+	place TEXT NOT NULL,           -- placeOf: the destination's kind, path and signer, hashed
+	path TEXT NOT NULL,
+	written_at TEXT NOT NULL,      -- when a run first wrote there
+	PRIMARY KEY (destination, place)
+);
+`,
+	},
 }
 
 // openState opens the state database at path, creating it (mode 0600) if missing and
@@ -386,6 +398,48 @@ func (s *stateDB) MarkVerified(ctx context.Context, path string, now time.Time, 
 func (s *stateDB) ForgetBackup(ctx context.Context, path string) error {
 	return s.inTx(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM backups WHERE path = ?`, path)
+		return err
+	})
+}
+
+// RecordPlace remembers that a run of destination wrote at place (its path path), keeping
+// the time of the first such run: a place written before that is missing now is a disk
+// that is not connected, never a place to create again.
+func (s *stateDB) RecordPlace(ctx context.Context, destination, place, path string, now time.Time) error {
+	err := s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO places (destination, place, path, written_at) VALUES (?, ?, ?, ?)
+ON CONFLICT (destination, place) DO NOTHING`, destination, place, path, now.UTC().Format(time.RFC3339Nano))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record place of %s: %w", destination, err)
+	}
+	return nil
+}
+
+// PlaceWritten returns when a run of destination first wrote at place, the zero time when
+// none has.
+func (s *stateDB) PlaceWritten(ctx context.Context, destination, place string) (time.Time, error) {
+	var at string
+	err := s.db.QueryRowContext(ctx, `SELECT written_at FROM places WHERE destination = ? AND place = ?`, destination, place).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read place of %s: %w", destination, err)
+	}
+	t, err := time.Parse(time.RFC3339Nano, at)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read place of %s: %w", destination, err)
+	}
+	return t, nil
+}
+
+// ForgetPlaces drops the places destination wrote at: a removed destination's id may be
+// given to a new one, which has written nowhere yet.
+func (s *stateDB) ForgetPlaces(ctx context.Context, destination string) error {
+	return s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM places WHERE destination = ?`, destination)
 		return err
 	})
 }

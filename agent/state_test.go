@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 	"walletsync/agent/api"
 
 	"walletsync/wallet"
@@ -126,5 +127,40 @@ func TestStateDB_RecordEvents(t *testing.T) {
 	}
 	if string(got[4].Data) != `{"file":5}` || got[4].Type != api.EventDrillFinished {
 		t.Errorf("newest event: %s %s", got[4].Type, got[4].Data)
+	}
+}
+
+// TestStateDB_Places: a place is recorded once, with the time of the first write (a later
+// record keeps it), per destination and place; forgetting a destination's places forgets
+// only its own.
+func TestStateDB_Places(t *testing.T) {
+	s, err := openState(t.Context(), filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	first := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	for i, r := range []struct{ dest, place string }{{"a", "p1"}, {"a", "p1"}, {"a", "p2"}, {"b", "p1"}} {
+		if err := s.RecordPlace(t.Context(), r.dest, r.place, "/disk", first.Add(time.Duration(i)*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.ForgetPlaces(t.Context(), "b"); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		dest, place string
+		want        time.Time
+	}{
+		{"a", "p1", first},
+		{"a", "p2", first.Add(2 * time.Hour)},
+		{"b", "p1", time.Time{}},
+		{"a", "p3", time.Time{}},
+	}
+	for _, tt := range tests {
+		got, err := s.PlaceWritten(t.Context(), tt.dest, tt.place)
+		if err != nil || !got.Equal(tt.want) {
+			t.Errorf("PlaceWritten(%s, %s) = %v, %v; want %v", tt.dest, tt.place, got, err, tt.want)
+		}
 	}
 }

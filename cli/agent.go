@@ -219,13 +219,6 @@ func runRun(ctx context.Context, args []string, out io.Writer) error {
 	})
 }
 
-// runCancel cancels a task at its next safe point.
-func runCancel(ctx context.Context, args []string, out io.Writer) error {
-	return agentAction(ctx, "cancel", "TASK", "task", args, out, func(c *api.Client, target string) (any, error) {
-		return c.Cancel(ctx, target)
-	})
-}
-
 // runPause holds a destination's (or every destination's) scheduled runs back.
 func runPause(ctx context.Context, args []string, out io.Writer) error {
 	return pauseOrResume(ctx, "pause", args, out)

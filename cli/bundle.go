@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"walletsync/bundle"
@@ -19,6 +20,8 @@ type bundleResult struct {
 	Action   string          `json:"action"` // created, verified, restored
 	Seconds  float64         `json:"seconds"`
 	Manifest bundle.Manifest `json:"manifest"`
+	// Replaced is where a restore kept the wallet file it replaced ("" when it made a new one).
+	Replaced string `json:"replaced,omitempty"`
 }
 
 func runBundleCreate(ctx context.Context, args []string, out io.Writer) error {
@@ -68,9 +71,10 @@ func runBundleVerify(ctx context.Context, args []string, out io.Writer) error {
 }
 
 func runBundleRestore(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("bundle restore", "--in DIR --to FILE [--json]", out)
+	fs := command.NewFlags("bundle restore", "--in DIR --to FILE [--force] [--json]", out)
 	dir := fs.String("in", "", "the bundle folder")
-	to := fs.String("to", "", "the wallet file to replace (or create); no walletsync process may hold it")
+	to := fs.String("to", "", "the wallet file to create (or, with --force, replace); no walletsync process may hold it")
+	force := fs.Bool("force", false, "replace an existing wallet file; it is kept beside it as FILE.replaced-<time> until you remove it")
 	asJSON := fs.Bool("json", false, "print the result as JSON")
 	if err := command.Parse(fs, args); err != nil {
 		return err
@@ -82,11 +86,23 @@ func runBundleRestore(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	start := time.Now()
+	manifest, err := bundle.ReadManifest(*dir)
+	if err != nil {
+		return fmt.Errorf("restore bundle: %w", err)
+	}
+	restored := identityKeys(manifest.Identities, func(id bundle.Identity) string { return id.IdentityKey })
+	kept, err := keepReplaced(ctx, *to, restored, *force, start)
+	if err != nil {
+		return fmt.Errorf("restore bundle %s into %s: %w", *dir, *to, err)
+	}
 	m, err := bundle.Restore(ctx, *dir, *to, bundle.RestoreOptions{})
 	if err != nil {
+		if kept != "" {
+			os.Remove(kept) // the target is as it was
+		}
 		return err
 	}
-	return printBundle(out, *asJSON, bundleResult{Bundle: *dir, Wallet: *to, Action: "restored", Seconds: time.Since(start).Seconds(), Manifest: m})
+	return printBundle(out, *asJSON, bundleResult{Bundle: *dir, Wallet: *to, Action: "restored", Seconds: time.Since(start).Seconds(), Manifest: m, Replaced: kept})
 }
 
 func printBundle(out io.Writer, asJSON bool, r bundleResult) error {
@@ -100,6 +116,9 @@ func printBundle(out io.Writer, asJSON bool, r bundleResult) error {
 			fmt.Fprintf(w, "bundle %s is good: digests, SQLite integrity and foreign keys, counts (%.2f s)\n", r.Bundle, r.Seconds)
 		case "restored":
 			fmt.Fprintf(w, "restored bundle %s into %s in %.2f s\n", r.Bundle, r.Wallet, r.Seconds)
+			if r.Replaced != "" {
+				fmt.Fprintf(w, "  replaced the wallet that was there; kept it as %s (remove it once you no longer need it)\n", r.Replaced)
+			}
 		}
 		fmt.Fprintf(w, "  made     %s by walletsync %s\n", m.CreatedAt.Format(time.RFC3339), m.WalletsyncVersion)
 		fmt.Fprintf(w, "  chain    %s\n", m.Chain)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"walletsync/agent"
 	"walletsync/agent/api"
 	"walletsync/localstore"
 	"walletsync/remote/auth"
@@ -118,6 +119,7 @@ func TestCLI_Demo(t *testing.T) {
 		}
 	}
 	backups, err := os.ReadDir(filepath.Join(dir, "backups"))
+	backups = slices.DeleteFunc(backups, func(f os.DirEntry) bool { return strings.HasPrefix(f.Name(), agent.PlaceMarkerPrefix) })
 	if err != nil || len(backups) != 2 {
 		t.Fatalf("backup folder after two runs: %v (%v)", backups, err)
 	}

@@ -21,7 +21,7 @@ import (
 // runSync pushes a wallet to a SQLite destination file page by page, or pushes it to or
 // pulls it from a storage server (see runRemoteSync) when --to or --from is a URL.
 func runSync(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--wire auto|toolbox|walletsync] [--identity HEX] [--max-items N] [--max-bytes N] [--json]", out)
+	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--wire auto|toolbox|walletsync] [--identity HEX] [--allow-empty] [--max-items N] [--max-bytes N] [--json]", out)
 	from := fs.String("from", "", "the wallet to copy from, or the storage server URL to pull from")
 	to := fs.String("to", "", "the destination wallet file (created in the toolbox schema if missing), or the storage server URL to push to")
 	identity := fs.String("identity", "", "the user to sync (default: the source's only user; from a server, the signer's identity)")
@@ -31,6 +31,7 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	walletURL := fs.String("wallet-url", "", "with a storage server: the BRC-100 wallet that signs as the identity instead of a key file, e.g. http://127.0.0.1:3321")
 	asJSON := fs.Bool("json", false, "print one JSON object per progress event, then the result")
 	wireName := fs.String("wire", "auto", "with a storage server: auto (walletsync's paged wire when the server has it, else the toolbox's), toolbox or walletsync")
+	allowEmpty := fs.Bool("allow-empty", false, "with --from URL into a new file: keep the new wallet even when the server holds no transactions or outputs of the identity")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
@@ -45,7 +46,7 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if isURL(*from) || isURL(*to) {
-		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice}
+		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice, allowEmpty: *allowEmpty}
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
 			case "max-items":

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"strings"
 	"time"
 
 	"walletsync/cli/command"
+	"walletsync/internal/safefile"
 	"walletsync/localstore"
 	"walletsync/remote"
 	"walletsync/remote/auth"
@@ -35,6 +37,7 @@ type remoteSync struct {
 	maxItems, maxBytes int64 // 0: the chunk defaults
 	asJSON             bool
 	wire               remote.Wire
+	allowEmpty         bool // keep a pull into a new file that brought no transactions or outputs
 }
 
 // remoteStats is what the result adds about the wire.
@@ -151,8 +154,10 @@ func (r remoteSync) push(ctx context.Context, out io.Writer, client *toolbox.Cli
 }
 
 // pull brings the server's rows of the signer's identity into the wallet --to, creating it
-// when missing; nothing is created before the server has accepted the identity.
-func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (syncer.Result, error) {
+// when missing; nothing is created before the server has accepted the identity. A pull
+// into a new file says which identity it restored and how many rows, and one that brought
+// no transactions and no outputs is refused and its file removed (checkNewPull).
+func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (res syncer.Result, err error) {
 	identity := r.identity
 	if identity == "" {
 		identity = signerKey
@@ -169,14 +174,70 @@ func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Cli
 	if err != nil {
 		return syncer.Result{}, err
 	}
-	defer dst.Close()
+	defer func() {
+		err = errors.Join(err, dst.Close())
+		if errors.Is(err, ErrEmptyRestore) {
+			err = errors.Join(err, removeNewWallet(r.to))
+		}
+	}()
 	if statErr != nil {
 		fmt.Fprintf(os.Stderr, "created %s on %s\n", r.to, settings.Chain)
 	}
 	// The local wallet's merge dies with this process: no earlier chunk can still land.
 	opts.Settle = -1
 	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "chunks", 0)
-	return syncer.RunChunks(ctx, client, dst, identity, opts)
+	res, err = syncer.RunChunks(ctx, client, dst, identity, opts)
+	if err == nil && statErr != nil {
+		err = r.checkNewPull(ctx, out, dst, identity, signerKey)
+	}
+	return res, err
+}
+
+// ErrEmptyRestore is what a pull into a new file returns when the server held no
+// transactions and no outputs of the identity, and it was not asked to keep an empty
+// wallet (--allow-empty): the new file is removed.
+var ErrEmptyRestore = errors.New("nothing to restore")
+
+// checkNewPull ends a pull into the file --to that did not exist before it: it says (in
+// text mode) which identity it restored (and whether that is the signer's) and how
+// many rows; a pull that brought no transactions and no outputs is refused with
+// ErrEmptyRestore, unless r.allowEmpty: the caller then closes dst and removes the file
+// (removeNewWallet).
+func (r remoteSync) checkNewPull(ctx context.Context, out io.Writer, dst *localstore.Store, identity, signerKey string) error {
+	sum, err := dst.Summary(ctx, identity)
+	if err != nil && !errors.Is(err, wallet.ErrNotFound) {
+		return err
+	}
+	var rows int64
+	for _, n := range sum.Counts {
+		rows += n
+	}
+	txs, outs := sum.Counts[wallet.TableTransactions], sum.Counts[wallet.TableOutputs]
+	whose := "the signer's identity"
+	if identity != signerKey {
+		whose = "signed by " + wallet.ShortKey(signerKey, 16)
+	}
+	if txs+outs == 0 && !r.allowEmpty {
+		return errors.Join(err, fmt.Errorf("pull from %s: the server holds no transactions and no outputs of identity %s (%s); %s was not kept. "+
+			"Is the key the wallet's own identity key? To keep an empty wallet of that identity, ask with --allow-empty: %w",
+			r.from, identity, whose, r.to, ErrEmptyRestore))
+	}
+	if !r.asJSON { // the JSON result carries the rows
+		fmt.Fprintf(out, "restored identity %s (%s) into %s: %d rows, %d transactions, %d outputs\n", identity, whose, r.to, rows, txs, outs)
+	}
+	return nil
+}
+
+// removeNewWallet removes the wallet file path that a refused pull created, with its
+// journal files; the store must be closed.
+func removeNewWallet(path string) error {
+	var err error
+	for _, f := range []string{path, path + "-wal", path + "-shm", path + "-journal", safefile.WriterLockPath(path)} {
+		if rerr := os.Remove(f); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return err
 }
 
 // paged pushes or pulls through walletsync's paged wire: the page session of a file sync,
@@ -216,12 +277,25 @@ func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, 
 		if derr != nil {
 			return fmt.Errorf("pull from %s: %w", r.from, derr)
 		}
+		_, statErr := os.Stat(r.to)
 		dst, oerr := localstore.OpenOrCreate(ctx, r.to, localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
 		if oerr != nil {
 			return oerr
 		}
-		defer dst.Close()
 		res, err = syncer.Run(ctx, p, dst, identity, opts)
+		switch {
+		case statErr == nil:
+		case err == nil:
+			err = r.checkNewPull(ctx, out, dst, identity, signerKey)
+		case errors.Is(err, wallet.ErrNotFound):
+			// The paged wire never makes a user: the server has none of that identity.
+			err = fmt.Errorf("pull from %s: the server holds no wallet of identity %s (the identity of the key that signed); %s was not kept. Is the key the wallet's own identity key? %w",
+				r.from, identity, r.to, errors.Join(ErrEmptyRestore, err))
+		}
+		err = errors.Join(err, dst.Close())
+		if errors.Is(err, ErrEmptyRestore) {
+			err = errors.Join(err, removeNewWallet(r.to))
+		}
 	}
 	return r.report(out, remoteStats{Result: res, Wire: remote.Walletsync}, err)
 }

@@ -140,3 +140,69 @@ func openReadOnly(t *testing.T, path string) *localstore.Store {
 	t.Cleanup(func() { s.Close() })
 	return s
 }
+
+// startGoServe starts `walletsync serve` (both wires) on a SQLite file in t.TempDir and
+// returns its URL; it stops when the test ends.
+func startGoServe(t *testing.T) string {
+	t.Helper()
+	srv, err := serve.Open(t.Context(), serve.Options{DBPath: filepath.Join(t.TempDir(), "server.sqlite"),
+		Signer: auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(79))), Listen: "127.0.0.1:0",
+		Logger: slog.New(slog.DiscardHandler), Mounts: []serve.Mount{serve.WireMount(wire.ViewOptions{}, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	urls, done := make(chan serve.Listening, 1), make(chan error, 1)
+	go func() { done <- srv.Run(ctx, func(at serve.Listening) { urls <- at }) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return (<-urls).URL
+}
+
+// TestCLI_SyncPullIntoNewFile: a pull into a new file says which identity it restored and
+// how many rows; signed by a key that is not the wallet's, it would restore an empty wallet
+// of that key's identity, which is refused (no file is left) unless asked (--allow-empty).
+func TestCLI_SyncPullIntoNewFile(t *testing.T) {
+	t.Parallel()
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1) // FixtureIdentity(1)
+	url := startGoServe(t)
+	own, other := writeKeyFile(t, 1), writeKeyFile(t, 2)
+	if code, out, stderr := walletsync(t, "sync", "--from", src, "--to", url, "--key-file", own); code != 0 {
+		t.Fatalf("push: exit %d\n%s%s", code, out, stderr)
+	}
+	for _, w := range []string{"walletsync", "toolbox"} {
+		t.Run(w, func(t *testing.T) {
+			dir := t.TempDir()
+			mine := filepath.Join(dir, "mine.sqlite")
+			code, out, stderr := walletsync(t, "sync", "--from", url, "--to", mine, "--key-file", own, "--wire", w)
+			if code != 0 || !strings.Contains(out, "restored identity "+localstore.FixtureIdentity(1)+" (the signer's identity) into "+mine) {
+				t.Fatalf("pull with the wallet's key: exit %d\n%s%s", code, out, stderr)
+			}
+
+			empty := filepath.Join(dir, "empty.sqlite")
+			code, out, stderr = walletsync(t, "sync", "--from", url, "--to", empty, "--key-file", other, "--wire", w)
+			says := "no transactions and no outputs of identity " + localstore.FixtureIdentity(2)
+			if w == "walletsync" { // the paged wire makes no user for a signer the server does not know
+				says = "holds no wallet of identity " + localstore.FixtureIdentity(2)
+			}
+			if code != 1 || !strings.Contains(stderr, says) || !strings.Contains(stderr, "was not kept") {
+				t.Fatalf("pull with another key: exit %d\n%s%s", code, out, stderr)
+			}
+			if left, _ := filepath.Glob(empty + "*"); len(left) != 0 {
+				t.Fatalf("a refused empty pull left %v", left)
+			}
+			if w == "walletsync" {
+				return
+			}
+
+			code, out, stderr = walletsync(t, "sync", "--from", url, "--to", empty, "--key-file", other, "--wire", w, "--allow-empty")
+			if code != 0 || !strings.Contains(out, "restored identity "+localstore.FixtureIdentity(2)) || !strings.Contains(out, "0 transactions, 0 outputs") {
+				t.Fatalf("pull with another key, --allow-empty: exit %d\n%s%s", code, out, stderr)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package frontend_test
 
 import (
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -83,4 +84,51 @@ func TestDashboard_SamePlaceTwiceRefused(t *testing.T) {
 	if len(cfg.Destinations) != 2 {
 		t.Errorf("the second destination was saved: %+v", cfg.Destinations)
 	}
+}
+
+// TestDashboard_UnpluggedFolder: a backup folder whose disk is unplugged (the folder renamed
+// away, its mount point left empty) shows as failing on the Overview and the Destinations
+// page with "is not there: is the disk connected?" and what to do, nothing is written under
+// the mount point (it was created again there and the backup called a success), and with
+// the disk back the next run brings the row back to OK.
+func TestDashboard_UnpluggedFolder(t *testing.T) {
+	d := newDash(t)
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskSucceeded {
+		t.Fatalf("first backup: %s %s", got.State, got.Error)
+	}
+	folder, away := filepath.Join(d.dir, "backups"), filepath.Join(d.dir, "unplugged")
+	if err := os.Rename(folder, away); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(folder, 0o700); err != nil { // the empty mount point
+		t.Fatal(err)
+	}
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskFailed {
+		t.Fatalf("the run with the disk unplugged: %s %s", got.State, got.Error)
+	}
+	if entries, err := os.ReadDir(folder); err != nil || len(entries) != 0 {
+		t.Errorf("the run wrote under the mount point: %v, %v", entries, err)
+	}
+
+	row := `[data-destination=` + folderID + `]`
+	d.do(chromedp.Reload())
+	d.waitFor(`document.querySelector('`+row+`')?.textContent.includes('is not there: is the disk connected?')`, "the unplugged folder on the Overview")
+	if got := d.text(row); !strings.Contains(got, "Failing") || !strings.Contains(got, folder) {
+		t.Errorf("the Overview row says %q", got)
+	}
+	d.shot("unplugged-folder")
+	d.page("destinations")
+	d.waitFor(`document.querySelector('[data-destination=`+folderID+`] .notice.error')?.textContent.includes('Connect the disk')`, "the hint on the Destinations page")
+
+	if err := os.Remove(folder); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(away, folder); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.runTask(api.RouteRun, folderID); got.State != api.TaskSucceeded {
+		t.Fatalf("the run with the disk back: %s %s", got.State, got.Error)
+	}
+	d.page("overview")
+	d.waitFor(`!document.querySelector('`+row+`')?.textContent.includes('Failing')`, "the row back to OK")
 }

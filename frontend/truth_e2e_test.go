@@ -122,7 +122,7 @@ func TestDashboard_CancelBackupSaysWhatHappens(t *testing.T) {
 	if strings.Contains(line, "continues from there") || !strings.Contains(line, "discarded") || !strings.Contains(line, "from the start") {
 		t.Errorf("the cancelled backup says %q", line)
 	}
-	left, _ := filepath.Glob(filepath.Join(d.dir, "backups", ".walletsync-*"))
+	left, _ := filepath.Glob(filepath.Join(d.dir, "backups", ".walletsync-*.tmp-*"))
 	if len(left) > 0 {
 		t.Errorf("the cancel left %v", left)
 	}

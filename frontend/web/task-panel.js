@@ -44,6 +44,14 @@ const checkpointOf = (task) => task.result?.sessions?.at(-1)?.checkpoint ?? null
 const resumableOf = (task) => task.result?.sessions?.at(-1)?.resumable === true;
 
 /**
+ * storedOf is what a sync task's sessions stored at the destination (pages or chunks, and
+ * rows): a storage server's chunk sessions keep their progress at the server without a
+ * numbered checkpoint, so the pages say what was kept, not the checkpoint alone.
+ */
+const storedOf = (task) => (task.result?.sessions ?? []).reduce(
+  (sum, s) => ({ pages: sum.pages + (s.pages ?? 0), rows: sum.rows + (s.rows ?? 0) }), { pages: 0, rows: 0 });
+
+/**
  * progressWords puts a task's progress in words: rows done of the total, the percentage
  * (never 100% before the end: the total is an estimate), the rate, which reads
  * "measuring…" until the agent has two seconds of samples rather than "0 rows/s", and the
@@ -77,6 +85,13 @@ function cancelledWords(t) {
   switch (t.kind) {
     case 'sync': {
       const cp = checkpointOf(t);
+      const stored = storedOf(t);
+      if ((!cp || !cp.seq) && stored.pages > 0) {
+        const what = `${fmtNumber(stored.pages)} ${stored.pages === 1 ? 'page' : 'pages'} (${fmtNumber(stored.rows)} rows)`;
+        return resumableOf(t)
+          ? `Cancelled safely. ${what} were stored at the destination and are kept; the next run continues from there.`
+          : `Cancelled safely. ${what} were stored at the destination and are kept; the next run starts again at the first table (nothing is stored twice).`;
+      }
       if (!cp || !cp.seq) return 'Cancelled safely. Nothing had been stored yet; the next run starts at the beginning.';
       const kept = `Cancelled safely. Everything up to checkpoint ${cp.seq} (${tableLabel(syncOrder[cp.table])}) is kept; `;
       return resumableOf(t)
