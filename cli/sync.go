@@ -159,10 +159,16 @@ func progressPrinter(bar *command.ProgressLine, enc *json.Encoder, asJSON bool, 
 		if known == 0 && p.Kind == syncer.KindFull { // what an incremental run reads is not counted
 			known = total
 		}
-		bar.Update(false, "%-10s %-18s %6d %s %9s %s",
-			p.State, p.Table, p.Pages, unit, command.HumanBytes(p.Bytes), command.ProgressText(p.Rows, known, rate))
+		bar.Update(false, "%s", progressLine(string(p.State), string(p.Table), p.Pages, unit, p.Bytes, command.ProgressText(p.Rows, known, rate)))
 		return nil
 	}
+}
+
+// progressLine is the one live line of a copy, as `sync` and `run --wait` draw it: the
+// session's state and table, the pages (or chunks) and bytes moved, and the rows with the
+// rate and the time left (command.ProgressText).
+func progressLine(state, table string, pages int64, unit string, bytes int64, rows string) string {
+	return fmt.Sprintf("%-10s %-18s %6d %s %9s %s", state, table, pages, unit, command.HumanBytes(bytes), rows)
 }
 
 // openSource opens a wallet to read from: for writing when it can, so that walletsync's
