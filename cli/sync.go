@@ -44,6 +44,16 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	if err := command.Required("to", *to); err != nil {
 		return err
 	}
+	if !isURL(*from) {
+		if err := checkWalletArg("from", *from, false); err != nil {
+			return err
+		}
+	}
+	if !isURL(*to) {
+		if err := checkWalletArg("to", *to, true); err != nil {
+			return err
+		}
+	}
 	if isURL(*from) || isURL(*to) {
 		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice}
 		fs.Visit(func(f *flag.Flag) {
