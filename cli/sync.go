@@ -21,7 +21,7 @@ import (
 // runSync pushes a wallet to a SQLite destination file page by page, or pushes it to or
 // pulls it from a storage server (see runRemoteSync) when --to or --from is a URL.
 func runSync(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--wire auto|toolbox|walletsync] [--identity HEX] [--max-items N] [--max-bytes N] [--json]", out)
+	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--wire auto|toolbox|walletsync] [--give-up 60s] [--identity HEX] [--max-items N] [--max-bytes N] [--json]", out)
 	from := fs.String("from", "", "the wallet to copy from, or the storage server URL to pull from")
 	to := fs.String("to", "", "the destination wallet file (created in the toolbox schema if missing), or the storage server URL to push to")
 	identity := fs.String("identity", "", "the user to sync (default: the source's only user; from a server, the signer's identity)")
@@ -30,6 +30,7 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	keyFile := fs.String("key-file", "", "with a storage server: the wallet's identity key file (see `walletsync key`)")
 	walletURL := fs.String("wallet-url", "", "with a storage server: the BRC-100 wallet that signs as the identity instead of a key file, e.g. http://127.0.0.1:3321")
 	asJSON := fs.Bool("json", false, "print one JSON object per progress event, then the result")
+	giveUp := fs.Duration("give-up", remote.GiveUp, "with a storage server: how long to keep trying one that does not answer before the sync fails")
 	wireName := fs.String("wire", "auto", "with a storage server: auto (walletsync's paged wire when the server has it, else the toolbox's), toolbox or walletsync")
 	if err := command.Parse(fs, args); err != nil {
 		return err
@@ -55,7 +56,10 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 		}
 	}
 	if isURL(*from) || isURL(*to) {
-		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice}
+		if *giveUp <= 0 {
+			return fmt.Errorf("%w: --give-up must be more than 0", command.ErrUsage)
+		}
+		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice, giveUp: *giveUp}
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
 			case "max-items":
