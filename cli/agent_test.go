@@ -1,11 +1,16 @@
 package cli
 
 import (
+	"context"
+	"encoding/hex"
+	"net"
 	"strings"
 	"testing"
 	"time"
 
+	"walletsync/agent"
 	"walletsync/agent/api"
+	"walletsync/localstore"
 	"walletsync/testkit/walletsynctest"
 )
 
@@ -116,5 +121,47 @@ func TestTaskDuration_Rounds(t *testing.T) {
 		if got := taskDuration(tt.task, start.Add(5*time.Second)); got != tt.want {
 			t.Errorf("taskDuration(%+v) = %q, want %q", tt.task, got, tt.want)
 		}
+	}
+}
+
+// TestCLI_RunWaitStoppedServer watches a run to a storage server where nothing listens:
+// the watch prints the agent's "cannot reach HOST (attempt N, next try in …)" (a line of
+// its own off a terminal), and the command exits 1 with the failure in words once the
+// agent's bound (2 s here) has passed.
+func TestCLI_RunWaitStoppedServer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	cfg := walletsynctest.WalletConfig(t, nil, nil) // its wallet is FixtureIdentity(1)'s
+	cfg.Destinations = append(cfg.Destinations, api.Destination{ID: "server", Name: "Storage server", Kind: api.DestinationStorageServer,
+		Path: dead, Schedule: api.Schedule{Kind: api.ScheduleDaily, At: "04:00"}, Pause: &api.Pause{}})
+	f := walletsynctest.NewFolder(t, cfg)
+	if err := f.Dir.Ensure(); err != nil {
+		t.Fatal(err)
+	}
+	// The agent keeps a storage server's signing key in its secrets as storage-key-<id>.
+	if err := agent.NewSecrets(f.Dir.SecretsPath()).Set("storage-key-server", api.NewSecret(hex.EncodeToString(localstore.FixtureRootKey(1)))); err != nil {
+		t.Fatal(err)
+	}
+	opts := f.Options()
+	opts.ServerGiveUp = 2 * time.Second
+	a, err := agent.Start(t.Context(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { a.Close(context.Background()) })
+
+	code, out, stderr := walletsync(t, "run", "server", "--wait", "--data-dir="+string(f.Dir))
+	if code != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, stderr)
+	}
+	if host := strings.TrimPrefix(dead, "http://"); !strings.Contains(out, "\ncannot reach "+host+" (attempt ") || !strings.Contains(out, ", next try in ") {
+		t.Errorf("output %q does not say the server cannot be reached", out)
+	}
+	if want := "walletsync run: sync server failed: Cannot reach " + dead + ": connection refused; gave up after 2 s."; !strings.HasPrefix(stderr, want) {
+		t.Errorf("stderr %q; want it to start %q", stderr, want)
 	}
 }
