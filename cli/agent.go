@@ -220,11 +220,14 @@ func taskDuration(t api.Task, now time.Time) string {
 	if t.State.Terminal() && !t.FinishedAt.IsZero() {
 		end = t.FinishedAt
 	}
-	d := end.Sub(t.StartedAt)
-	if d < time.Minute {
+	switch d := end.Sub(t.StartedAt); {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
 		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
 	}
-	return d.Round(time.Second).String()
 }
 
 // taskOutcome says how t ended (with the reason in words when it failed), or, while it
@@ -359,11 +362,15 @@ func isPagePhase(s syncer.State) bool {
 // taskSummary is the line that says how a watched task ended.
 func taskSummary(t api.Task) string {
 	took := taskDuration(t, time.Now())
-	switch t.State {
-	case api.TaskSucceeded:
+	switch {
+	case t.State == api.TaskSucceeded && t.Kind == api.KindSync && t.Counters.Rows == 0:
+		return fmt.Sprintf("succeeded: %s %s, already up to date (nothing new to copy), in %s", t.Kind, t.Target, took)
+	case t.State == api.TaskSucceeded && t.Counters.Pages > 0:
 		return fmt.Sprintf("succeeded: %s %s, %d pages, %d rows (%d inserted, %d updated), %s in %s",
 			t.Kind, t.Target, t.Counters.Pages, t.Counters.Rows, t.Counters.Inserts, t.Counters.Updates, command.HumanBytes(t.Counters.Bytes), took)
-	case api.TaskCancelled:
+	case t.State == api.TaskSucceeded:
+		return fmt.Sprintf("succeeded: %s %s, %d rows, %s in %s", t.Kind, t.Target, t.Counters.Rows, command.HumanBytes(t.Counters.Bytes), took)
+	case t.State == api.TaskCancelled:
 		return fmt.Sprintf("cancelled: %s %s after %s; what was acknowledged is kept", t.Kind, t.Target, took)
 	}
 	return fmt.Sprintf("%s: %s %s after %s", t.State, t.Kind, t.Target, took)

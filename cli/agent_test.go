@@ -114,6 +114,7 @@ func TestTaskDuration_Rounds(t *testing.T) {
 	}{
 		{api.Task{State: api.TaskQueued}, "-"},
 		{api.Task{State: api.TaskSucceeded, StartedAt: start, FinishedAt: start.Add(1234 * time.Millisecond)}, "1.2s"},
+		{api.Task{State: api.TaskSucceeded, StartedAt: start, FinishedAt: start.Add(43210 * time.Microsecond)}, "43ms"},
 		{api.Task{State: api.TaskFailed, StartedAt: start, FinishedAt: start.Add(90*time.Second + 400*time.Millisecond)}, "1m30s"},
 		{api.Task{State: api.TaskRunning, StartedAt: start}, "5s"},
 	}
