@@ -19,8 +19,8 @@ import (
 // runs, stops the server, and runs it from the Destinations page: while the agent retries,
 // the task panel says "Cannot reach HOST (attempt N, next try in …)" rather than
 // "Starting…", and so does the overview; once the agent's bound has passed (8 s here, time
-// to look at both pages; remote.GiveUp, 60 s, in use) the run fails, and the panel, the header and the destination say why in words, with the
-// raw error only behind Details.
+// to look at both pages; remote.GiveUp, 60 s, in use) the run fails, and the panel, the
+// header and the destination say why in words, with the raw error only behind Details.
 func TestDashboard_StoppedStorageServer(t *testing.T) {
 	d := newDash(t, func(o *agent.Options) { o.ServerGiveUp = 8 * time.Second })
 	srv := servetest.Start(t)
