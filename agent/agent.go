@@ -47,6 +47,9 @@ type Options struct {
 	// pages make a long sync of a small wallet: tests stop one midway, and the dashboard's
 	// screenshots show one in progress.
 	SyncMaxRows int
+	// ServerGiveUp is how long a run keeps trying a storage server that does not answer
+	// before it fails (remote.GiveUp when 0). Tests of a stopped server set a short one.
+	ServerGiveUp time.Duration
 
 	// probeTicks is a test seam: the latency probe's ticks, so that a test decides when
 	// the probe looks (a ticker of probeEvery when nil).

@@ -17,14 +17,16 @@ func (a *Agent) exportOptions(overwrite bool) portable.ExportOptions {
 }
 
 // checkExport refuses an export request before a task starts, as the command line refuses
-// before it asks for the password: a missing path, an empty password (a backup anybody can
-// open), a path the export may not write.
+// before it asks for the password: a missing path, a password shorter than
+// api.MinPasswordLength (the rule the dashboard and the command line apply too), a path the
+// export may not write.
 func (a *Agent) checkExport(req api.ExportRequest) error {
 	switch {
 	case req.Path == "":
 		return fmt.Errorf("export needs the path of the file to write: %w", wallet.ErrInvalidArgument)
-	case req.Password.Reveal() == "":
-		return fmt.Errorf("a backup needs a password that is not empty: %w", wallet.ErrInvalidArgument)
+	}
+	if err := api.CheckNewPassword(req.Password.Reveal()); err != nil {
+		return fmt.Errorf("export %s: %w", req.Path, err)
 	}
 	_, err := portable.CheckExportPath(req.Path, a.exportOptions(req.Overwrite))
 	return err

@@ -41,6 +41,7 @@ func TestAgent_ExportRefusesToReplace(t *testing.T) {
 		{"a backup, not asked", map[string]any{"path": backup, "password": testPassword}, "file_exists"},
 		{"an empty password", map[string]any{"path": filepath.Join(e.dir, "new.brc39"), "password": ""}, "invalid_argument"},
 		{"no password", map[string]any{"path": filepath.Join(e.dir, "new.brc39")}, "invalid_argument"},
+		{"a password shorter than the dashboard allows", map[string]any{"path": filepath.Join(e.dir, "new.brc39"), "password": "seven77"}, "invalid_argument"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := map[string][]byte{}

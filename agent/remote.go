@@ -1,7 +1,9 @@
 package agent
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -70,7 +72,10 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d api.Desti
 		return api.WithHint(fmt.Errorf("storage server %s: the signer is %s, which the wallet does not hold: %w", d.Name, wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
 			"sign with the wallet's identity key")
 	}
-	server, err := remote.Dial(ctx, d.Path, signer, remote.Auto, remote.Options{})
+	// One loop decides how long a server that does not answer is tried: the session's
+	// (GiveUp), which says so on the task while it waits; the toolbox client's own retries
+	// would nest inside it (8 tries of each of its 10) and keep the task silent for minutes.
+	server, err := remote.Dial(ctx, d.Path, signer, remote.Auto, remote.Options{ToolboxRetries: -1})
 	if err != nil {
 		return err
 	}
@@ -89,11 +94,22 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d api.Desti
 			return berr
 		}
 		res, err = syncer.RunChunks(ctx, store, server.Chunks, identity, syncer.ChunkOptions{
-			Active: wallet.KeepSourceActive, Budget: budget,
+			Active: wallet.KeepSourceActive, Budget: budget, GiveUp: cmp.Or(a.opts.ServerGiveUp, remote.GiveUp),
+			OnRetry: func(r syncer.Retry) {
+				if r.Attempt == 1 {
+					h.Logf("%s; trying again for up to %s", remote.CannotReach(d.Path, r.Err, 0), cmp.Or(a.opts.ServerGiveUp, remote.GiveUp))
+				}
+				h.SetDetail(remote.Waiting(d.Path, r.Attempt, r.Wait))
+			},
 			Progress: func(p syncer.Progress) error {
 				h.SyncProgress(p)
 				return nil
 			}})
+	}
+	if ue, ok := errors.AsType[*syncer.UnreachableError](err); ok {
+		err = &api.ServerCheckError{URL: d.Path, Problem: api.ServerUnreachable, Err: err,
+			Message: capitalizeFirst(remote.CannotReach(d.Path, ue.Err, ue.After)) + ".",
+			Hint:    "Check that the storage server is running and that this computer is online; the next scheduled run tries again."}
 	}
 	result := api.ServerPushResult{SyncResult: api.SyncResult{Sessions: []syncer.Result{res}}, Wire: server.Wire}
 	if err == nil {
@@ -108,4 +124,12 @@ func (a *Agent) storageServerJob(ctx context.Context, h *TaskHandle, d api.Desti
 	h.Logf("%s: %s push over the %s wire, %d %s, %d rows (%d inserted, %d updated), confirmed by the server",
 		wallet.ShortKey(identity, 12), res.Kind, server.Wire, res.Pages, unit, res.Rows, res.Inserts, res.Updates)
 	return nil
+}
+
+// capitalizeFirst makes a sentence's first letter upper case.
+func capitalizeFirst(s string) string {
+	if s == "" || s[0] < 'a' || s[0] > 'z' {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }

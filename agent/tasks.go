@@ -279,6 +279,8 @@ func (m *Manager) endLocked(t *task, state api.TaskState, err error, now time.Ti
 	}
 	t.run = nil // a queued task cancelled or interrupted never ran
 	t.snap.State, t.snap.FinishedAt = state, now
+	// The step the job was on is over: an ended task shows how it ended, never its last step.
+	t.snap.Detail = ""
 	switch state {
 	case api.TaskFailed:
 		ex := api.Explain(err)

@@ -9,12 +9,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"time"
 
 	"walletsync/agent"
 	"walletsync/agent/api"
 	"walletsync/cli/command"
 	"walletsync/frontend"
+	"walletsync/syncer"
 )
 
 // agentFlags are the flags every command that runs or reaches the agent shares.
@@ -181,13 +184,64 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 	})
 }
 
-// runTasks lists the agent's tasks, newest first.
+// runTasks lists the agent's tasks, newest first, under a header: when each started, how
+// long it took (or has run so far), and its outcome; a finished task shows how it ended,
+// never the step it was on.
 func runTasks(ctx context.Context, args []string, out io.Writer) error {
 	return askAgent(ctx, args, out, "tasks", (*api.Client).Tasks, func(w io.Writer, _ *api.Client, tasks []api.Task) {
-		for _, t := range tasks {
-			fmt.Fprintf(w, "%s  %-7s %-12s %-11s %8d rows  %s\n", t.ID, t.Kind, t.Target, t.State, t.Counters.Rows, firstNonEmpty(t.Error, t.Detail))
-		}
+		writeTasks(w, tasks, time.Now())
 	})
+}
+
+// writeTasks prints tasks as `walletsync tasks` does, newest first by when each was queued.
+func writeTasks(w io.Writer, tasks []api.Task, now time.Time) {
+	if len(tasks) == 0 {
+		fmt.Fprintln(w, "no tasks yet")
+		return
+	}
+	tasks = slices.Clone(tasks)
+	slices.SortStableFunc(tasks, func(a, b api.Task) int { return b.QueuedAt.Compare(a.QueuedAt) })
+	fmt.Fprintf(w, "%-16s  %-8s  %-7s  %-12s  %8s  %-16s  %s\n", "STARTED", "TOOK", "KIND", "TARGET", "ROWS", "ID", "OUTCOME")
+	for _, t := range tasks {
+		started := "not yet"
+		if !t.StartedAt.IsZero() {
+			started = t.StartedAt.Local().Format("2006-01-02 15:04")
+		}
+		fmt.Fprintf(w, "%-16s  %-8s  %-7s  %-12s  %8d  %-16s  %s\n", started, taskDuration(t, now), t.Kind, t.Target, t.Counters.Rows, t.ID, taskOutcome(t))
+	}
+}
+
+// taskDuration is how long t ran, or has run so far; "-" before it started.
+func taskDuration(t api.Task, now time.Time) string {
+	if t.StartedAt.IsZero() {
+		return "-"
+	}
+	end := now
+	if t.State.Terminal() && !t.FinishedAt.IsZero() {
+		end = t.FinishedAt
+	}
+	switch d := end.Sub(t.StartedAt); {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	default:
+		return d.Round(time.Second).String()
+	}
+}
+
+// taskOutcome says how t ended (with the reason in words when it failed), or, while it
+// runs, the step it is on.
+func taskOutcome(t api.Task) string {
+	switch {
+	case t.State == api.TaskFailed || t.State == api.TaskInterrupted:
+		return string(t.State) + ": " + firstNonEmpty(t.Message, t.Error)
+	case t.State.Terminal():
+		return string(t.State)
+	case t.Detail != "":
+		return string(t.State) + ": " + t.Detail
+	}
+	return string(t.State)
 }
 
 // askAgent is a command that reads one answer from the running agent (status, tasks): it
@@ -211,12 +265,132 @@ func askAgent[T any](ctx context.Context, args []string, out io.Writer, name str
 	return command.Report(out, *asJSON, v, func(w io.Writer) { text(w, c, v) })
 }
 
-// runRun asks the agent to bring a destination up to date now.
+// runRun asks the agent to bring a destination up to date now; with --wait it watches the
+// run on the progress line `sync` draws and returns the run's outcome: nil when it
+// succeeded, command.ErrCancelled when it was cancelled, else the failure in words.
 func runRun(ctx context.Context, args []string, out io.Writer) error {
-	return agentAction(ctx, "run", "DEST", "destination", args, out, func(c *api.Client, target string) (any, error) {
-		t, err := c.Run(ctx, target)
-		return t, unknownDestination(ctx, c, target, err)
-	})
+	fs := command.NewFlags("run", "DEST [--wait] [--data-dir D] [--json]", out)
+	af := addAgentFlags(fs)
+	asJSON := fs.Bool("json", false, "print the task as JSON (with --wait: the finished task)")
+	wait := fs.Bool("wait", false, "watch the run and exit with its outcome: 0 when it succeeds, 1 when it fails, 130 when it is cancelled")
+	if err := command.ParseFlags(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("%w: name one destination", command.ErrUsage)
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	t, err := c.Run(ctx, fs.Arg(0))
+	if err != nil {
+		return unknownDestination(ctx, c, fs.Arg(0), err)
+	}
+	if !*wait {
+		return command.Report(out, *asJSON, t, func(w io.Writer) {
+			fmt.Fprintf(w, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
+		})
+	}
+	if !*asJSON {
+		fmt.Fprintf(out, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
+	}
+	t, err = watchTask(ctx, c, t, command.NewProgressLine(out), *asJSON)
+	if err != nil {
+		return err
+	}
+	if err := command.Report(out, *asJSON, t, func(w io.Writer) { fmt.Fprintln(w, taskSummary(t)) }); err != nil {
+		return err
+	}
+	return taskErr(t)
+}
+
+// taskPoll is how often `run --wait` asks the agent about the task: the agent publishes a
+// task's progress at most 4 times a second, so asking more often shows nothing new.
+const taskPoll = 250 * time.Millisecond
+
+// watchTask asks the agent about t until it ends, drawing its progress on bar: a sync's
+// phase, table, pages, bytes, rows, rate and time left as `sync` draws them; any other
+// step (a storage server that does not answer, a key being derived) as a note, which is
+// printed off a terminal too. It returns the ended task, or, when ctx ends first (Ctrl-C),
+// an error matching command.ErrCancelled that says the run goes on.
+func watchTask(ctx context.Context, c *api.Client, t api.Task, bar *command.ProgressLine, quiet bool) (api.Task, error) {
+	tick := time.NewTicker(taskPoll)
+	defer tick.Stop()
+	for !t.State.Terminal() {
+		if !quiet {
+			drawTask(bar, t)
+		}
+		select {
+		case <-ctx.Done():
+			return t, fmt.Errorf("stopped watching task %s, which goes on (walletsync cancel %s stops it): %w", t.ID, t.ID, command.ErrCancelled)
+		case <-tick.C:
+		}
+		next, err := c.Task(ctx, t.ID)
+		if err != nil {
+			if ctx.Err() != nil {
+				continue // said above, on the next turn
+			}
+			return t, fmt.Errorf("watch task %s: %w", t.ID, err)
+		}
+		t = next
+	}
+	return t, nil
+}
+
+// drawTask draws a running task on bar.
+func drawTask(bar *command.ProgressLine, t api.Task) {
+	phase, table, _ := strings.Cut(t.Detail, " ")
+	switch {
+	case isPagePhase(syncer.State(phase)):
+		bar.Update(false, "%s", progressLine(phase, table, t.Counters.Pages, "pages", t.Counters.Bytes,
+			command.ProgressText(t.Counters.Rows, t.Total, t.RowsPerSec)))
+	case t.Detail != "":
+		bar.Note(t.Detail)
+	}
+}
+
+// isPagePhase reports whether s is a page session's step (not its end).
+func isPagePhase(s syncer.State) bool {
+	switch s {
+	case syncer.StateReading, syncer.StatePreparing, syncer.StateCommitting, syncer.StateCommitted:
+		return true
+	}
+	return false
+}
+
+// taskSummary is the line that says how a watched task ended.
+func taskSummary(t api.Task) string {
+	took := taskDuration(t, time.Now())
+	switch {
+	case t.State == api.TaskSucceeded && t.Kind == api.KindSync && t.Counters.Rows == 0:
+		return fmt.Sprintf("succeeded: %s %s, already up to date (nothing new to copy), in %s", t.Kind, t.Target, took)
+	case t.State == api.TaskSucceeded && t.Counters.Pages > 0:
+		return fmt.Sprintf("succeeded: %s %s, %d pages, %d rows (%d inserted, %d updated), %s in %s",
+			t.Kind, t.Target, t.Counters.Pages, t.Counters.Rows, t.Counters.Inserts, t.Counters.Updates, command.HumanBytes(t.Counters.Bytes), took)
+	case t.State == api.TaskSucceeded:
+		return fmt.Sprintf("succeeded: %s %s, %d rows, %s in %s", t.Kind, t.Target, t.Counters.Rows, command.HumanBytes(t.Counters.Bytes), took)
+	case t.State == api.TaskCancelled:
+		return fmt.Sprintf("cancelled: %s %s after %s; what was acknowledged is kept", t.Kind, t.Target, took)
+	}
+	return fmt.Sprintf("%s: %s %s after %s", t.State, t.Kind, t.Target, took)
+}
+
+// taskErr is an ended task's outcome as a command's error: nil for a success,
+// command.ErrCancelled for a cancel, else why it failed, in the agent's plain words, with
+// its hint.
+func taskErr(t api.Task) error {
+	switch t.State {
+	case api.TaskSucceeded:
+		return nil
+	case api.TaskCancelled:
+		return command.ErrCancelled
+	}
+	err := fmt.Errorf("%s %s %s: %s", t.Kind, t.Target, t.State, firstNonEmpty(t.Message, t.Error, "no reason given"))
+	if t.Hint != "" {
+		return api.WithHint(err, t.Hint)
+	}
+	return err
 }
 
 // runPause holds a destination's (or every destination's) scheduled runs back.

@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -10,8 +11,10 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"walletsync/agent"
+	"walletsync/agent/api"
 	"walletsync/cli/command"
 	"walletsync/localstore"
 	"walletsync/portable"
@@ -50,7 +53,7 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	}
 	exportOpts := cliExportOptions(*force)
 	if _, err := portable.CheckExportPath(*outPath, exportOpts); err != nil {
-		return err
+		return withForceHint(err)
 	}
 	s, err := localstore.Open(ctx, *db, localstore.Options{ReadOnly: true})
 	if err != nil {
@@ -70,6 +73,11 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 	if !*plaintext {
 		if password, err = command.ReadPassword(*passwordFile, true, command.StdinTerminal{}, ""); err != nil {
 			return err
+		}
+		// The dashboard's rule, from the one place it is kept.
+		if api.CheckNewPassword(password) != nil {
+			return fmt.Errorf("%w: a backup password needs at least %d characters, as on the dashboard; this one has %d; nothing was written",
+				command.ErrUsage, api.MinPasswordLength, utf8.RuneCountInString(password))
 		}
 	}
 	var total int64
@@ -95,7 +103,7 @@ func runExport(ctx context.Context, args []string, out io.Writer) error {
 		res, err = portable.ExportBRC39(ctx, v, settings, *identity, password, brc39.DefaultKDFParams, *outPath, exportOpts)
 	}
 	if err != nil {
-		return err
+		return withForceHint(err)
 	}
 	bar.Update(true, "exported %d rows", v.Rows)
 	return command.Report(out, *asJSON, res, func(w io.Writer) {
@@ -400,6 +408,15 @@ func cliExportOptions(force bool) portable.ExportOptions {
 		opts.Protected = []string{string(d)}
 	}
 	return opts
+}
+
+// withForceHint names --force where it helps: a backup file that exists where the export
+// writes (wallet.ErrFileExists), which --force replaces. Any other error is returned as it is.
+func withForceHint(err error) error {
+	if re, ok := errors.AsType[*wallet.ReplaceError](err); ok && errors.Is(err, wallet.ErrFileExists) {
+		return said(wallet.ErrFileExists, "%s exists (%s); nothing was written: choose another --out, or add --force to replace it", re.Path, re.Reason)
+	}
+	return err
 }
 
 func checkOutPath(path string) error {

@@ -21,7 +21,7 @@ import (
 // runSync pushes a wallet to a SQLite destination file page by page, or pushes it to or
 // pulls it from a storage server (see runRemoteSync) when --to or --from is a URL.
 func runSync(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--wire auto|toolbox|walletsync] [--identity HEX] [--allow-empty] [--max-items N] [--max-bytes N] [--json]", out)
+	fs := command.NewFlags("sync", "--from WALLET.sqlite|URL --to DEST.sqlite|URL [--key-file F | --wallet-url URL] [--wire auto|toolbox|walletsync] [--give-up 60s] [--identity HEX] [--allow-empty] [--max-items N] [--max-bytes N] [--json]", out)
 	from := fs.String("from", "", "the wallet to copy from, or the storage server URL to pull from")
 	to := fs.String("to", "", "the destination wallet file (created in the toolbox schema if missing), or the storage server URL to push to")
 	identity := fs.String("identity", "", "the user to sync (default: the source's only user; from a server, the signer's identity)")
@@ -30,6 +30,7 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	keyFile := fs.String("key-file", "", "with a storage server: the wallet's identity key file (see `walletsync key`)")
 	walletURL := fs.String("wallet-url", "", "with a storage server: the BRC-100 wallet that signs as the identity instead of a key file, e.g. http://127.0.0.1:3321")
 	asJSON := fs.Bool("json", false, "print one JSON object per progress event, then the result")
+	giveUp := fs.Duration("give-up", remote.GiveUp, "with a storage server: how long to keep trying one that does not answer before the sync fails")
 	wireName := fs.String("wire", "auto", "with a storage server: auto (walletsync's paged wire when the server has it, else the toolbox's), toolbox or walletsync")
 	allowEmpty := fs.Bool("allow-empty", false, "with --from URL into a new file: keep the new wallet even when the server holds no transactions or outputs of the identity")
 	if err := command.Parse(fs, args); err != nil {
@@ -45,8 +46,21 @@ func runSync(ctx context.Context, args []string, out io.Writer) error {
 	if err := command.Required("to", *to); err != nil {
 		return err
 	}
+	if !isURL(*from) {
+		if err := checkWalletArg("from", *from, false); err != nil {
+			return err
+		}
+	}
+	if !isURL(*to) {
+		if err := checkWalletArg("to", *to, true); err != nil {
+			return err
+		}
+	}
 	if isURL(*from) || isURL(*to) {
-		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice, allowEmpty: *allowEmpty}
+		if *giveUp <= 0 {
+			return fmt.Errorf("%w: --give-up must be more than 0", command.ErrUsage)
+		}
+		r := remoteSync{from: *from, to: *to, identity: *identity, keyFile: *keyFile, walletURL: *walletURL, asJSON: *asJSON, wire: wireChoice, giveUp: *giveUp, allowEmpty: *allowEmpty}
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
 			case "max-items":
@@ -161,10 +175,16 @@ func progressPrinter(bar *command.ProgressLine, enc *json.Encoder, asJSON bool, 
 		if known == 0 && p.Kind == syncer.KindFull { // what an incremental run reads is not counted
 			known = total
 		}
-		bar.Update(false, "%-10s %-18s %6d %s %9s %s",
-			p.State, p.Table, p.Pages, unit, command.HumanBytes(p.Bytes), command.ProgressText(p.Rows, known, rate))
+		bar.Update(false, "%s", progressLine(string(p.State), string(p.Table), p.Pages, unit, p.Bytes, command.ProgressText(p.Rows, known, rate)))
 		return nil
 	}
+}
+
+// progressLine is the one live line of a copy, as `sync` and `run --wait` draw it: the
+// session's state and table, the pages (or chunks) and bytes moved, and the rows with the
+// rate and the time left (command.ProgressText).
+func progressLine(state, table string, pages int64, unit string, bytes int64, rows string) string {
+	return fmt.Sprintf("%-10s %-18s %6d %s %9s %s", state, table, pages, unit, command.HumanBytes(bytes), rows)
 }
 
 // openSource opens a wallet to read from: for writing when it can, so that walletsync's

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"walletsync/agent/api"
 	"walletsync/cli/command"
 	"walletsync/internal/safefile"
 	"walletsync/localstore"
@@ -37,7 +39,8 @@ type remoteSync struct {
 	maxItems, maxBytes int64 // 0: the chunk defaults
 	asJSON             bool
 	wire               remote.Wire
-	allowEmpty         bool // keep a pull into a new file that brought no transactions or outputs
+	allowEmpty         bool          // keep a pull into a new file that brought no transactions or outputs
+	giveUp             time.Duration // how long a server that does not answer is tried
 }
 
 // remoteStats is what the result adds about the wire.
@@ -73,7 +76,18 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := syncer.ChunkOptions{MaxItems: r.maxItems, MaxRoughSize: r.maxBytes, Active: wallet.KeepSourceActive, Budget: budget}
+	serverURL := r.to
+	if isURL(r.from) {
+		serverURL = r.from
+	}
+	bar := command.NewProgressLine(out)
+	opts := syncer.ChunkOptions{MaxItems: r.maxItems, MaxRoughSize: r.maxBytes, Active: wallet.KeepSourceActive, Budget: budget,
+		GiveUp: cmp.Or(r.giveUp, remote.GiveUp),
+		OnRetry: func(rt syncer.Retry) {
+			if !r.asJSON {
+				bar.Note(remote.Waiting(serverURL, rt.Attempt, rt.Wait))
+			}
+		}}
 	if isURL(r.from) {
 		opts.Active = wallet.KeepDestinationActive
 	}
@@ -90,11 +104,9 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 		return fmt.Errorf("ask the signer for its identity: %w", err)
 	}
 	signerKey := string(auth.CounterpartyKey(me))
-	serverURL := r.to
-	if opts.Active == wallet.KeepDestinationActive {
-		serverURL = r.from
-	}
-	server, err := remote.Dial(ctx, serverURL, signer, r.wire, remote.Options{})
+	// The session's loop alone retries a server that does not answer (opts.GiveUp), saying so
+	// on the progress line; the client's own retries would nest inside it, silently.
+	server, err := remote.Dial(ctx, serverURL, signer, r.wire, remote.Options{ToolboxRetries: -1})
 	if errors.Is(err, wallet.ErrInvalidArgument) {
 		return fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}
@@ -110,18 +122,25 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 	client := server.Chunks
 	var res syncer.Result
 	if opts.Active == wallet.KeepSourceActive {
-		res, err = r.push(ctx, out, client, signerKey, opts)
+		res, err = r.push(ctx, out, bar, client, signerKey, opts)
 	} else {
-		res, err = r.pull(ctx, out, client, signerKey, opts)
+		res, err = r.pull(ctx, out, bar, client, signerKey, opts)
 	}
 	if errors.Is(err, wallet.ErrUnauthorized) {
 		err = fmt.Errorf("%w\nthe server accepts only the wallet's own identity: sign with the wallet's identity key (--key-file) or its BRC-100 wallet (--wallet-url)", err)
+	}
+	if ue, ok := errors.AsType[*syncer.UnreachableError](err); ok {
+		return api.WithHint(said(wallet.ErrUnavailable, "%s", remote.CannotReach(serverURL, ue.Err, ue.After)),
+			"check the URL, that the server is running, and that this computer is online; a rerun continues where the last acknowledged chunk left off")
+	}
+	if _, ok := errors.AsType[*saidError](err); ok {
+		return err // said in full before the session began: there is nothing to summarize
 	}
 	return r.report(out, remoteStats{Result: res, Wire: remote.Toolbox, Server: client.Stats()}, err)
 }
 
 // push sends the wallet --from to the server.
-func (r remoteSync) push(ctx context.Context, out io.Writer, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (syncer.Result, error) {
+func (r remoteSync) push(ctx context.Context, out io.Writer, bar *command.ProgressLine, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (syncer.Result, error) {
 	src, err := openSource(ctx, r.from)
 	if err != nil {
 		return syncer.Result{}, err
@@ -149,7 +168,7 @@ func (r remoteSync) push(ctx context.Context, out io.Writer, client *toolbox.Cli
 	for _, t := range wallet.Entities {
 		opts.Total += sum.Counts[t.Name]
 	}
-	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "chunks", opts.Total)
+	opts.Progress = progressPrinter(bar, json.NewEncoder(out), r.asJSON, "chunks", opts.Total)
 	return syncer.RunChunks(ctx, src, client, identity, opts)
 }
 
@@ -157,17 +176,17 @@ func (r remoteSync) push(ctx context.Context, out io.Writer, client *toolbox.Cli
 // when missing; nothing is created before the server has accepted the identity. A pull
 // into a new file says which identity it restored and how many rows, and one that brought
 // no transactions and no outputs is refused and its file removed (checkNewPull).
-func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (res syncer.Result, err error) {
+func (r remoteSync) pull(ctx context.Context, out io.Writer, bar *command.ProgressLine, client *toolbox.Client, signerKey string, opts syncer.ChunkOptions) (res syncer.Result, err error) {
 	identity := r.identity
 	if identity == "" {
 		identity = signerKey
 	}
 	settings, err := client.MakeAvailable(ctx)
 	if err != nil {
-		return syncer.Result{State: syncer.StateFailed}, fmt.Errorf("pull from %s: %w", r.from, err)
+		return syncer.Result{State: syncer.StateFailed}, r.pullErr(err)
 	}
 	if _, err := client.FindOrInsertUser(ctx, identity); err != nil {
-		return syncer.Result{State: syncer.StateFailed}, fmt.Errorf("pull from %s: %w", r.from, err)
+		return syncer.Result{State: syncer.StateFailed}, r.pullErr(err)
 	}
 	_, statErr := os.Stat(r.to)
 	dst, err := localstore.OpenOrCreate(ctx, r.to, localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
@@ -185,7 +204,7 @@ func (r remoteSync) pull(ctx context.Context, out io.Writer, client *toolbox.Cli
 	}
 	// The local wallet's merge dies with this process: no earlier chunk can still land.
 	opts.Settle = -1
-	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "chunks", 0)
+	opts.Progress = progressPrinter(bar, json.NewEncoder(out), r.asJSON, "chunks", 0)
 	res, err = syncer.RunChunks(ctx, client, dst, identity, opts)
 	if err == nil && statErr != nil {
 		err = r.checkNewPull(ctx, out, dst, identity, signerKey)
@@ -238,6 +257,16 @@ func removeNewWallet(path string) error {
 		}
 	}
 	return err
+}
+
+// pullErr is a failure of the requests a pull makes before its session: a server that does
+// not answer is said in words (nothing was created yet, so there is nothing to wait for).
+func (r remoteSync) pullErr(err error) error {
+	if errors.Is(err, wallet.ErrUnavailable) {
+		return api.WithHint(said(wallet.ErrUnavailable, "%s; nothing was written", remote.CannotReach(r.from, err, 0)),
+			"check the URL, that the server is running, and that this computer is online")
+	}
+	return fmt.Errorf("pull from %s: %w", r.from, err)
 }
 
 // paged pushes or pulls through walletsync's paged wire: the page session of a file sync,
@@ -313,11 +342,14 @@ func (r remoteSync) report(out io.Writer, res remoteStats, err error) error {
 		if res.Kind != "" {
 			kind = string(res.Kind) + " sync"
 		}
+		if command.NewProgressLine(out).Terminal() {
+			fmt.Fprintln(out) // ends the progress line
+		}
 		if res.Wire == remote.Walletsync {
-			fmt.Fprintf(out, "\n%s: %s over walletsync's paged wire, %d pages, %d rows (%d inserted, %d updated), %s in %s\n",
+			fmt.Fprintf(out, "%s: %s over walletsync's paged wire, %d pages, %d rows (%d inserted, %d updated), %s in %s\n",
 				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond))
 		} else {
-			fmt.Fprintf(out, "\n%s: %s, %d chunks, %d rows (%d inserted, %d updated), %s in %s; %d requests, %s sent, %s received, %d retries\n",
+			fmt.Fprintf(out, "%s: %s, %d chunks, %d rows (%d inserted, %d updated), %s in %s; %d requests, %s sent, %s received, %d retries\n",
 				res.State, kind, res.Pages, res.Rows, res.Inserts, res.Updates, command.HumanBytes(res.Bytes), res.Elapsed.Round(time.Millisecond),
 				res.Server.Requests, command.HumanBytes(res.Server.BytesSent), command.HumanBytes(res.Server.BytesReceived), res.Server.Retries)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -204,5 +205,60 @@ func TestCLI_SyncPullIntoNewFile(t *testing.T) {
 				t.Fatalf("pull with another key, --allow-empty: exit %d\n%s%s", code, out, stderr)
 			}
 		})
+	}
+}
+
+// TestCLI_SyncWithAStoppedServer pushes to and pulls from a URL where nothing listens: the
+// push says on its progress line (printed line by line off a terminal) that it cannot reach
+// the host, attempt by attempt, and fails once --give-up has passed with the reason in words
+// and the bound; the pull, which has created nothing yet, says so at once. Neither prints an
+// empty line or a zero-chunk summary, nor leaves a file.
+func TestCLI_SyncWithAStoppedServer(t *testing.T) {
+	src := testkit.SeededWallet(t, localstore.FixtureSmall, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String()
+	ln.Close()
+	host := strings.TrimPrefix(dead, "http://")
+	key := writeKeyFile(t, 1)
+	pulled := filepath.Join(t.TempDir(), "pulled.sqlite")
+	tests := []struct {
+		name       string
+		args       []string
+		out        []string
+		stderrLine string
+	}{
+		{"push", []string{"sync", "--from", src, "--to", dead, "--key-file", key, "--give-up", "1s"},
+			[]string{"cannot reach " + host + " (attempt 1, next try in 0.1 s)\n", "cannot reach " + host + " (attempt 2, next try in 0.2 s)\n"},
+			"walletsync sync: cannot reach " + dead + ": connection refused; gave up after 1 s"},
+		{"pull", []string{"sync", "--from", dead, "--to", pulled, "--key-file", key}, nil,
+			"walletsync sync: cannot reach " + dead + ": connection refused; nothing was written"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := walletsync(t, tt.args...)
+			if code != 1 {
+				t.Fatalf("exit %d\n%s%s", code, out, stderr)
+			}
+			if first, _, _ := strings.Cut(stderr, "\n"); first != tt.stderrLine {
+				t.Errorf("stderr %q; want its first line %q", stderr, tt.stderrLine)
+			}
+			if !strings.Contains(stderr, "that the server is running") {
+				t.Errorf("stderr %q gives no hint", stderr)
+			}
+			for _, w := range tt.out {
+				if !strings.Contains(out, w) {
+					t.Errorf("output %q lacks %q", out, w)
+				}
+			}
+			if strings.HasPrefix(out, "\n") || strings.Contains(out, "0 chunks") || strings.Contains(stderr, "dial tcp") {
+				t.Errorf("output %q %q: an empty line, a zero summary or the raw error chain", out, stderr)
+			}
+		})
+	}
+	if _, err := os.Stat(pulled); !os.IsNotExist(err) {
+		t.Errorf("the failed pull left %s: %v", pulled, err)
 	}
 }

@@ -1,12 +1,14 @@
 package frontend_test
 
 import (
+	"fmt"
 	"io/fs"
 	"os"
 	"regexp"
 	"strings"
 	"testing"
 
+	"walletsync/agent/api"
 	"walletsync/frontend"
 )
 
@@ -59,6 +61,33 @@ func TestAPIJS_NamesOnlyTheAgentsRoutes(t *testing.T) {
 		b, err := fs.ReadFile(web, path)
 		if strings.Contains(string(b), "/api/") {
 			t.Errorf("%s names an API path; only api.js does", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The dashboard's password fields ask for the agent's minimum (api.MinPasswordLength), the
+// one rule the agent's export route and `walletsync export` apply too: every passwordPair
+// takes its default, and the default is that number.
+func TestPasswordPair_AsksForTheAgentsMinimum(t *testing.T) {
+	js, err := fs.ReadFile(frontend.Assets(), "ui.js")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("export function passwordPair(min = %d)", api.MinPasswordLength)
+	if !strings.Contains(string(js), want) {
+		t.Errorf("ui.js does not declare %q", want)
+	}
+	err = fs.WalkDir(frontend.Assets(), ".", func(path string, e fs.DirEntry, err error) error {
+		if err != nil || e.IsDir() || !strings.HasSuffix(path, ".js") {
+			return err
+		}
+		b, err := fs.ReadFile(frontend.Assets(), path)
+		if m := regexp.MustCompile(`passwordPair\([^)]`).Find(b); m != nil && !strings.Contains(string(b), want) {
+			t.Errorf("%s gives passwordPair a minimum of its own: %s", path, m)
 		}
 		return err
 	})

@@ -58,6 +58,11 @@ type Options struct {
 	// http.Client); the unauthenticated wire.Detect goes through http.DefaultClient. The
 	// lab passes a client that records and routes its requests.
 	HTTPClient *http.Client
+	// ToolboxRetries is the toolbox client's own retries of a request the server did not
+	// answer (toolbox.ClientOptions.Retries: 0 its default, -1 none). A caller whose
+	// session retries itself (syncer.RunChunks with GiveUp) passes -1, so that one loop,
+	// not two nested ones, decides how long a dead server is tried.
+	ToolboxRetries int
 }
 
 // Provider is a storage server as Dial reached it: exactly one of Paged and Chunks is set,
@@ -137,7 +142,7 @@ func Dial(ctx context.Context, rawURL string, signer auth.Signer, choice Wire, o
 	if err != nil {
 		return fail(err)
 	}
-	return Provider{Wire: Toolbox, Chunks: toolbox.NewClient(ac, toolbox.ClientOptions{}), Fallback: fallback}, nil
+	return Provider{Wire: Toolbox, Chunks: toolbox.NewClient(ac, toolbox.ClientOptions{Retries: opts.ToolboxRetries}), Fallback: fallback}, nil
 }
 
 // errNotOffered is wire.Detect's no: the server does not say it offers walletsync's wire.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -73,6 +74,15 @@ type ChunkOptions struct {
 	Retries    int
 	Backoff    time.Duration
 	MaxBackoff time.Duration
+	// GiveUp, when set, bounds how long a store may stay unavailable: the session ends with
+	// an *UnreachableError once its failures in a row have lasted GiveUp (from the first
+	// one; a success starts the count again), the last wait cut to end there. With GiveUp
+	// set, Retries 0 sets no count: the time alone decides.
+	GiveUp time.Duration
+	// OnRetry, when set, is called before each wait after a store was unavailable, on the
+	// session's goroutine, so that a front end can say the store is not answering (rather
+	// than show the step it was on).
+	OnRetry func(Retry)
 	// Settle guards a resumed run against its predecessor's last chunk: a server keeps
 	// merging a chunk after the process that sent it was killed, and a run that read the
 	// state before that chunk landed would send it again, which the server counts twice
@@ -104,7 +114,10 @@ func (o ChunkOptions) withDefaults() (ChunkOptions, error) {
 	if o.MaxRoughSize == 0 {
 		o.MaxRoughSize = DefaultChunkRoughSize
 	}
-	if o.Retries == 0 {
+	switch {
+	case o.Retries == 0 && o.GiveUp > 0:
+		o.Retries = math.MaxInt
+	case o.Retries == 0:
 		o.Retries = DefaultChunkRetries
 	}
 	if o.Backoff == 0 {
@@ -121,8 +134,8 @@ func (o ChunkOptions) withDefaults() (ChunkOptions, error) {
 		return o, fmt.Errorf("max items %d outside 1..%d: %w", o.MaxItems, DefaultChunkItems, wallet.ErrInvalidArgument)
 	case o.MaxRoughSize < 1 || o.MaxRoughSize > wallet.MaxPageBytes:
 		return o, fmt.Errorf("max rough size %d outside 1..%d: %w", o.MaxRoughSize, wallet.MaxPageBytes, wallet.ErrInvalidArgument)
-	case o.Retries < -1 || o.Backoff < 0 || o.MaxBackoff < 0 || o.Settle < -1 || o.Total < 0:
-		return o, fmt.Errorf("negative retries, backoff, settle or total: %w", wallet.ErrInvalidArgument)
+	case o.Retries < -1 || o.Backoff < 0 || o.MaxBackoff < 0 || o.Settle < -1 || o.Total < 0 || o.GiveUp < 0:
+		return o, fmt.Errorf("negative retries, backoff, give-up, settle or total: %w", wallet.ErrInvalidArgument)
 	}
 	if o.Retries == -1 {
 		o.Retries = 0
@@ -224,8 +237,9 @@ type chunkSession struct {
 	active string
 	// itemsCap is the most rows a chunk may carry after the consumer refused a larger one.
 	itemsCap int64
-	// failures counts the store's unavailable answers in a row.
-	failures int
+	// failures counts the store's unavailable answers in a row, since failingSince.
+	failures     int
+	failingSince time.Time
 }
 
 func (s *chunkSession) run(ctx context.Context) error {
@@ -574,15 +588,30 @@ func (s *chunkSession) settle(ctx context.Context, st brc40.SyncState) (brc40.Sy
 }
 
 // backoff waits before the next attempt after a store was unavailable: Backoff, doubled
-// for each failure in a row, up to MaxBackoff. It returns cause once Retries failures in a
-// row are used up (a success resets the count; see retry and chunk).
+// for each failure in a row, up to MaxBackoff, and never past GiveUp. It returns an
+// *UnreachableError wrapping cause once Retries failures in a row are used up or they have
+// lasted GiveUp (a success resets both; see retry and chunk).
 func (s *chunkSession) backoff(ctx context.Context, cause error) error {
+	now := time.Now()
+	if s.failures == 0 {
+		s.failingSince = now
+	}
 	s.failures++
 	s.res.Retries++
+	failing := now.Sub(s.failingSince)
 	if s.failures > s.opts.Retries {
-		return cause
+		return &UnreachableError{Attempts: s.failures, After: failing, Err: cause}
+	}
+	if s.opts.GiveUp > 0 && failing >= s.opts.GiveUp {
+		return &UnreachableError{Attempts: s.failures, After: s.opts.GiveUp, Err: cause}
 	}
 	d := min(s.opts.Backoff<<min(s.failures-1, 20), s.opts.MaxBackoff)
+	if s.opts.GiveUp > 0 {
+		d = min(d, s.opts.GiveUp-failing)
+	}
+	if s.opts.OnRetry != nil {
+		s.opts.OnRetry(Retry{Attempt: s.failures, Wait: d, Failing: failing, Err: cause})
+	}
 	select {
 	case <-time.After(d):
 		return nil

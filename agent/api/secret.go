@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"unicode/utf16"
+
 	"walletsync/wallet"
 )
 
@@ -69,3 +71,21 @@ func (s *Secret) UnmarshalJSON(b []byte) error {
 const LostPasswordWarning = "walletsync keeps this password only to write scheduled backups; it cannot " +
 	"recover it. If the password is lost, the backups it encrypts cannot be restored: write it down " +
 	"and keep it somewhere safe."
+
+// MinPasswordLength is the fewest characters a new backup's password may have: the one
+// rule the dashboard's password fields (passwordPair in frontend/web/ui.js, kept equal by a
+// test), the agent's export route and `walletsync export` all apply. Eight characters is
+// the floor NIST SP 800-63B sets for a memorized secret a person chooses; the Argon2id cost
+// of every BRC-39 file (t=7, m=128 MiB) does the rest against guessing.
+const MinPasswordLength = 8
+
+// CheckNewPassword returns why pw may not protect a new backup, matching
+// wallet.ErrInvalidArgument, or nil. Characters are counted as the dashboard counts them
+// (UTF-16 code units, a JavaScript string's length), so that a password is accepted or
+// refused alike everywhere.
+func CheckNewPassword(pw string) error {
+	if n := len(utf16.Encode([]rune(pw))); n < MinPasswordLength {
+		return fmt.Errorf("a backup password needs at least %d characters, this one has %d: %w", MinPasswordLength, n, wallet.ErrInvalidArgument)
+	}
+	return nil
+}

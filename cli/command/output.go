@@ -29,6 +29,7 @@ type ProgressLine struct {
 	out  io.Writer
 	tty  bool
 	last time.Time
+	note string // the last Note printed off a terminal
 }
 
 // NewProgressLine returns a ProgressLine drawn on out.
@@ -47,6 +48,21 @@ func (p *ProgressLine) Update(final bool, format string, args ...any) {
 	if final {
 		fmt.Fprintln(p.out)
 	}
+}
+
+// Note shows text, a line that matters off a terminal too (a server that does not answer):
+// on a terminal it replaces the progress line at once; elsewhere it is printed as a line of
+// its own, once for each change of text, so that a log records every change and no repeat.
+func (p *ProgressLine) Note(text string) {
+	if p.tty {
+		p.last = time.Now()
+		fmt.Fprintf(p.out, "\r\033[K%s", text)
+		return
+	}
+	if text != p.note {
+		fmt.Fprintln(p.out, text)
+	}
+	p.note = text
 }
 
 // ProgressText is a copy's progress as a status line says it: the rows done, of the

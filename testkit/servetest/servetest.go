@@ -26,9 +26,14 @@ type Server struct {
 	// URL is the server's base URL, http://127.0.0.1:PORT.
 	URL string
 
+	http  *httptest.Server
 	mu    sync.Mutex
 	paths []string // of every request answered, in order
 }
+
+// Stop stops the server as a stopped process would be: nothing listens at URL afterwards,
+// and a request gets a refused connection. The store stays until the test ends.
+func (s *Server) Stop() { s.http.Close() }
 
 // Start opens a server on a new SQLite store in the test's temporary folder, signing as a
 // new identity, with mounts behind its BRC-104 middleware as serve.Open mounts them, and
@@ -53,7 +58,7 @@ func Start(tb testing.TB, mounts ...serve.Mount) *Server {
 		s.mu.Unlock()
 		h.ServeHTTP(w, r)
 	}))
-	s.URL = hs.URL
+	s.URL, s.http = hs.URL, hs
 	tb.Cleanup(func() {
 		hs.Close()
 		srv.Close()

@@ -97,7 +97,9 @@ function chooseWalletCard() {
 function destinationStatus(d) {
   const t = store.tasks.get(d.running?.id) ?? d.running;
   if (t && !terminal(t.state)) {
-    const { phase } = parseDetail(t.detail);
+    const { phase, text } = parseDetail(t.detail);
+    // A storage server that does not answer: said as the agent words it, not as work going on.
+    if (text?.startsWith('cannot reach ')) return h('a', { href: '#/destinations', class: 'badge failed', 'data-testid': 'unreachable' }, `C${text.slice(1)}`);
     const p = progressWords(t);
     return h('a', { href: '#/destinations', class: 'badge running' },
       t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${p.percent ? `${p.percent}, ` : ''}${p.rows} rows`);
