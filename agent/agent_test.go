@@ -467,6 +467,9 @@ func waitFirstRun(t *testing.T, a *Agent, target string, since time.Time) api.Ta
 func TestAgent_ReplaceWallet_LetsGoOfTheOldOne(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	a := launchAgent(t, e.opts)
+	// The drill a new agent's timetable starts may use the wallet; while a task may, the
+	// agent keeps it (releaseUnconfigured), and lets go of it at the next idle look.
+	waitForDrill(t, a)
 	ctx := context.Background()
 	if _, err := a.wallet(ctx, e.wallet); err != nil {
 		t.Fatal(err)
