@@ -187,6 +187,50 @@ func assertNoPassword(t *testing.T, out []byte, e agentEnv) {
 	}
 }
 
+// TestAgent_DrillRunsAfterTheFirstBackup: a new agent's first restore drill finds no backup
+// and is skipped, saying it runs again once a backup exists; the first backup then starts
+// it, and it checks that backup (rather than waiting for the drill's next turn, a month
+// away here).
+func TestAgent_DrillRunsAfterTheFirstBackup(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	a := launchAgent(t, e.opts)
+	waitForDrill(t, a)
+	var skipped api.Task
+	for _, task := range a.tasks.List() {
+		if task.Kind == api.KindDrill {
+			skipped = task
+		}
+	}
+	if skipped.State != api.TaskSucceeded || skipped.Skipped() == "" {
+		t.Fatalf("the first drill, before any backup: %+v %s; want skipped", skipped, skipped.Result)
+	}
+	c := apiClient(t, e.opts.Dir)
+	if task := runAndWait(t, c, a, api.RouteRun, "folder"); task.State != api.TaskSucceeded {
+		t.Fatal(task)
+	}
+	ctx := waitCtx(t)
+	for {
+		for _, task := range a.tasks.List() {
+			if task.Kind != api.KindDrill || task.ID == skipped.ID {
+				continue
+			}
+			done, err := a.tasks.Wait(ctx, task.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if done.State != api.TaskSucceeded || done.Skipped() != "" || !strings.Contains(string(done.Result), `"ok":true`) {
+				t.Fatalf("the drill after the first backup: %+v %s", done, done.Result)
+			}
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal("no restore drill started after the first backup")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
 func TestAgent_DrillFailsLoudlyOnACorruptBackup(t *testing.T) {
 	e := newAgentEnv(t, localstore.FixtureSmall)
 	a := launchAgent(t, e.opts)

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"walletsync/agent/api"
 
+	"walletsync/agent/api"
 	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/portable"
@@ -23,6 +23,25 @@ const drillNothingYet = "no backup file to check yet"
 // the file is marked unverified, a drill.finished event says which and why.
 func (a *Agent) RunDrill(reason string) (api.Task, error) {
 	return a.tasks.Start(api.KindDrill, drillID, func(ctx context.Context, h *TaskHandle) error { return a.drillJob(ctx, h, reason) })
+}
+
+// drillAfterFirstBackup starts the restore drill once a backup file or bundle was written,
+// when no drill has checked one yet: a new agent's first drill finds nothing to check and
+// says it runs again once a backup exists, and this is that run, instead of the drill's
+// next turn (weeks later). It does nothing while a drill is queued or running, or once one
+// has checked a file.
+func (a *Agent) drillAfterFirstBackup() {
+	for _, t := range a.tasks.List() {
+		if t.Kind != api.KindDrill {
+			continue
+		}
+		if !t.State.Terminal() || (t.State == api.TaskSucceeded && t.Skipped() == "") {
+			return
+		}
+	}
+	if _, err := a.RunDrill("first backup"); err != nil {
+		a.log.Warn("restore drill after the first backup not started", "err", err)
+	}
 }
 
 func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) error {

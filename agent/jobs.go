@@ -40,13 +40,26 @@ func (a *Agent) RunDestination(id, reason string) (api.Task, error) {
 	case api.DestinationSQLite:
 		return a.tasks.Start(api.KindSync, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.syncJob(ctx, h, d, ref, reason) }))
 	case api.DestinationFolder:
-		return a.tasks.Start(api.KindBackup, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) }))
+		return a.tasks.Start(api.KindBackup, d.ID, a.drilledJob(a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.backupJob(ctx, h, d, ref, reason) })))
 	case api.DestinationBundles:
-		return a.tasks.Start(api.KindBundle, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) }))
+		return a.tasks.Start(api.KindBundle, d.ID, a.drilledJob(a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.bundleJob(ctx, h, d, ref, reason) })))
 	case api.DestinationStorageServer:
 		return a.tasks.Start(api.KindSync, d.ID, a.placedJob(d, func(ctx context.Context, h *TaskHandle) error { return a.storageServerJob(ctx, h, d, ref, reason) }))
 	}
 	return api.Task{}, fmt.Errorf("destination %s: kind %q: %w", d.ID, d.Kind, wallet.ErrInvalidArgument)
+}
+
+// drilledJob runs a job that writes a backup file or bundle, and after its success the
+// restore drill if none has checked a file yet (drillAfterFirstBackup). The drill starts
+// from a goroutine of its own: it is a task of its own, which waits for this one to end.
+func (a *Agent) drilledJob(run RunFunc) RunFunc {
+	return func(ctx context.Context, h *TaskHandle) error {
+		err := run(ctx, h)
+		if err == nil {
+			go a.drillAfterFirstBackup()
+		}
+		return err
+	}
 }
 
 // syncJob pushes every identity of the wallet into the destination's backup wallet file,

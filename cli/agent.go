@@ -236,6 +236,8 @@ func taskOutcome(t api.Task) string {
 	switch {
 	case t.State == api.TaskFailed || t.State == api.TaskInterrupted:
 		return string(t.State) + ": " + firstNonEmpty(t.Message, t.Error)
+	case t.Skipped() != "":
+		return "skipped: " + t.Skipped()
 	case t.State.Terminal():
 		return string(t.State)
 	case t.Detail != "":

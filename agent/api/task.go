@@ -110,3 +110,14 @@ type TaskLog struct {
 	TaskID string  `json:"taskId"`
 	Line   LogLine `json:"line"`
 }
+
+// Skipped returns why a finished restore drill checked nothing (DrillResult.Skipped: no
+// backup existed yet), or "" for any other task: a skipped drill proved nothing, so the
+// agent runs it again after the first backup and the task list says so.
+func (t Task) Skipped() string {
+	var res DrillResult
+	if t.Kind != KindDrill || json.Unmarshal(t.Result, &res) != nil {
+		return ""
+	}
+	return res.Skipped
+}
