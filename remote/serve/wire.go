@@ -18,6 +18,7 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 		Prefix:       wire.Prefix,
 		MaxBodyBytes: wire.MaxBodyBytes,
 		Hello:        wire.Hello,
+		Views:        views.Normalized().MaxViews,
 		New: func(backend wire.Backend) (http.Handler, error) {
 			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log})}, nil
 		},

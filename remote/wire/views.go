@@ -101,6 +101,10 @@ const (
 // hint never promises that the retry succeeds.
 const busyRetryAfter = time.Second
 
+// Normalized returns o with its zero fields set to the defaults and its lifetimes bounded,
+// as a Handler uses them.
+func (o ViewOptions) Normalized() ViewOptions { return o.withDefaults() }
+
 func (o ViewOptions) withDefaults() ViewOptions {
 	if o.DefaultLifetime <= 0 {
 		o.DefaultLifetime = DefaultViewLifetime
@@ -199,7 +203,7 @@ func (vs *views) open(ctx context.Context, identity string, lifetime time.Durati
 	if err != nil {
 		vs.unreserveView(identity)
 		if errors.Is(err, wallet.ErrSnapshotBusy) {
-			// The backend's own view slots are taken (a localstore file has one).
+			// The backend's own view slots are taken (a localstore file has localstore.Options.MaxViews).
 			return nil, &quotaError{busy: &wallet.BusyError{Reason: "the store's snapshot views are all open", RetryAfter: busyRetryAfter}}
 		}
 		return nil, err

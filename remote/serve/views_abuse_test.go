@@ -1,0 +1,100 @@
+package serve
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/decred/dcrd/dcrec/secp256k1/v4"
+
+	"walletsync/localstore"
+	"walletsync/remote/auth"
+	"walletsync/remote/wire"
+	"walletsync/syncer"
+	"walletsync/testkit/compare"
+	"walletsync/wallet"
+)
+
+// pagedProvider is key's walletsync client of the server at url, probed, that never waits
+// out a busy answer (BusyWait 0): a refusal reaches the test as it is.
+func pagedProvider(t *testing.T, url string, key *secp256k1.PrivateKey) *wire.Provider {
+	t.Helper()
+	client, err := auth.NewClient(url, auth.NewProtoWallet(key), auth.ClientOptions{MaxResponseBytes: wire.MaxBodyBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caps, err := wire.Probe(t.Context(), url, client)
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	p, err := wire.NewProvider(client, wire.ProviderOptions{Capabilities: &caps})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// pushPaged pushes src through the paged wire as its own identity.
+func pushPaged(t *testing.T, url string, src fixtureWallet, seed uint64) {
+	t.Helper()
+	from, err := localstore.Open(t.Context(), src.Path, localstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	p := pagedProvider(t, url, secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed)))
+	if res, err := syncer.Run(t.Context(), from, p, src.Identity, syncer.Options{Active: wallet.KeepSourceActive}); err != nil || res.Rows == 0 {
+		t.Fatalf("push through the paged wire: %+v, %v", res, err)
+	}
+}
+
+// TestServe_HostileViewDoesNotBlockPulls: a fresh identity that opens a view for an hour
+// (the longest lifetime) and a second one beside it is refused its second (429, its own
+// quota of 1), and holds the first; meanwhile another identity's paged-wire pull opens its
+// own view at once (its client waits out no busy answer) and restores its wallet exactly.
+// On every backend: on SQLite each view is a read transaction on a connection of its own,
+// as on PostgreSQL.
+func TestServe_HostileViewDoesNotBlockPulls(t *testing.T) {
+	for _, be := range serverBackends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			opts := be.options(t)
+			opts.Mounts = []Mount{WireMount(wire.ViewOptions{}, nil)}
+			srv := startServer(t, opts)
+			const seed = 21
+			src := seedWallet(t, localstore.FixtureSmall, seed)
+			pushPaged(t, srv.URL, src, seed)
+
+			hostile := pagedProvider(t, srv.URL, randomKey(t))
+			held, err := hostile.OpenView(t.Context(), wallet.MaxViewLifetime)
+			if err != nil {
+				t.Fatalf("the hostile identity's first view: %v", err)
+			}
+			defer held.Close()
+			var busy *wallet.BusyError
+			if _, err := hostile.OpenView(t.Context(), wallet.MaxViewLifetime); !errors.As(err, &busy) {
+				t.Fatalf("the hostile identity's second view: %v, want a *wallet.BusyError (its quota)", err)
+			}
+
+			back, err := localstore.Create(t.Context(), t.TempDir()+"/pulled.sqlite", localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer back.Close()
+			honest := pagedProvider(t, srv.URL, secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed)))
+			if _, err := syncer.Run(t.Context(), honest, back, src.Identity, syncer.Options{Active: wallet.KeepDestinationActive}); err != nil {
+				t.Fatalf("a pull beside the hostile view: %v", err)
+			}
+			from, err := localstore.Open(t.Context(), src.Path, localstore.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer from.Close()
+			compare.SameWallet(t, from, back, src.Identity)
+			// The hostile view is still open: it was never what the pull waited on.
+			if _, metrics := get(t, srv.MetricsURL+"/metrics"); !strings.Contains(metrics, "\nwalletsync_serve_views_open 1\n") {
+				t.Fatalf("after the pull, the hostile view is not the one open:\n%s", metrics)
+			}
+		})
+	}
+}
