@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/decred/dcrd/dcrec/secp256k1/v4"
 
@@ -94,6 +95,68 @@ func TestServe_HostileViewDoesNotBlockPulls(t *testing.T) {
 			// The hostile view is still open: it was never what the pull waited on.
 			if _, metrics := get(t, srv.MetricsURL+"/metrics"); !strings.Contains(metrics, "\nwalletsync_serve_views_open 1\n") {
 				t.Fatalf("after the pull, the hostile view is not the one open:\n%s", metrics)
+			}
+		})
+	}
+}
+
+// TestServe_IdleViewReleased: a view opened for an hour that no request uses is released at
+// the server's idle timeout (here 50 ms; its timing is TestViews_IdleReleased's, under
+// synctest): /metrics counts the release and no view open, the view's next read is
+// wallet.ErrSnapshotClosed, and the identity's quota is free for a new view. On SQLite,
+// whose views this process retains.
+func TestServe_IdleViewReleased(t *testing.T) {
+	srv := startServer(t, Options{Mounts: []Mount{WireMount(wire.ViewOptions{IdleTimeout: 50 * time.Millisecond}, nil)}})
+	const seed = 22
+	src := seedWallet(t, localstore.FixtureSmall, seed)
+	pushPaged(t, srv.URL, src, seed)
+	key := secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))
+	p := pagedProvider(t, srv.URL, key)
+	held, err := p.OpenView(t.Context(), wallet.MaxViewLifetime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	waitFor(t, "the idle view's release", func() bool {
+		_, metrics := get(t, srv.MetricsURL+"/metrics")
+		return strings.Contains(metrics, "\nwalletsync_serve_views_idle_released_total 1\n") && strings.Contains(metrics, "\nwalletsync_serve_views_open 0\n")
+	})
+	if _, err := held.ReadPage(t.Context(), wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: src.Identity, Limits: wallet.Limits{Rows: 1}}); !errors.Is(err, wallet.ErrSnapshotClosed) {
+		t.Fatalf("a read of the released view: %v, want wallet.ErrSnapshotClosed", err)
+	}
+	again, err := p.OpenView(t.Context(), wallet.MaxViewLifetime)
+	if err != nil {
+		t.Fatalf("a new view after the release (the quota of 1 must be free): %v", err)
+	}
+	again.Close()
+}
+
+// TestServe_EmptyIdentityViewShortLived: a fresh identity, which the store holds no user
+// for, asks for a view of an hour and gets one that ends at the empty-identity lifetime
+// (here 50 ms, the idle timeout an hour): /metrics shows it gone and its next read fails as
+// an ended view. On every backend (on PostgreSQL the view is opened again for the shorter
+// lifetime).
+func TestServe_EmptyIdentityViewShortLived(t *testing.T) {
+	for _, be := range serverBackends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			opts := be.options(t)
+			opts.MetricsListen = "127.0.0.1:0"
+			opts.Mounts = []Mount{WireMount(wire.ViewOptions{IdleTimeout: time.Hour, EmptyLifetime: 50 * time.Millisecond}, nil)}
+			srv := startServer(t, opts)
+			key := randomKey(t)
+			held, err := pagedProvider(t, srv.URL, key).OpenView(t.Context(), wallet.MaxViewLifetime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			waitFor(t, "the empty identity's view to end", func() bool {
+				_, metrics := get(t, srv.MetricsURL+"/metrics")
+				return strings.Contains(metrics, "\nwalletsync_serve_views_open 0\n")
+			})
+			_, err = held.ReadPage(t.Context(), wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: pubHex(key), Limits: wallet.Limits{Rows: 1}})
+			if !errors.Is(err, wallet.ErrSnapshotClosed) && !errors.Is(err, wallet.ErrSnapshotExpired) {
+				t.Fatalf("a read of the ended view: %v, want an ended view", err)
 			}
 		})
 	}

@@ -247,6 +247,14 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 	var v wallet.View
 	if h.shared != nil {
 		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.admit)
+		if err == nil && lifetime > h.views.opts.EmptyLifetime && unknownIdentity(c.ctx, v, c.identity) {
+			// A view of an identity the store does not know serves nothing but "not
+			// found": it is opened again for ViewOptions.EmptyLifetime, as a local one
+			// is shortened.
+			if err = h.shared.CloseSharedView(c.ctx, c.identity, ans.Handle); err == nil {
+				ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, h.views.opts.EmptyLifetime, h.views.admit)
+			}
+		}
 	} else {
 		var src wallet.Source
 		if src, err = h.source(c); err == nil {
