@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -261,3 +262,59 @@ const (
 	scopeIndex    = ownPrefix + "transactions_proven"
 	scopeIndexDDL = "CREATE INDEX " + scopeIndex + " ON transactions (provenTxId, userId)"
 )
+
+// IdentityHighWater returns the journal position of identityKey's rows as of the snapshot:
+// the last position at which a row in the identity's BRC-40 scope changed, raised to the
+// journal's trusted floor (complete_after, pruned_through), or that floor alone when the
+// snapshot holds no user for identityKey. Unlike Journal's store-wide high-water mark it
+// does not move when another identity writes, so a multi-tenant server can hand it to a
+// client without telling it anything of the others' activity; and it serves the same
+// syncs: every change of the identity's rows committed after the snapshot is above it (it
+// is at most the store's mark), and an incremental read above it sends nothing the
+// snapshot holds that one above the store's mark would not. Without a walletsync journal
+// it returns 0. It is one of the view's reads (a concurrent one is refused), and costs,
+// table by table, a walk of the journal from its newest entry back to the identity's last
+// change in that table.
+func (v *Snapshot) IdentityHighWater(ctx context.Context, identityKey string) (int64, error) {
+	if v.journal == nil {
+		return 0, nil
+	}
+	floor := max(v.journal.CompleteAfter, v.journal.PrunedThrough)
+	hw := floor
+	err := v.read(func() error {
+		qctx, stop := mergeCancel(ctx, v.ctx)
+		defer stop()
+		userID, err := v.userID(qctx, identityKey)
+		if errors.Is(err, wallet.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		for _, t := range wallet.SyncOrder {
+			from, where, args := scopeFilter(t, userID)
+			join := "t." + quoteIdent(t.Key[0]) + " = j.k1"
+			if len(t.Key) > 1 {
+				join += " AND t." + quoteIdent(t.Key[1]) + " = j.k2"
+			}
+			// The journal drives the query from its newest entry of t down (its (tbl, seq)
+			// index), and the first entry whose row is the identity's ends it.
+			q := fmt.Sprintf("SELECT j.seq FROM %s AS j CROSS JOIN %s WHERE j.tbl = ? AND j.seq > ? AND %s AND %s ORDER BY j.seq DESC LIMIT 1",
+				journalTable, from, join, where)
+			var seq int64
+			err := v.tx.QueryRowContext(qctx, q, append([]any{string(t.Name), hw}, args...)...).Scan(&seq)
+			switch {
+			case errors.Is(err, sql.ErrNoRows):
+			case err != nil:
+				return fmt.Errorf("read the journal position of %s: %w", t.Name, classify(err))
+			default:
+				hw = max(hw, seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("read identity journal position: %w", err)
+	}
+	return hw, nil
+}

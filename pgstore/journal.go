@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -149,4 +150,49 @@ func ReadJournal(ctx context.Context, tx pgx.Tx) (wallet.JournalBounds, error) {
 		return j, fmt.Errorf("read journal bounds: %w", classify(err))
 	}
 	return j, nil
+}
+
+// IdentityHighWater returns the journal position of identityKey's rows as tx sees them,
+// within the bounds j that tx read (ReadJournal): the last position at which a row in the
+// identity's BRC-40 scope changed, raised to j's trusted floor (CompleteAfter,
+// PrunedThrough), or that floor alone when tx holds no user for identityKey. It is
+// localstore's Snapshot.IdentityHighWater on PostgreSQL (whose notes say why it serves
+// the same syncs as the store-wide mark): unlike j.HighWater it does not move when another
+// identity writes. It costs, table by table, a walk of the journal from its newest entry
+// back to the identity's last change in that table.
+func IdentityHighWater(ctx context.Context, tx pgx.Tx, identityKey string, j wallet.JournalBounds) (int64, error) {
+	hw := max(j.CompleteAfter, j.PrunedThrough)
+	userID, err := lookupUser(ctx, tx, identityKey)
+	if errors.Is(err, wallet.ErrNotFound) {
+		return hw, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read identity journal position: %w", err)
+	}
+	for _, t := range wallet.SyncOrder {
+		q := &query{}
+		from, where := scopeFilter(q, t, userID)
+		join := "t." + quote(t.Key[0]) + " = j.k1"
+		if len(t.Key) > 1 {
+			k2 := "j.k2"
+			if t.Columns[t.Col(t.Key[1])].Kind == wallet.KindInt {
+				k2 = "j.k2::bigint"
+			}
+			join += " AND t." + quote(t.Key[1]) + " = " + k2
+		}
+		// The journal drives the query from its newest entry of t down (its (tbl, seq)
+		// index), and the first entry whose row is the identity's ends it.
+		stmt := fmt.Sprintf("SELECT j.seq FROM %s AS j, %s WHERE j.tbl = %s AND j.seq > %s AND %s AND %s ORDER BY j.seq DESC LIMIT 1",
+			journalTable, from, q.add(string(t.Name)), q.add(hw), join, where)
+		var seq int64
+		err := tx.QueryRow(ctx, stmt, q.args...).Scan(&seq)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return 0, fmt.Errorf("read the journal position of %s: %w", t.Name, classify(err))
+		default:
+			hw = max(hw, seq)
+		}
+	}
+	return hw, nil
 }

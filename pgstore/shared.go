@@ -414,6 +414,11 @@ func (s *Store) OpenSharedView(ctx context.Context, identity string, lifetime ti
 		if err != nil {
 			return "", nil, err
 		}
+		// The view is identity's alone: its high-water mark is that of identity's rows,
+		// which no other identity's write moves.
+		if j.HighWater, err = IdentityHighWater(ctx, tx, identity, j); err != nil {
+			return "", nil, err
+		}
 		state, err := json.Marshal(j)
 		b := make([]byte, 8)
 		rand.Read(b)

@@ -161,3 +161,80 @@ func TestServe_EmptyIdentityViewShortLived(t *testing.T) {
 		})
 	}
 }
+
+// TestServe_ViewJournalIsTheCallersOwn: the journal position view/open answers is that of
+// the caller's own rows: another identity's pushes leave it where it was (and the caller's
+// unchanged pull after them reads no page), while the caller's own push moves it and its
+// next pull brings the change. On every backend.
+func TestServe_ViewJournalIsTheCallersOwn(t *testing.T) {
+	for _, be := range serverBackends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			opts := be.options(t)
+			opts.Mounts = []Mount{WireMount(wire.ViewOptions{}, nil)}
+			srv := startServer(t, opts)
+			const mine, other = 23, 24
+			me := seedWallet(t, localstore.FixtureSmall, mine)
+			pushPaged(t, srv.URL, me, mine)
+			p := pagedProvider(t, srv.URL, secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(mine)))
+			position := func() int64 {
+				t.Helper()
+				v, err := p.OpenView(t.Context(), time.Minute)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer v.Close()
+				hw, _ := v.Journal(0)
+				return hw
+			}
+			back, err := localstore.Create(t.Context(), t.TempDir()+"/pulled.sqlite", localstore.CreateOptions{Chain: wallet.ChainTest}, localstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer back.Close()
+			pull := func() syncer.Result {
+				t.Helper()
+				res, err := syncer.Run(t.Context(), p, back, me.Identity, syncer.Options{Active: wallet.KeepDestinationActive})
+				if err != nil {
+					t.Fatalf("pull: %v", err)
+				}
+				return res
+			}
+			pull()
+			before := position()
+			if before == 0 {
+				t.Fatal("the caller's rows have no journal position")
+			}
+
+			pushPaged(t, srv.URL, seedWallet(t, localstore.FixtureSmall, other), other)
+			if after := position(); after != before {
+				t.Fatalf("another identity's push moved the caller's journal position from %d to %d", before, after)
+			}
+			if res := pull(); res.Pages != 0 || res.Rows != 0 {
+				t.Fatalf("an unchanged pull after another identity's push read %d pages, %d rows", res.Pages, res.Rows)
+			}
+
+			src, err := localstore.Open(t.Context(), me.Path, localstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := src.RecordTransaction(t.Context(), me.Identity, wallet.NewTransaction{Satoshis: 5, Labels: []string{"mine"}}); err != nil {
+				t.Fatal(err)
+			}
+			src.Close()
+			pushPaged(t, srv.URL, me, mine)
+			if after := position(); after <= before {
+				t.Fatalf("the caller's own push left its journal position at %d (was %d)", after, before)
+			}
+			if res := pull(); res.Rows == 0 {
+				t.Fatalf("the pull after the caller's own push brought nothing: %+v", res)
+			}
+			from, err := localstore.Open(t.Context(), me.Path, localstore.Options{ReadOnly: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer from.Close()
+			compare.SameWallet(t, from, back, me.Identity)
+		})
+	}
+}

@@ -269,6 +269,15 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 	}
 	ans.ID = v.ID()
 	ans.HighWater, _ = v.Journal(0) // the high-water mark does not depend on since
+	if ij, ok := v.(identityJournal); ok {
+		// What the answer says of the journal describes the caller's rows only: the
+		// store-wide mark moves whenever any identity writes. (A shared view's Journal is
+		// its identity's already.)
+		if ans.HighWater, err = ij.IdentityHighWater(c.ctx, c.identity); err != nil {
+			h.closeOpened(c, ans.Handle)
+			return nil, nil, nil, err
+		}
+	}
 	if _, ok := v.Journal(ans.HighWater); ok {
 		// The smallest covered since, by bisection over [0, HighWater]: coverage is an
 		// interval that ends at the high-water mark.
@@ -279,6 +288,24 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 		}))
 	}
 	return ans, nil, nil, nil
+}
+
+// identityJournal is a view that tells the journal position of one identity's rows
+// (localstore's Snapshot): a multi-tenant store's view/open answers it instead of the
+// store-wide high-water mark, which would tell a client when other identities write.
+type identityJournal interface {
+	IdentityHighWater(ctx context.Context, identityKey string) (int64, error)
+}
+
+// closeOpened releases a view that openView opened but could not answer for.
+func (h *Handler) closeOpened(c *call, handle string) {
+	if h.shared != nil {
+		h.shared.CloseSharedView(c.ctx, c.identity, handle)
+		return
+	}
+	if r, err := h.views.get(c.identity, handle); err == nil {
+		h.views.release(r)
+	}
 }
 
 func (h *Handler) readPage(c *call) (any, []wallet.Row, func(), error) {
