@@ -103,32 +103,40 @@ func TestServe_HostileViewDoesNotBlockPulls(t *testing.T) {
 // TestServe_IdleViewReleased: a view opened for an hour that no request uses is released at
 // the server's idle timeout (here 50 ms; its timing is TestViews_IdleReleased's, under
 // synctest): /metrics counts the release and no view open, the view's next read is
-// wallet.ErrSnapshotClosed, and the identity's quota is free for a new view. On SQLite,
-// whose views this process retains.
+// wallet.ErrSnapshotClosed, and the identity's quota is free for a new view. On every
+// backend (on PostgreSQL the idle timeout is the view's row's, and the owner's reaper
+// releases it at its next poll).
 func TestServe_IdleViewReleased(t *testing.T) {
-	srv := startServer(t, Options{Mounts: []Mount{WireMount(wire.ViewOptions{IdleTimeout: 50 * time.Millisecond}, nil)}})
-	const seed = 22
-	src := seedWallet(t, localstore.FixtureSmall, seed)
-	pushPaged(t, srv.URL, src, seed)
-	key := secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))
-	p := pagedProvider(t, srv.URL, key)
-	held, err := p.OpenView(t.Context(), wallet.MaxViewLifetime)
-	if err != nil {
-		t.Fatal(err)
+	for _, be := range serverBackends {
+		t.Run(be.name, func(t *testing.T) {
+			t.Parallel()
+			opts := be.options(t)
+			opts.Mounts = []Mount{WireMount(wire.ViewOptions{IdleTimeout: 50 * time.Millisecond}, nil)}
+			srv := startServer(t, opts)
+			const seed = 22
+			src := seedWallet(t, localstore.FixtureSmall, seed)
+			pushPaged(t, srv.URL, src, seed)
+			key := secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))
+			p := pagedProvider(t, srv.URL, key)
+			held, err := p.OpenView(t.Context(), wallet.MaxViewLifetime)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer held.Close()
+			waitFor(t, "the idle view's release", func() bool {
+				_, metrics := get(t, srv.MetricsURL+"/metrics")
+				return strings.Contains(metrics, "\nwalletsync_serve_views_idle_released_total 1\n") && strings.Contains(metrics, "\nwalletsync_serve_views_open 0\n")
+			})
+			if _, err := held.ReadPage(t.Context(), wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: src.Identity, Limits: wallet.Limits{Rows: 1}}); !errors.Is(err, wallet.ErrSnapshotClosed) {
+				t.Fatalf("a read of the released view: %v, want wallet.ErrSnapshotClosed", err)
+			}
+			again, err := p.OpenView(t.Context(), wallet.MaxViewLifetime)
+			if err != nil {
+				t.Fatalf("a new view after the release (the quota of 1 must be free): %v", err)
+			}
+			again.Close()
+		})
 	}
-	defer held.Close()
-	waitFor(t, "the idle view's release", func() bool {
-		_, metrics := get(t, srv.MetricsURL+"/metrics")
-		return strings.Contains(metrics, "\nwalletsync_serve_views_idle_released_total 1\n") && strings.Contains(metrics, "\nwalletsync_serve_views_open 0\n")
-	})
-	if _, err := held.ReadPage(t.Context(), wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: src.Identity, Limits: wallet.Limits{Rows: 1}}); !errors.Is(err, wallet.ErrSnapshotClosed) {
-		t.Fatalf("a read of the released view: %v, want wallet.ErrSnapshotClosed", err)
-	}
-	again, err := p.OpenView(t.Context(), wallet.MaxViewLifetime)
-	if err != nil {
-		t.Fatalf("a new view after the release (the quota of 1 must be free): %v", err)
-	}
-	again.Close()
 }
 
 // TestServe_EmptyIdentityViewShortLived: a fresh identity, which the store holds no user

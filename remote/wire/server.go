@@ -95,6 +95,9 @@ func (h *Handler) Stats() ViewStats {
 	st := h.views.stats()
 	if h.shared != nil {
 		st.Open = h.shared.HeldViews()
+		if ir, ok := h.shared.(interface{ IdleReleasedViews() int64 }); ok {
+			st.IdleReleases = ir.IdleReleasedViews()
+		}
 	}
 	return st
 }
@@ -246,13 +249,13 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 	var ans openViewAnswer
 	var v wallet.View
 	if h.shared != nil {
-		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.admit)
+		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.opts.IdleTimeout, h.views.admit)
 		if err == nil && lifetime > h.views.opts.EmptyLifetime && unknownIdentity(c.ctx, v, c.identity) {
 			// A view of an identity the store does not know serves nothing but "not
 			// found": it is opened again for ViewOptions.EmptyLifetime, as a local one
 			// is shortened.
 			if err = h.shared.CloseSharedView(c.ctx, c.identity, ans.Handle); err == nil {
-				ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, h.views.opts.EmptyLifetime, h.views.admit)
+				ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, h.views.opts.EmptyLifetime, h.views.opts.IdleTimeout, h.views.admit)
 			}
 		}
 	} else {

@@ -50,7 +50,8 @@ import (
 // handle through it and retains nothing itself.
 //
 // OpenSharedView opens a view of identity's source that lives lifetime (counted from the
-// call, on the store's clock), under a new handle that nobody can guess, and returns the
+// call, on the store's clock), and at most idle after the last SharedView of it on any
+// process (0: no idle timeout), under a new handle that nobody can guess, and returns the
 // handle and the view. Before anything stays open it counts, under a lock that all the
 // processes share, the views open for identity and on all of them (closed, expired and
 // dead views not counted) and calls admit with the two counts: an error from admit (the
@@ -73,7 +74,7 @@ import (
 // HeldViews is how many views this process holds open now (a gauge; summed over the
 // processes it is the views open on the store).
 type SharedViews interface {
-	OpenSharedView(ctx context.Context, identity string, lifetime time.Duration, admit func(identityViews, allViews int) error) (handle string, v wallet.View, err error)
+	OpenSharedView(ctx context.Context, identity string, lifetime, idle time.Duration, admit func(identityViews, allViews int) error) (handle string, v wallet.View, err error)
 	SharedView(ctx context.Context, identity, handle string) (wallet.View, error)
 	CloseSharedView(ctx context.Context, identity, handle string) error
 	HeldViews() int
