@@ -303,7 +303,10 @@ type identityJournal interface {
 // closeOpened releases a view that openView opened but could not answer for.
 func (h *Handler) closeOpened(c *call, handle string) {
 	if h.shared != nil {
-		h.shared.CloseSharedView(c.ctx, c.identity, handle)
+		if err := h.shared.CloseSharedView(c.ctx, c.identity, handle); err != nil {
+			// Its deadline and idle timeout still release it.
+			h.log.Warn("could not close a view whose opening failed", "err", err)
+		}
 		return
 	}
 	if r, err := h.views.get(c.identity, handle); err == nil {
