@@ -298,3 +298,45 @@ func TestSnapshot_IdentityHighWater(t *testing.T) {
 		t.Fatalf("b's position after pruning through %d: %d, want the pruned bound", aOwn, bPruned)
 	}
 }
+
+// TestSnapshot_IdentityHighWaterBoundedWalk: when another identity wrote more than
+// identityJournalWalk entries of a table since the caller's last change to it, the
+// caller's position is the bound the walk reached (above every change of the caller's,
+// below the store's mark), and the caller's own next write still moves it to that write.
+func TestSnapshot_IdentityHighWaterBoundedWalk(t *testing.T) {
+	ctx := context.Background()
+	s := mustCreate(t, Options{})
+	a := mustSeed(t, s, FixtureSmall, 1)
+	b := mustSeed(t, s, FixtureSmall, 2)
+	var bTx int64
+	if err := s.writeDB.QueryRowContext(ctx, "SELECT max(transactionId) FROM transactions t JOIN users u ON u.userId = t.userId WHERE u.identityKey = ?", b).Scan(&bTx); err != nil {
+		t.Fatal(err)
+	}
+	position := func() (mine, store int64) {
+		t.Helper()
+		v := openView(t, s, SnapshotOptions{})
+		defer v.Close()
+		mine, err := v.IdentityHighWater(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, _ = v.Journal(0)
+		return mine, store
+	}
+	seeded, _ := position()
+	// b updates one of its transactions twice the walk's length of times.
+	if _, err := s.writeDB.ExecContext(ctx, `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ?)
+		INSERT INTO `+journalTable+` (tbl, k1, k2, op) SELECT 'transactions', ?, NULL, 'u' FROM c`, 2*identityJournalWalk, bTx); err != nil {
+		t.Fatal(err)
+	}
+	bounded, store := position()
+	if bounded != store-identityJournalWalk || bounded <= seeded {
+		t.Fatalf("a's position past the walk: %d, want the walk's bound %d (store %d, a's seeded position %d)", bounded, store-identityJournalWalk, store, seeded)
+	}
+	if _, err := s.RecordTransaction(ctx, a, wallet.NewTransaction{Satoshis: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if own, store := position(); own != store {
+		t.Fatalf("a's own write past the walk: a's position %d, the store's %d", own, store)
+	}
+}

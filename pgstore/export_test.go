@@ -53,3 +53,6 @@ func FailStatement(ctx context.Context, v *View) error {
 	_, err := v.tx.Exec(ctx, "SELECT 1/0")
 	return err
 }
+
+// IdentityJournalWalk is how many journal entries of a table IdentityHighWater looks at.
+const IdentityJournalWalk = identityJournalWalk
