@@ -285,7 +285,7 @@ func TestSnapshot_IdentityHighWater(t *testing.T) {
 	if aOwn != storeOwn {
 		t.Fatalf("a's own write: a's position %d, the store's %d; want the same (a wrote last)", aOwn, storeOwn)
 	}
-	if unknown, _ := position("03"+strings.Repeat("ab", 32)); unknown != 0 {
+	if unknown, _ := position("03" + strings.Repeat("ab", 32)); unknown != 0 {
 		t.Fatalf("an unknown identity's position: %d, want the journal's floor 0", unknown)
 	}
 	for more := true; more; {
