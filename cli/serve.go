@@ -56,7 +56,7 @@ func serveStoresHelp(w io.Writer) {
 // shutdown. Its first line on out says where it listens; logs go to stderr as JSON. Every
 // store serves the toolbox's JSON-RPC and the wires of serveMounts.
 func runServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH|postgres://URL --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D] [--max-conns N] [--max-conns-per-addr N] [--read-timeout D] [--write-timeout D] [--idle-timeout D]", out)
+	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH|postgres://URL --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D] [--view-idle-timeout D] [--max-conns N] [--max-conns-per-addr N] [--read-timeout D] [--write-timeout D] [--idle-timeout D]", out)
 	flagsHelp := fs.Usage
 	fs.Usage = func() { flagsHelp(); serveStoresHelp(out) }
 	listen := fs.String("listen", "", "the address to serve on, e.g. :8080 or 127.0.0.1:0")
@@ -71,6 +71,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs.IntVar(&views.MaxViews, "max-views", wire.DefaultMaxViews, "retained views of the paged wire open at once on the store")
 	fs.IntVar(&views.MaxViewsPerIdentity, "max-views-per-identity", wire.DefaultMaxViewsPerIdentity, "retained views open at once per identity")
 	fs.DurationVar(&views.DefaultLifetime, "view-lifetime", wire.DefaultViewLifetime, "how long a retained view lives when its client asks for no lifetime (at most 1h)")
+	fs.DurationVar(&views.IdleTimeout, "view-idle-timeout", wire.DefaultViewIdleTimeout, "how long a retained view lives after the last request that used it, whatever its lifetime")
 	var conns serve.ConnLimits
 	fs.IntVar(&conns.MaxConns, "max-conns", serve.DefaultMaxConns, "client connections open at once; more are answered 503")
 	fs.IntVar(&conns.MaxConnsPerAddr, "max-conns-per-addr", serve.DefaultMaxConnsPerAddr, "client connections open at once from one IP address")
@@ -84,8 +85,8 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	if conns.MaxConns < 1 || conns.MaxConnsPerAddr < 1 || conns.ReadHeaderTimeout <= 0 || conns.ReadTimeout <= 0 || conns.WriteTimeout <= 0 || conns.IdleTimeout <= 0 {
 		return fmt.Errorf("%w: --max-conns and --max-conns-per-addr must be at least 1, the timeouts positive", command.ErrUsage)
 	}
-	if views.MaxViews < 1 || views.MaxViewsPerIdentity < 1 || views.DefaultLifetime <= 0 || views.DefaultLifetime > wire.MaxViewLifetime {
-		return fmt.Errorf("%w: --max-views and --max-views-per-identity must be at least 1, --view-lifetime between 1ns and 1h", command.ErrUsage)
+	if views.MaxViews < 1 || views.MaxViewsPerIdentity < 1 || views.DefaultLifetime <= 0 || views.DefaultLifetime > wire.MaxViewLifetime || views.IdleTimeout <= 0 {
+		return fmt.Errorf("%w: --max-views and --max-views-per-identity must be at least 1, --view-lifetime between 1ns and 1h, --view-idle-timeout positive", command.ErrUsage)
 	}
 	for _, f := range []struct{ name, value string }{{"listen", *listen}, {"db", *db}, {"key-file", *keyFile}} {
 		if err := command.Required(f.name, f.value); err != nil {

@@ -19,7 +19,6 @@ import (
 	"walletsync/remote"
 	"walletsync/remote/auth"
 	"walletsync/remote/toolbox"
-	"walletsync/remote/wire"
 	"walletsync/scheduler"
 	"walletsync/syncer"
 	"walletsync/wallet"
@@ -117,7 +116,12 @@ func (r remoteSync) run(ctx context.Context, out io.Writer) error {
 		fmt.Fprintf(os.Stderr, "%s offers walletsync's wire but its probe failed (%v): using the toolbox wire\n", serverURL, server.Fallback)
 	}
 	if server.Wire == remote.Walletsync {
-		return r.paged(ctx, out, server.Paged, signerKey, opts.Active)
+		fb, err := r.paged(ctx, out, server, signerKey, opts.Active)
+		if fb == nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "%s: walletsync's wire stayed busy beyond its patience (%v): using the toolbox wire\n", serverURL, fb.Fallback)
+		server = *fb
 	}
 	client := server.Chunks
 	var res syncer.Result
@@ -270,13 +274,17 @@ func (r remoteSync) pullErr(err error) error {
 }
 
 // paged pushes or pulls through walletsync's paged wire: the page session of a file sync,
-// with the server as the other store (its checkpoint and views kept on the server).
-func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, signerKey string, active wallet.ActivePolicy) error {
+// with the server as the other store (its checkpoint and views kept on the server). A pull
+// that the server refused as busy beyond the wire's patience before any page, on a wire
+// Auto chose, is not reported: paged returns the toolbox wire's Provider to run it on
+// instead (remote.Provider.FallBack).
+func (r remoteSync) paged(ctx context.Context, out io.Writer, server remote.Provider, signerKey string, active wallet.ActivePolicy) (*remote.Provider, error) {
+	p := server.Paged
 	// A push keeps an exact copy on the server (syncer.Options.Mirror); a pull merges into a
 	// live wallet by BRC-40's rules.
 	opts := syncer.Options{Active: active, Mirror: active == wallet.KeepSourceActive, MaxRows: int(r.maxItems), MaxBytes: r.maxBytes}
 	if err := opts.Validate(); err != nil {
-		return fmt.Errorf("%w: %v", command.ErrUsage, err)
+		return nil, fmt.Errorf("%w: %v", command.ErrUsage, err)
 	}
 	opts.Progress = progressPrinter(command.NewProgressLine(out), json.NewEncoder(out), r.asJSON, "pages", 0)
 	identity := r.identity
@@ -285,16 +293,16 @@ func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, 
 	if active == wallet.KeepSourceActive {
 		src, oerr := openSource(ctx, r.from)
 		if oerr != nil {
-			return oerr
+			return nil, oerr
 		}
 		defer src.Close()
 		if identity == "" {
 			if identity, err = onlyIdentity(ctx, src); err != nil {
-				return err
+				return nil, err
 			}
 		}
 		if identity != signerKey {
-			return fmt.Errorf("push %s: the signer is %s, not the wallet's identity %s: %w",
+			return nil, fmt.Errorf("push %s: the signer is %s, not the wallet's identity %s: %w",
 				r.from, wallet.ShortKey(signerKey, 16), wallet.ShortKey(identity, 16), wallet.ErrUnauthorized)
 		}
 		res, err = syncer.Run(ctx, src, p, identity, opts)
@@ -304,12 +312,12 @@ func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, 
 		}
 		settings, _, derr := p.Describe(ctx)
 		if derr != nil {
-			return fmt.Errorf("pull from %s: %w", r.from, derr)
+			return nil, fmt.Errorf("pull from %s: %w", r.from, derr)
 		}
 		_, statErr := os.Stat(r.to)
 		dst, oerr := localstore.OpenOrCreate(ctx, r.to, localstore.CreateOptions{Chain: settings.Chain}, localstore.Options{})
 		if oerr != nil {
-			return oerr
+			return nil, oerr
 		}
 		res, err = syncer.Run(ctx, p, dst, identity, opts)
 		switch {
@@ -326,7 +334,10 @@ func (r remoteSync) paged(ctx context.Context, out io.Writer, p *wire.Provider, 
 			err = errors.Join(err, removeNewWallet(r.to))
 		}
 	}
-	return r.report(out, remoteStats{Result: res, Wire: remote.Walletsync}, err)
+	if fb, ok := server.FallBack(err); ok && active == wallet.KeepDestinationActive && res.Pages == 0 {
+		return &fb, nil
+	}
+	return nil, r.report(out, remoteStats{Result: res, Wire: remote.Walletsync}, err)
 }
 
 // report prints the result: the JSON object, or a summary line.

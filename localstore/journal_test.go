@@ -3,6 +3,7 @@ package localstore
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"walletsync/wallet"
@@ -244,4 +245,98 @@ func mustWriteVersion(t *testing.T, s *Store) int64 {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestSnapshot_IdentityHighWater: in a store of two users, a user's journal position is
+// that of its own last change: the other user's writes leave it where it was (while the
+// store-wide mark moves), its own write moves it to that write's position, pruning raises
+// it to the pruned bound, an unknown identity gets the journal's floor, and a store
+// without a walletsync journal answers 0.
+func TestSnapshot_IdentityHighWater(t *testing.T) {
+	ctx := context.Background()
+	s := mustCreate(t, Options{})
+	a := mustSeed(t, s, FixtureSmall, 1)
+	b := mustSeed(t, s, FixtureSmall, 2)
+	position := func(identity string) (mine, store int64) {
+		t.Helper()
+		v := openView(t, s, SnapshotOptions{})
+		defer v.Close()
+		mine, err := v.IdentityHighWater(ctx, identity)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, _ = v.Journal(0)
+		return mine, store
+	}
+	aBefore, storeBefore := position(a)
+	if bHW, _ := position(b); aBefore == 0 || aBefore >= bHW || bHW != storeBefore {
+		t.Fatalf("positions after seeding a then b: a %d, b %d, store %d", aBefore, bHW, storeBefore)
+	}
+	if _, err := s.RecordTransaction(ctx, b, wallet.NewTransaction{Satoshis: 5, Labels: []string{"b's"}}); err != nil {
+		t.Fatal(err)
+	}
+	if aAfter, storeAfter := position(a); aAfter != aBefore || storeAfter <= storeBefore {
+		t.Fatalf("b's write: a's position %d -> %d (want unchanged), the store's %d -> %d", aBefore, aAfter, storeBefore, storeAfter)
+	}
+	if _, err := s.RecordTransaction(ctx, a, wallet.NewTransaction{Satoshis: 6, Labels: []string{"a's"}}); err != nil {
+		t.Fatal(err)
+	}
+	aOwn, storeOwn := position(a)
+	if aOwn != storeOwn {
+		t.Fatalf("a's own write: a's position %d, the store's %d; want the same (a wrote last)", aOwn, storeOwn)
+	}
+	if unknown, _ := position("03" + strings.Repeat("ab", 32)); unknown != 0 {
+		t.Fatalf("an unknown identity's position: %d, want the journal's floor 0", unknown)
+	}
+	for more := true; more; {
+		var err error
+		if _, more, err = s.PruneJournal(ctx, aOwn, 1000); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if bPruned, _ := position(b); bPruned != aOwn {
+		t.Fatalf("b's position after pruning through %d: %d, want the pruned bound", aOwn, bPruned)
+	}
+}
+
+// TestSnapshot_IdentityHighWaterBoundedWalk: when another identity wrote more than
+// identityJournalWalk entries of a table since the caller's last change to it, the
+// caller's position is the bound the walk reached (above every change of the caller's,
+// below the store's mark), and the caller's own next write still moves it to that write.
+func TestSnapshot_IdentityHighWaterBoundedWalk(t *testing.T) {
+	ctx := context.Background()
+	s := mustCreate(t, Options{})
+	a := mustSeed(t, s, FixtureSmall, 1)
+	b := mustSeed(t, s, FixtureSmall, 2)
+	var bTx int64
+	if err := s.writeDB.QueryRowContext(ctx, "SELECT max(transactionId) FROM transactions t JOIN users u ON u.userId = t.userId WHERE u.identityKey = ?", b).Scan(&bTx); err != nil {
+		t.Fatal(err)
+	}
+	position := func() (mine, store int64) {
+		t.Helper()
+		v := openView(t, s, SnapshotOptions{})
+		defer v.Close()
+		mine, err := v.IdentityHighWater(ctx, a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store, _ = v.Journal(0)
+		return mine, store
+	}
+	seeded, _ := position()
+	// b updates one of its transactions twice the walk's length of times.
+	if _, err := s.writeDB.ExecContext(ctx, `WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < ?)
+		INSERT INTO `+journalTable+` (tbl, k1, k2, op) SELECT 'transactions', ?, NULL, 'u' FROM c`, 2*identityJournalWalk, bTx); err != nil {
+		t.Fatal(err)
+	}
+	bounded, store := position()
+	if bounded != store-identityJournalWalk || bounded <= seeded {
+		t.Fatalf("a's position past the walk: %d, want the walk's bound %d (store %d, a's seeded position %d)", bounded, store-identityJournalWalk, store, seeded)
+	}
+	if _, err := s.RecordTransaction(ctx, a, wallet.NewTransaction{Satoshis: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if own, store := position(); own != store {
+		t.Fatalf("a's own write past the walk: a's position %d, the store's %d", own, store)
+	}
 }

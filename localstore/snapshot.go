@@ -26,8 +26,8 @@ type SnapshotOptions struct {
 	// Lifetime, counted from the open request: DefaultSnapshotLifetime when zero, accepted
 	// from MinSnapshotLifetime to MaxSnapshotLifetime.
 	Lifetime time.Duration
-	// Wait makes OpenSnapshot wait for the store's open view to close instead of failing
-	// at once with wallet.ErrSnapshotBusy.
+	// Wait makes OpenSnapshot wait for one of the store's open views to close instead of
+	// failing at once with wallet.ErrSnapshotBusy.
 	Wait bool
 	// Clock overrides wallet.SystemClock.
 	Clock Clock
@@ -56,9 +56,9 @@ type Snapshot struct {
 	journal *JournalState        // nil when the file has no walletsync journal
 }
 
-// OpenSnapshot pins a read transaction on a dedicated connection. Only one view per store is
-// open at a time: a second OpenSnapshot fails with wallet.ErrSnapshotBusy, or waits when
-// opts.Wait is set. The lifetime counts from this call, not from when the view was granted.
+// OpenSnapshot pins a read transaction on a dedicated connection. At most Options.MaxViews
+// views per store (one by default) are open at a time: one more OpenSnapshot fails with
+// wallet.ErrSnapshotBusy, or waits when opts.Wait is set. The lifetime counts from this call, not from when the view was granted.
 // A store that holds part of an unfinished merge opens no view (*wallet.ImportInProgressError).
 func (s *Store) OpenSnapshot(ctx context.Context, opts SnapshotOptions) (*Snapshot, error) {
 	guard, err := wallet.NewViewGuard(opts.Lifetime, opts.Clock)
@@ -156,7 +156,7 @@ func (v *Snapshot) Journal(since int64) (highWater int64, covered bool) {
 	return v.journal.HighWater, v.journal.CoversSince(since)
 }
 
-// Close ends the view and releases its connection and the store's view slot. It waits for a
+// Close ends the view and releases its connection and its view slot. It waits for a
 // read in flight to drain (its result is discarded). Closing twice is harmless.
 func (v *Snapshot) Close() error {
 	v.guard.End(wallet.ErrSnapshotClosed)

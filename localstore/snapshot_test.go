@@ -222,6 +222,48 @@ func TestSnapshot_CloseAndCancelStopReads(t *testing.T) {
 	}
 }
 
+// TestSnapshot_MaxViews: a store opened with Options.MaxViews holds that many views at
+// once (one when unset), each its own read transaction that sees the store as of its own
+// opening, and refuses one more with wallet.ErrSnapshotBusy until one of them closes.
+func TestSnapshot_MaxViews(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxViews int
+		want     int
+	}{{"default", 0, 1}, {"three", 3, 3}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustCreate(t, Options{MaxViews: tc.maxViews})
+			id := mustSeed(t, s, FixtureSmall, 1)
+			var views []*Snapshot
+			var seen []int
+			for i := range tc.want {
+				if i > 0 {
+					if _, err := s.RecordTransaction(context.Background(), id, wallet.NewTransaction{Satoshis: 5}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				v := openView(t, s, SnapshotOptions{})
+				views = append(views, v)
+				seen = append(seen, len(readAll(t, v, wallet.TableTransactions, id, wallet.Limits{})))
+			}
+			for i := 1; i < len(seen); i++ {
+				if seen[i] != seen[0]+i {
+					t.Fatalf("view %d sees %d transactions, want %d (its own snapshot): %v", i, seen[i], seen[0]+i, seen)
+				}
+			}
+			// The views stay their own: the first still reads its opening.
+			if n := len(readAll(t, views[0], wallet.TableTransactions, id, wallet.Limits{})); n != seen[0] {
+				t.Fatalf("the first view now sees %d transactions, want %d", n, seen[0])
+			}
+			if _, err := s.OpenSnapshot(context.Background(), SnapshotOptions{}); !errors.Is(err, wallet.ErrSnapshotBusy) {
+				t.Fatalf("view %d of %d: err = %v, want ErrSnapshotBusy", tc.want+1, tc.want, err)
+			}
+			views[0].Close()
+			openView(t, s, SnapshotOptions{}).Close()
+		})
+	}
+}
+
 func TestSnapshot_WritesInvisible(t *testing.T) {
 	s := mustCreate(t, Options{})
 	id := mustSeed(t, s, FixtureSmall, 1)

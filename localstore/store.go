@@ -46,6 +46,12 @@ type Options struct {
 	ReadOnly bool
 	// BusyTimeout overrides DefaultBusyTimeout.
 	BusyTimeout time.Duration
+	// MaxViews is how many snapshot views may be open at once (default 1), each a read
+	// transaction on a connection of its own. A desktop agent keeps the default: every pinned
+	// view holds back WAL checkpoints, so a second one would only multiply that cost. A
+	// multi-tenant server (walletsync serve) sets its view quota here, so that one tenant's
+	// view never makes another wait.
+	MaxViews int
 	// Logger receives the store's rare notices (migrations, reinstalled triggers).
 	Logger *slog.Logger
 	// CommitHook, when set, is called at the durable boundaries of every page commit and
@@ -72,8 +78,9 @@ type Store struct {
 	walCP   *walCheckpointer // nil when ReadOnly
 	// versionDB is the one connection WriteVersion reads; nil when ReadOnly.
 	versionDB *sql.DB
-	// viewSlot admits one snapshot view at a time: a pinned read transaction holds back
-	// WAL checkpoints, so more than one would only multiply that cost.
+	// viewSlot admits Options.MaxViews snapshot views at a time (one by default): a pinned
+	// read transaction holds back WAL checkpoints, so more than one only pays on a server
+	// whose tenants must not wait for each other.
 	viewSlot chan struct{}
 }
 
@@ -229,7 +236,7 @@ func open(ctx context.Context, path string, opts Options, lock *writerLock) (_ *
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
 	}
-	s := &Store{path: path, opts: opts, log: opts.Logger, viewSlot: make(chan struct{}, 1)}
+	s := &Store{path: path, opts: opts, log: opts.Logger, viewSlot: make(chan struct{}, max(opts.MaxViews, 1))}
 	if opts.ReadOnly {
 		if err := s.openReaders(dsn(path, opts.BusyTimeout, append(roParams, "_pragma=query_only(1)")...)); err != nil {
 			return nil, fmt.Errorf("open store: %w", err)
@@ -301,8 +308,8 @@ func (s *Store) openReaders(readers string) error {
 	if s.viewDB, err = sql.Open("sqlite", readers); err != nil {
 		return err
 	}
-	s.viewDB.SetMaxOpenConns(1)
-	s.viewDB.SetMaxIdleConns(1)
+	s.viewDB.SetMaxOpenConns(cap(s.viewSlot))
+	s.viewDB.SetMaxIdleConns(cap(s.viewSlot))
 	return nil
 }
 

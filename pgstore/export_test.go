@@ -24,7 +24,7 @@ const HeldLocks = heldLocks
 // OpenPlainView opens a shared view whose state is nothing: the sharing mechanics, without
 // a source's pages.
 func (s *Store) OpenPlainView(ctx context.Context, identity string, lifetime time.Duration, admit func(identityViews, allViews int) error) (string, error) {
-	handle, _, err := s.openShared(ctx, identity, time.Now(), lifetime, admit, func(context.Context, pgx.Tx) (string, []byte, error) {
+	handle, _, err := s.openShared(ctx, identity, time.Now(), lifetime, 0, admit, func(context.Context, pgx.Tx) (string, []byte, error) {
 		return "plain", []byte{}, nil
 	})
 	return handle, err
@@ -53,3 +53,6 @@ func FailStatement(ctx context.Context, v *View) error {
 	_, err := v.tx.Exec(ctx, "SELECT 1/0")
 	return err
 }
+
+// IdentityJournalWalk is how many journal entries of a table IdentityHighWater looks at.
+const IdentityJournalWalk = identityJournalWalk

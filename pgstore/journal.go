@@ -2,6 +2,7 @@ package pgstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -149,4 +150,58 @@ func ReadJournal(ctx context.Context, tx pgx.Tx) (wallet.JournalBounds, error) {
 		return j, fmt.Errorf("read journal bounds: %w", classify(err))
 	}
 	return j, nil
+}
+
+// identityJournalWalk bounds the journal entries of one table that IdentityHighWater looks
+// at, as localstore's does.
+const identityJournalWalk = 10_000
+
+// IdentityHighWater returns the journal position of identityKey's rows as tx sees them,
+// within the bounds j that tx read (ReadJournal): the last position at which a row in the
+// identity's BRC-40 scope changed, raised to j's trusted floor (CompleteAfter,
+// PrunedThrough), or that floor alone when tx holds no user for identityKey. It is
+// localstore's Snapshot.IdentityHighWater on PostgreSQL, whose notes say why it serves the
+// same syncs as the store-wide mark, and how its walk of the journal is bounded (the
+// newest identityJournalWalk entries of each table; past them, the walk's bound): unlike
+// j.HighWater it does not move when another identity writes.
+func IdentityHighWater(ctx context.Context, tx pgx.Tx, identityKey string, j wallet.JournalBounds) (int64, error) {
+	hw := max(j.CompleteAfter, j.PrunedThrough)
+	userID, err := lookupUser(ctx, tx, identityKey)
+	if errors.Is(err, wallet.ErrNotFound) {
+		return hw, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read identity journal position: %w", err)
+	}
+	for _, t := range wallet.SyncOrder {
+		q := &query{}
+		from, where := scopeFilter(q, t, userID)
+		join := "t." + quote(t.Key[0]) + " = j.k1"
+		if len(t.Key) > 1 {
+			k2 := "j.k2"
+			if t.Columns[t.Col(t.Key[1])].Kind == wallet.KindInt {
+				k2 = "j.k2::bigint"
+			}
+			join += " AND t." + quote(t.Key[1]) + " = " + k2
+		}
+		// The newest entries of t (its (tbl, seq) index, walked down), the last of them
+		// that is the identity's, and how far down the walk went. (The window's own
+		// parameters come first: scopeFilter numbered its own already.)
+		window := fmt.Sprintf("SELECT seq, k1, k2 FROM %s WHERE tbl = %s AND seq > %s ORDER BY seq DESC LIMIT %s",
+			journalTable, q.add(string(t.Name)), q.add(hw), q.add(identityJournalWalk))
+		stmt := fmt.Sprintf(`WITH w AS MATERIALIZED (%s)
+			SELECT coalesce((SELECT max(j.seq) FROM w AS j, %s WHERE %s AND %s), 0),
+				coalesce((SELECT min(seq) FROM w), 0), (SELECT count(*) FROM w)`, window, from, join, where)
+		var mine, oldest, walked int64
+		if err := tx.QueryRow(ctx, stmt, q.args...).Scan(&mine, &oldest, &walked); err != nil {
+			return 0, fmt.Errorf("read the journal position of %s: %w", t.Name, classify(err))
+		}
+		switch {
+		case mine > 0:
+			hw = max(hw, mine)
+		case walked == identityJournalWalk:
+			hw = max(hw, oldest-1)
+		}
+	}
+	return hw, nil
 }

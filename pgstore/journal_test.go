@@ -3,11 +3,13 @@ package pgstore_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 
+	"walletsync/localstore"
 	"walletsync/pgstore"
 	"walletsync/wallet"
 )
@@ -177,5 +179,56 @@ func TestJournal_NoChangeMissedUnderConcurrentWriters(t *testing.T) {
 	}
 	if len(seen) != writers*perWriter {
 		t.Errorf("read %d labels, want %d", len(seen), writers*perWriter)
+	}
+}
+
+// TestIdentityHighWater_OwnRowsOnly: in a database of two users, each user's position is
+// that of its own last change (the later user's is the store's mark); past a walk of
+// IdentityJournalWalk entries of another user's, the earlier user's is the walk's bound
+// (above its own changes, below the store's mark); an unknown identity's is the floor.
+func TestIdentityHighWater_OwnRowsOnly(t *testing.T) {
+	t.Parallel()
+	url, _, a := seededPG(t, 1, 2)
+	b := localstore.FixtureIdentity(2)
+	ctx := t.Context()
+	positions := func() (mine, theirs, unknown, store int64) {
+		t.Helper()
+		conn := connect(t, url)
+		tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer tx.Rollback(context.Background())
+		j, err := pgstore.ReadJournal(ctx, tx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []struct {
+			identity string
+			to       *int64
+		}{{a, &mine}, {b, &theirs}, {"03" + strings.Repeat("ab", 32), &unknown}} {
+			if *p.to, err = pgstore.IdentityHighWater(ctx, tx, p.identity, j); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return mine, theirs, unknown, j.HighWater
+	}
+	seeded, theirs, unknown, store := positions()
+	if seeded == 0 || seeded >= theirs || theirs != store || unknown != 0 {
+		t.Fatalf("after seeding a then b: a %d, b %d, unknown %d, store %d", seeded, theirs, unknown, store)
+	}
+	// b updates one of its transactions twice the walk's length of times.
+	conn := connect(t, url)
+	if _, err := conn.Exec(ctx, `INSERT INTO walletsync_journal (seq, tbl, k1, k2, op)
+		SELECT c.n + i, 'transactions', (SELECT max(x."transactionId") FROM transactions x JOIN users u ON u."userId" = x."userId" WHERE u."identityKey" = $1), NULL, 'u'
+		FROM walletsync_journal_counter c, generate_series(1, $2::bigint) i`, b, 2*pgstore.IdentityJournalWalk); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, `UPDATE walletsync_journal_counter SET n = n + $1`, 2*pgstore.IdentityJournalWalk); err != nil {
+		t.Fatal(err)
+	}
+	bounded, theirs, _, store := positions()
+	if bounded != store-pgstore.IdentityJournalWalk || bounded <= seeded || theirs != store {
+		t.Fatalf("past the walk: a %d (want %d, above its seeded %d), b %d, store %d", bounded, store-pgstore.IdentityJournalWalk, seeded, theirs, store)
 	}
 }

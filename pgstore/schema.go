@@ -37,7 +37,8 @@ var migrations = []migration{
 	{name: "toolbox tables", ddl: toolboxDDL},
 	{name: "change journal", ddl: journalDDL}, // journal.go
 	{name: "walletsync checkpoints and id maps", ddl: func() string { return sessionDDL }},
-	{name: "shared views", ddl: viewsDDL}, // shared.go
+	{name: "shared views", ddl: viewsDDL},                  // shared.go
+	{name: "shared views idle timeout", ddl: viewsIdleDDL}, // shared.go
 }
 
 // pgType is the column type that holds every value of a kind exactly: bigint for the

@@ -64,7 +64,12 @@ import (
 //
 // Expiry is the deadline in the row, on the database's clock, the one clock all processes
 // share: a read after it is refused with wallet.ErrSnapshotExpired wherever it lands, and
-// the owner releases the view at the same lifetime on its own monotonic clock.
+// the owner releases the view at the same lifetime on its own monotonic clock. The idle
+// timeout is the row's too: every lookup of a live view, on any process, sets its used_at,
+// and a view whose used_at is older than its idle timeout is no longer live: a lookup
+// answers wallet.ErrSnapshotClosed (as for a view a client closed), it no longer counts
+// against the quotas, and its owner's reaper releases it at its next poll (and counts it,
+// IdleReleasedViews).
 //
 // Close, from any process, marks the row closed: from then on every process refuses the
 // handle (wallet.ErrSnapshotClosed) and the view no longer counts against the quotas. The
@@ -111,6 +116,22 @@ CREATE INDEX walletsync_views_owner ON walletsync_views (owner);
 `
 }
 
+// viewsIdleDDL adds the idle timeout to the shared views: when a lookup last used the view,
+// and its idle timeout (0: none).
+func viewsIdleDDL() string {
+	return `ALTER TABLE walletsync_views
+	ADD COLUMN used_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+	ADD COLUMN idle_us bigint NOT NULL DEFAULT 0;
+`
+}
+
+// idleView is true of a row of walletsync_views (v) that nobody used for its idle timeout.
+const idleView = `(v.idle_us > 0 AND v.used_at + v.idle_us * interval '1 microsecond' <= clock_timestamp())`
+
+// liveView is true of a row of walletsync_views (v) that still serves: not closed, before
+// its deadline, used within its idle timeout.
+const liveView = `(NOT v.closed AND v.deadline > clock_timestamp() AND NOT ` + idleView + `)`
+
 // liveOwner is true of a row of walletsync_views (v) whose owner's connection still holds
 // its lock.
 var liveOwner = fmt.Sprintf(`EXISTS (SELECT 1 FROM pg_locks l WHERE l.locktype = 'advisory'
@@ -130,6 +151,9 @@ type sharedViews struct {
 	reaper context.CancelFunc   // the running reaper, nil until the first view
 	reaped chan struct{}        // closed when the reaper returns
 	closed bool                 // the store closed: nothing opens any more
+	// idleReleases counts the views this process released because nobody used them for
+	// their idle timeout.
+	idleReleases int64
 }
 
 // heldView is a view this process owns: the connection whose transaction pins its snapshot.
@@ -163,7 +187,7 @@ type prepareView func(ctx context.Context, tx pgx.Tx) (viewID string, state []by
 // snapshot on a connection of its own, computes the view through prepare in that
 // transaction, then registers it within the quotas (see the package's notes). It returns
 // the handle and the row.
-func (s *Store) openShared(ctx context.Context, identity string, start time.Time, lifetime time.Duration, admit func(identityViews, allViews int) error, prepare prepareView) (string, viewRow, error) {
+func (s *Store) openShared(ctx context.Context, identity string, start time.Time, lifetime, idle time.Duration, admit func(identityViews, allViews int) error, prepare prepareView) (string, viewRow, error) {
 	sv := s.shared
 	conn, err := pgx.ConnectConfig(ctx, s.pool.Config().ConnConfig.Copy())
 	if err != nil {
@@ -197,17 +221,17 @@ func (s *Store) openShared(ctx context.Context, identity string, start time.Time
 			return fmt.Errorf("delete the views of gone processes: %w", err)
 		}
 		var mine, all int
-		if err := q.QueryRow(ctx, `SELECT count(*) FILTER (WHERE identity_key = $1), count(*) FROM walletsync_views
-			WHERE NOT closed AND deadline > clock_timestamp()`, identity).Scan(&mine, &all); err != nil {
+		if err := q.QueryRow(ctx, `SELECT count(*) FILTER (WHERE identity_key = $1), count(*) FROM walletsync_views v
+			WHERE `+liveView, identity).Scan(&mine, &all); err != nil {
 			return fmt.Errorf("count the open views: %w", err)
 		}
 		if err := admit(mine, all); err != nil {
 			return err
 		}
 		left := lifetime - time.Since(start)
-		if err := q.QueryRow(ctx, `INSERT INTO walletsync_views (handle, identity_key, snapshot, view_id, state, owner, deadline)
-			VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp() + $7 * interval '1 microsecond') RETURNING id`,
-			handle, identity, row.Snapshot, row.ViewID, row.State, sv.owner, left.Microseconds()).Scan(&row.ID); err != nil {
+		if err := q.QueryRow(ctx, `INSERT INTO walletsync_views (handle, identity_key, snapshot, view_id, state, owner, deadline, idle_us)
+			VALUES ($1, $2, $3, $4, $5, $6, clock_timestamp() + $7 * interval '1 microsecond', $8) RETURNING id`,
+			handle, identity, row.Snapshot, row.ViewID, row.State, sv.owner, left.Microseconds(), max(idle.Microseconds(), 0)).Scan(&row.ID); err != nil {
 			return fmt.Errorf("record the view: %w", err)
 		}
 		// Locked before the row commits: no process ever sees the row without its lock
@@ -239,14 +263,18 @@ func (s *Store) openShared(ctx context.Context, identity string, start time.Time
 	return handle, row, nil
 }
 
-// lookupShared returns identity's view under handle as it stands in the table: closed,
-// unknown and another identity's are wallet.ErrSnapshotClosed alike, past its deadline
+// lookupShared returns identity's view under handle as it stands in the table, and marks
+// it used (its idle timeout counts from now): closed, idle past its timeout, unknown and
+// another identity's are wallet.ErrSnapshotClosed alike, past its deadline
 // wallet.ErrSnapshotExpired.
 func (s *Store) lookupShared(ctx context.Context, identity, handle string) (viewRow, error) {
 	var row viewRow
 	var closed, expired bool
-	err := s.pool.QueryRow(ctx, `SELECT id, snapshot, view_id, state, closed, deadline <= clock_timestamp()
-		FROM walletsync_views WHERE handle = $1 AND identity_key = $2`, handle, identity).
+	err := s.pool.QueryRow(ctx, `WITH v AS (
+			SELECT v.id, v.snapshot, v.view_id, v.state, v.closed OR `+idleView+` AS closed, v.deadline <= clock_timestamp() AS expired
+			FROM walletsync_views v WHERE v.handle = $1 AND v.identity_key = $2),
+		used AS (UPDATE walletsync_views w SET used_at = clock_timestamp() FROM v WHERE w.id = v.id AND NOT v.closed AND NOT v.expired)
+		SELECT id, snapshot, view_id, state, closed, expired FROM v`, handle, identity).
 		Scan(&row.ID, &row.Snapshot, &row.ViewID, &row.State, &closed, &expired)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows) || err == nil && closed:
@@ -344,8 +372,17 @@ func (s *Store) HeldViews() int {
 	return len(s.shared.held)
 }
 
+// IdleReleasedViews returns how many shared views this process released so far because no
+// process used them for their idle timeout (a counter).
+func (s *Store) IdleReleasedViews() int64 {
+	s.shared.mu.Lock()
+	defer s.shared.mu.Unlock()
+	return s.shared.idleReleases
+}
+
 // reap runs until ctx ends: every reapInterval it releases this process's views that
-// another process closed or whose deadline passed, and deletes the rows of gone owners.
+// another process closed, whose deadline passed or that nobody used for their idle
+// timeout, and deletes the rows of gone owners.
 func (s *Store) reap(ctx context.Context, done chan<- struct{}) {
 	defer close(done)
 	t := time.NewTicker(reapInterval)
@@ -356,17 +393,28 @@ func (s *Store) reap(ctx context.Context, done chan<- struct{}) {
 			return
 		case <-t.C:
 		}
-		rows, err := s.pool.Query(ctx, `SELECT handle FROM walletsync_views WHERE owner = $1 AND (closed OR deadline <= clock_timestamp())`, s.shared.owner)
+		rows, err := s.pool.Query(ctx, `SELECT handle, NOT v.closed AND v.deadline > clock_timestamp() FROM walletsync_views v
+			WHERE owner = $1 AND NOT `+liveView, s.shared.owner)
 		if err != nil {
 			continue // the next tick tries again
 		}
-		ended, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		type ended struct {
+			handle string
+			idle   bool // released for its idle timeout, not closed or expired
+		}
+		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (e ended, err error) {
+			err = r.Scan(&e.handle, &e.idle)
+			return e, err
+		})
 		if err != nil {
 			continue
 		}
-		for _, handle := range ended {
+		for _, e := range all {
 			s.shared.mu.Lock()
-			h := s.shared.held[handle]
+			h := s.shared.held[e.handle]
+			if h != nil && !h.released && e.idle {
+				s.shared.idleReleases++
+			}
 			s.shared.mu.Unlock()
 			if h != nil {
 				s.release(h)
@@ -404,14 +452,19 @@ func (sv *sharedViews) closeAll(s *Store) {
 // file): its snapshot pinned by this process on a connection of its own (not one of
 // Options.MaxViews' pooled views: the wire's quotas, counted through admit over all the
 // processes, bound these), its ID and journal bounds recorded for the others.
-func (s *Store) OpenSharedView(ctx context.Context, identity string, lifetime time.Duration, admit func(identityViews, allViews int) error) (string, wallet.View, error) {
+func (s *Store) OpenSharedView(ctx context.Context, identity string, lifetime, idle time.Duration, admit func(identityViews, allViews int) error) (string, wallet.View, error) {
 	start := time.Now()
 	if lifetime < wallet.MinViewLifetime || lifetime > wallet.MaxViewLifetime {
 		return "", nil, fmt.Errorf("open shared view: lifetime %v outside %v..%v: %w", lifetime, wallet.MinViewLifetime, wallet.MaxViewLifetime, wallet.ErrInvalidArgument)
 	}
-	handle, row, err := s.openShared(context.WithoutCancel(ctx), identity, start, lifetime, admit, func(ctx context.Context, tx pgx.Tx) (string, []byte, error) {
+	handle, row, err := s.openShared(context.WithoutCancel(ctx), identity, start, lifetime, idle, admit, func(ctx context.Context, tx pgx.Tx) (string, []byte, error) {
 		j, err := ReadJournal(ctx, tx)
 		if err != nil {
+			return "", nil, err
+		}
+		// The view is identity's alone: its high-water mark is that of identity's rows,
+		// which no other identity's write moves.
+		if j.HighWater, err = IdentityHighWater(ctx, tx, identity, j); err != nil {
 			return "", nil, err
 		}
 		state, err := json.Marshal(j)

@@ -63,6 +63,10 @@ type Options struct {
 	// session retries itself (syncer.RunChunks with GiveUp) passes -1, so that one loop,
 	// not two nested ones, decides how long a dead server is tried.
 	ToolboxRetries int
+	// BusyWait is how long walletsync's wire waits out a busy server before its request
+	// fails with a *wallet.BusyError (default a minute, see busyWait; negative: not at all).
+	// Under Auto, Provider.FallBack then offers the toolbox's wire.
+	BusyWait time.Duration
 }
 
 // Provider is a storage server as Dial reached it: exactly one of Paged and Chunks is set,
@@ -78,9 +82,37 @@ type Provider struct {
 	// syncer.RunChunks.
 	Chunks *toolbox.Client
 	// Fallback, when Auto chose the toolbox's wire for a server that said it offers
-	// walletsync's, is why the probe of walletsync's wire failed (nil otherwise): worth a
-	// line in a log, since such a server is misconfigured or of an incompatible version.
+	// walletsync's, is why walletsync's wire was given up (nil otherwise): its probe failed
+	// (worth a line in a log, since such a server is misconfigured or of an incompatible
+	// version), or, from FallBack, it stayed busy beyond its patience.
 	Fallback error
+
+	// What FallBack needs to dial the toolbox's wire: set when Auto chose walletsync's.
+	auto   bool
+	url    string
+	signer auth.Signer
+	opts   Options
+}
+
+// FallBack keeps Auto's promise that a server which answers the toolbox's wire stays
+// usable when walletsync's does not: when p is walletsync's wire chosen by Auto and err
+// (what a sync over p.Paged returned) is a refusal as busy that lasted beyond the wire's
+// patience (a *wallet.BusyError: on a pull, the server's views all held by others), it
+// returns the same server on the toolbox's wire with Fallback set to err, which the
+// caller reports (a log line, the result's wire), and true. For any other p or err it
+// returns p and false, and err stands. The toolbox's wire needs no view, so a server whose
+// views are all taken still serves it; the caller starts its sync over on it, which is safe
+// for a pull (the destination merges what it already holds) and reads no paged checkpoint.
+func (p Provider) FallBack(err error) (Provider, bool) {
+	var busy *wallet.BusyError
+	if !p.auto || p.Wire != Walletsync || !errors.As(err, &busy) {
+		return p, false
+	}
+	ac, aerr := auth.NewClient(p.url, p.signer, auth.ClientOptions{MaxResponseBytes: wallet.MaxFrameBytes, HTTPClient: p.opts.HTTPClient})
+	if aerr != nil {
+		return p, false
+	}
+	return Provider{Wire: Toolbox, Chunks: toolbox.NewClient(ac, toolbox.ClientOptions{}), Fallback: err}, true
 }
 
 // DialError is a storage server that Dial cannot reach on the wire asked for. Err is the
@@ -113,8 +145,9 @@ func (e *DialError) Unwrap() error { return e.Err }
 // capabilities (wire.Probe), which the Provider keeps, so an unchanged sync afterwards is
 // one request. Auto falls back to the toolbox's wire when the server does not offer
 // walletsync's or when the probe fails for any reason but ctx's end (Provider.Fallback
-// says why): a server that answers the toolbox's wire is still usable. Walletsync never
-// falls back: it fails with a *DialError, matching wire.ErrNotWalletsync when the server
+// says why): a server that answers the toolbox's wire is still usable, and the Provider it
+// returns on walletsync's wire offers the toolbox's again when a sync over it stays
+// refused as busy (Provider.FallBack). Walletsync never falls back: it fails with a *DialError, matching wire.ErrNotWalletsync when the server
 // does not offer the wire.
 func Dial(ctx context.Context, rawURL string, signer auth.Signer, choice Wire, opts Options) (Provider, error) {
 	fail := func(err error) (Provider, error) {
@@ -131,7 +164,7 @@ func Dial(ctx context.Context, rawURL string, signer auth.Signer, choice Wire, o
 		p, err := dialWalletsync(ctx, rawURL, signer, opts)
 		switch {
 		case err == nil:
-			return Provider{Wire: Walletsync, Paged: p}, nil
+			return Provider{Wire: Walletsync, Paged: p, auto: choice == Auto, url: rawURL, signer: signer, opts: opts}, nil
 		case choice == Walletsync || ctx.Err() != nil:
 			return fail(err)
 		case !errors.Is(err, errNotOffered):
@@ -162,5 +195,12 @@ func dialWalletsync(ctx context.Context, rawURL string, signer auth.Signer, opts
 	if err != nil {
 		return nil, err
 	}
-	return wire.NewProvider(ac, wire.ProviderOptions{BusyWait: busyWait, Capabilities: &caps})
+	wait := busyWait
+	switch {
+	case opts.BusyWait > 0:
+		wait = opts.BusyWait
+	case opts.BusyWait < 0:
+		wait = 0
+	}
+	return wire.NewProvider(ac, wire.ProviderOptions{BusyWait: wait, Capabilities: &caps})
 }

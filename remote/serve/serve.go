@@ -58,6 +58,11 @@ type Mount struct {
 	// MaxBodyBytes is the largest request body it takes (at least wallet.MaxFrameBytes is
 	// allowed); the BRC-104 middleware refuses a larger one before reading it.
 	MaxBodyBytes int64
+	// Views is how many snapshot views of the store the mount holds open at once at most
+	// (the paged wire's view quota). A SQLite store is opened with at least this many view
+	// slots, each a read transaction on a connection of its own, so that the mount's own
+	// quotas, not the store, decide who waits.
+	Views int
 	// Hello, when set, answers an unauthenticated GET of Prefix, so that a client can tell
 	// which wires a server has before it authenticates.
 	Hello string
@@ -162,6 +167,9 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		}
 		s.store, s.pg = pg, pg
 	default:
+		for _, m := range opts.Mounts {
+			opts.Store.MaxViews = max(opts.Store.MaxViews, m.Views)
+		}
 		local, err := localstore.OpenOrCreate(ctx, opts.DBPath, localstore.CreateOptions{Chain: opts.Chain, StorageIdentityKey: identity, StorageName: opts.StorageName}, opts.Store)
 		if err != nil {
 			return nil, fmt.Errorf("open server: %w", err)

@@ -90,15 +90,20 @@ func TestHandler_ViewsForgotten(t *testing.T) {
 	}
 	v.Close()
 
+	// A view whose lifetime ends while it opens (its journal position is one of its reads)
+	// is refused as expired; one that opened fails its first read after the lifetime.
 	v, err = p.OpenView(ctx, time.Millisecond)
-	if err != nil {
+	switch {
+	case errors.Is(err, wallet.ErrSnapshotExpired):
+	case err != nil:
 		t.Fatal(err)
+	default:
+		time.Sleep(20 * time.Millisecond)
+		if _, err := v.ReadPage(ctx, wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: owner.id}); !errors.Is(err, wallet.ErrSnapshotClosed) && !errors.Is(err, wallet.ErrSnapshotExpired) {
+			t.Fatalf("read after the lifetime: %v", err)
+		}
+		v.Close()
 	}
-	time.Sleep(20 * time.Millisecond)
-	if _, err := v.ReadPage(ctx, wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: owner.id}); !errors.Is(err, wallet.ErrSnapshotClosed) && !errors.Is(err, wallet.ErrSnapshotExpired) {
-		t.Fatalf("read after the lifetime: %v", err)
-	}
-	v.Close()
 
 	// A pull during which the server forgets its views twice.
 	restored := newStore(t, wallet.ChainTest)

@@ -95,6 +95,9 @@ func (h *Handler) Stats() ViewStats {
 	st := h.views.stats()
 	if h.shared != nil {
 		st.Open = h.shared.HeldViews()
+		if ir, ok := h.shared.(interface{ IdleReleasedViews() int64 }); ok {
+			st.IdleReleases = ir.IdleReleasedViews()
+		}
 	}
 	return st
 }
@@ -246,7 +249,15 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 	var ans openViewAnswer
 	var v wallet.View
 	if h.shared != nil {
-		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.admit)
+		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.opts.IdleTimeout, h.views.admit)
+		if err == nil && lifetime > h.views.opts.EmptyLifetime && unknownIdentity(c.ctx, v, c.identity) {
+			// A view of an identity the store does not know serves nothing but "not
+			// found": it is opened again for ViewOptions.EmptyLifetime, as a local one
+			// is shortened.
+			if err = h.shared.CloseSharedView(c.ctx, c.identity, ans.Handle); err == nil {
+				ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, h.views.opts.EmptyLifetime, h.views.opts.IdleTimeout, h.views.admit)
+			}
+		}
 	} else {
 		var src wallet.Source
 		if src, err = h.source(c); err == nil {
@@ -261,6 +272,15 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 	}
 	ans.ID = v.ID()
 	ans.HighWater, _ = v.Journal(0) // the high-water mark does not depend on since
+	if ij, ok := v.(identityJournal); ok {
+		// What the answer says of the journal describes the caller's rows only: the
+		// store-wide mark moves whenever any identity writes. (A shared view's Journal is
+		// its identity's already.)
+		if ans.HighWater, err = ij.IdentityHighWater(c.ctx, c.identity); err != nil {
+			h.closeOpened(c, ans.Handle)
+			return nil, nil, nil, err
+		}
+	}
 	if _, ok := v.Journal(ans.HighWater); ok {
 		// The smallest covered since, by bisection over [0, HighWater]: coverage is an
 		// interval that ends at the high-water mark.
@@ -271,6 +291,27 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 		}))
 	}
 	return ans, nil, nil, nil
+}
+
+// identityJournal is a view that tells the journal position of one identity's rows
+// (localstore's Snapshot): a multi-tenant store's view/open answers it instead of the
+// store-wide high-water mark, which would tell a client when other identities write.
+type identityJournal interface {
+	IdentityHighWater(ctx context.Context, identityKey string) (int64, error)
+}
+
+// closeOpened releases a view that openView opened but could not answer for.
+func (h *Handler) closeOpened(c *call, handle string) {
+	if h.shared != nil {
+		if err := h.shared.CloseSharedView(c.ctx, c.identity, handle); err != nil {
+			// Its deadline and idle timeout still release it.
+			h.log.Warn("could not close a view whose opening failed", "err", err)
+		}
+		return
+	}
+	if r, err := h.views.get(c.identity, handle); err == nil {
+		h.views.release(r)
+	}
 }
 
 func (h *Handler) readPage(c *call) (any, []wallet.Row, func(), error) {

@@ -37,7 +37,7 @@ type sharedBackend struct {
 
 var _ SharedViews = (*sharedBackend)(nil)
 
-func (b *sharedBackend) OpenSharedView(ctx context.Context, identity string, lifetime time.Duration, admit func(int, int) error) (string, wallet.View, error) {
+func (b *sharedBackend) OpenSharedView(ctx context.Context, identity string, lifetime, _ time.Duration, admit func(int, int) error) (string, wallet.View, error) {
 	b.reg.mu.Lock()
 	defer b.reg.mu.Unlock()
 	mine := 0

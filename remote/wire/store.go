@@ -10,9 +10,11 @@ import (
 
 // StoreBackend serves one localstore file to every identity: a multi-tenant store, whose
 // rows, checkpoints and id maps Handler scopes per identity. Its views do not wait: a
-// localstore file admits one snapshot view at a time, and a request that finds it taken is
-// refused with wallet.ErrSnapshotBusy at once rather than holding its connection until the
-// other view closes; the client retries (ProviderOptions.BusyWait) or reports it.
+// localstore file admits localstore.Options.MaxViews snapshot views at a time (serve opens
+// it with the Handler's view quota, so that the quotas decide first), and a request that
+// finds them all taken is refused with wallet.ErrSnapshotBusy at once rather than holding
+// its connection until another view closes; the client retries
+// (ProviderOptions.BusyWait) or reports it.
 type StoreBackend struct{ Store *localstore.Store }
 
 var _ Backend = StoreBackend{}

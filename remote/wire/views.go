@@ -15,9 +15,12 @@ import (
 // Retained views. A client's view of a server's store lives on the server between
 // requests: a wallet.View the backend opened, addressed by a random handle, owned by the
 // identity that opened it. It lives at most its lifetime, counted from the open request
-// (the backend's view enforces the same lifetime on its own clocks), and is released
+// (the backend's view enforces the same lifetime on its own clocks), at most
+// ViewOptions.IdleTimeout after the last request that used it, and at most
+// ViewOptions.EmptyLifetime when the store holds no user for its identity; it is released
 // exactly once: by the client's close, by expiry (a timer reaps it even when nobody asks
-// again), or by the server's Close. Views live in memory only, so a restart forgets them;
+// again), or by the server's Close. A pinned view holds a connection, a quota slot and, on
+// SQLite, the WAL checkpoints behind it, so one that nobody reads must not outlive its use. Views live in memory only, so a restart forgets them;
 // the client then gets wallet.ErrSnapshotClosed and opens a new one, resuming from the
 // destination's checkpoint as the page session does for any view that ends.
 //
@@ -47,7 +50,8 @@ import (
 // handle through it and retains nothing itself.
 //
 // OpenSharedView opens a view of identity's source that lives lifetime (counted from the
-// call, on the store's clock), under a new handle that nobody can guess, and returns the
+// call, on the store's clock), and at most idle after the last SharedView of it on any
+// process (0: no idle timeout), under a new handle that nobody can guess, and returns the
 // handle and the view. Before anything stays open it counts, under a lock that all the
 // processes share, the views open for identity and on all of them (closed, expired and
 // dead views not counted) and calls admit with the two counts: an error from admit (the
@@ -70,7 +74,7 @@ import (
 // HeldViews is how many views this process holds open now (a gauge; summed over the
 // processes it is the views open on the store).
 type SharedViews interface {
-	OpenSharedView(ctx context.Context, identity string, lifetime time.Duration, admit func(identityViews, allViews int) error) (handle string, v wallet.View, err error)
+	OpenSharedView(ctx context.Context, identity string, lifetime, idle time.Duration, admit func(identityViews, allViews int) error) (handle string, v wallet.View, err error)
 	SharedView(ctx context.Context, identity, handle string) (wallet.View, error)
 	CloseSharedView(ctx context.Context, identity, handle string) error
 	HeldViews() int
@@ -78,12 +82,19 @@ type SharedViews interface {
 
 // ViewOptions are the lifetimes and quotas of retained views. Zero fields take the defaults.
 type ViewOptions struct {
-	DefaultLifetime     time.Duration // 5 minutes
-	MaxLifetime         time.Duration // 1 hour
-	MaxViews            int           // 8 open views on the server
-	MaxBytes            int64         // 128 MiB of reads in flight on the server
-	MaxViewsPerIdentity int           // 1 open view per identity
-	MaxBytesPerIdentity int64         // 32 MiB of reads in flight per identity
+	DefaultLifetime time.Duration // 5 minutes
+	MaxLifetime     time.Duration // 1 hour
+	// IdleTimeout releases a view that no request has used for this long, whatever its
+	// lifetime (1 minute; never more than the lifetime).
+	IdleTimeout time.Duration
+	// EmptyLifetime bounds the lifetime of a view of an identity that the store holds no
+	// user for (10 seconds): such a view can answer nothing but "not found" for as long as
+	// it lives, since a user made after it opened is not in its snapshot.
+	EmptyLifetime       time.Duration
+	MaxViews            int   // 8 open views on the server
+	MaxBytes            int64 // 128 MiB of reads in flight on the server
+	MaxViewsPerIdentity int   // 1 open view per identity
+	MaxBytesPerIdentity int64 // 32 MiB of reads in flight per identity
 }
 
 // Defaults of ViewOptions.
@@ -94,12 +105,25 @@ const (
 	DefaultMaxBytes            = 128 << 20
 	DefaultMaxViewsPerIdentity = 1
 	DefaultMaxBytesPerIdentity = 32 << 20
+	// DefaultViewIdleTimeout is a twelfth of the 1-hour longest lifetime and a fifth of the
+	// default: a sync reads its pages back to back (a page and its destination commit take
+	// well under a second on the benchmarks), so a minute without a request is a client
+	// that stopped or one that holds a view to hold it. A client whose view was released
+	// gets wallet.ErrSnapshotClosed and resumes from its checkpoint in a new view.
+	DefaultViewIdleTimeout = time.Minute
+	// DefaultEmptyViewLifetime covers the one or two requests (describe, the users page)
+	// after which a sync of an identity the server does not know stops.
+	DefaultEmptyViewLifetime = 10 * time.Second
 )
 
 // busyRetryAfter is the retry hint of a quota refusal. Views are held for one sync and
 // closed at its end, usually within seconds, so a second is the useful granularity; the
 // hint never promises that the retry succeeds.
 const busyRetryAfter = time.Second
+
+// Normalized returns o with its zero fields set to the defaults and its lifetimes bounded,
+// as a Handler uses them.
+func (o ViewOptions) Normalized() ViewOptions { return o.withDefaults() }
 
 func (o ViewOptions) withDefaults() ViewOptions {
 	if o.DefaultLifetime <= 0 {
@@ -110,6 +134,12 @@ func (o ViewOptions) withDefaults() ViewOptions {
 	}
 	o.MaxLifetime = min(o.MaxLifetime, MaxViewLifetime)
 	o.DefaultLifetime = min(o.DefaultLifetime, o.MaxLifetime)
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = DefaultViewIdleTimeout
+	}
+	if o.EmptyLifetime <= 0 {
+		o.EmptyLifetime = DefaultEmptyViewLifetime
+	}
 	if o.MaxViews <= 0 {
 		o.MaxViews = DefaultMaxViews
 	}
@@ -139,6 +169,9 @@ type views struct {
 	byHandle map[string]*retained
 	total    usage
 	identity map[string]*usage
+	// idleReleases counts the views released because no request used them for
+	// IdleTimeout (a counter, for metrics).
+	idleReleases int64
 }
 
 // retained is one view on the server.
@@ -148,8 +181,9 @@ type retained struct {
 	view     wallet.View
 	deadline time.Time
 	timer    *time.Timer
-	reading  bool // a read is in flight (guarded by views.mu)
-	released bool // guarded by views.mu: set once, by the one release that closes the view
+	lastUsed time.Time // the last request on the handle began or ended (guarded by views.mu)
+	reading  bool      // a read is in flight (guarded by views.mu)
+	released bool      // guarded by views.mu: set once, by the one release that closes the view
 }
 
 func newViews(opts ViewOptions) *views {
@@ -160,12 +194,13 @@ func newViews(opts ViewOptions) *views {
 type ViewStats struct {
 	Open          int   // views open now
 	ReservedBytes int64 // byte limits of the reads in flight
+	IdleReleases  int64 // views released so far because no request used them for IdleTimeout
 }
 
 func (vs *views) stats() ViewStats {
 	vs.mu.Lock()
 	defer vs.mu.Unlock()
-	return ViewStats{Open: vs.total.views, ReservedBytes: vs.total.bytes}
+	return ViewStats{Open: vs.total.views, ReservedBytes: vs.total.bytes, IdleReleases: vs.idleReleases}
 }
 
 // lifetime checks a requested lifetime: 0 takes the default.
@@ -199,18 +234,68 @@ func (vs *views) open(ctx context.Context, identity string, lifetime time.Durati
 	if err != nil {
 		vs.unreserveView(identity)
 		if errors.Is(err, wallet.ErrSnapshotBusy) {
-			// The backend's own view slots are taken (a localstore file has one).
+			// The backend's own view slots are taken (a localstore file has localstore.Options.MaxViews).
 			return nil, &quotaError{busy: &wallet.BusyError{Reason: "the store's snapshot views are all open", RetryAfter: busyRetryAfter}}
 		}
 		return nil, err
 	}
-	r := &retained{handle: newHandle(), identity: identity, view: v, deadline: start.Add(lifetime)}
+	if lifetime > vs.opts.EmptyLifetime && unknownIdentity(ctx, v, identity) {
+		lifetime = vs.opts.EmptyLifetime
+	}
+	r := &retained{handle: newHandle(), identity: identity, view: v, deadline: start.Add(lifetime), lastUsed: time.Now()}
 	vs.mu.Lock()
 	vs.byHandle[r.handle] = r
 	// Under mu: a timer that fires at once finds the view registered.
-	r.timer = time.AfterFunc(time.Until(r.deadline), func() { vs.release(r) })
+	r.timer = time.AfterFunc(vs.untilExpiry(r), func() { vs.expire(r) })
 	vs.mu.Unlock()
 	return r, nil
+}
+
+// unknownIdentity reports whether v holds no user for identity: its users page is
+// wallet.ErrNotFound. Any other answer, an error included, counts as known, so that a
+// failing probe never shortens a view.
+func unknownIdentity(ctx context.Context, v wallet.View, identity string) bool {
+	_, err := v.ReadPage(ctx, wallet.PageRequest{Table: wallet.TableUsers, IdentityKey: identity, Limits: wallet.Limits{Rows: 1}})
+	return errors.Is(err, wallet.ErrNotFound)
+}
+
+// untilExpiry is how long r has before its timer must look at it: its idle timeout or its
+// deadline, whichever comes first; mu must be held.
+func (vs *views) untilExpiry(r *retained) time.Duration {
+	return min(time.Until(r.deadline), time.Until(r.lastUsed.Add(vs.opts.IdleTimeout)))
+}
+
+// touch records a request on r and pushes its idle expiry back; mu must be held.
+func (vs *views) touch(r *retained) {
+	r.lastUsed = time.Now()
+	if r.timer != nil && !r.released {
+		r.timer.Reset(vs.untilExpiry(r))
+	}
+}
+
+// expire is r's timer: it releases r at its deadline, or once no request used it for
+// IdleTimeout. A read in flight is never cut by the idle timeout (its end touches r
+// again); a timer that fires early (a request touched r meanwhile) is armed again.
+func (vs *views) expire(r *retained) {
+	vs.mu.Lock()
+	now := time.Now()
+	switch {
+	case r.released:
+		vs.mu.Unlock()
+		return
+	case now.Before(r.deadline) && r.reading:
+		vs.mu.Unlock()
+		return
+	case now.Before(r.deadline) && now.Before(r.lastUsed.Add(vs.opts.IdleTimeout)):
+		r.timer.Reset(vs.untilExpiry(r))
+		vs.mu.Unlock()
+		return
+	}
+	if now.Before(r.deadline) {
+		vs.idleReleases++
+	}
+	vs.mu.Unlock()
+	vs.release(r)
 }
 
 // newHandle returns a new view handle: 128 random bits in hex, which nobody can guess.
@@ -269,6 +354,9 @@ func (vs *views) forget(identity string, u *usage) {
 func (vs *views) get(identity, handle string) (*retained, error) {
 	vs.mu.Lock()
 	r := vs.byHandle[handle]
+	if r != nil && r.identity == identity {
+		vs.touch(r)
+	}
 	vs.mu.Unlock()
 	if r == nil || r.identity != identity {
 		return nil, fmt.Errorf("view %.16s: %w", handle, wallet.ErrSnapshotClosed)
@@ -303,6 +391,7 @@ func (vs *views) read(r *retained, bytes int64, fn func(wallet.View) error) (don
 	err = fn(r.view)
 	vs.mu.Lock()
 	r.reading = false
+	vs.touch(r)
 	vs.mu.Unlock()
 	return done, err
 }

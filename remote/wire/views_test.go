@@ -17,6 +17,7 @@ import (
 type fakeView struct {
 	closes atomic.Int32
 	hold   chan struct{}
+	empty  bool // the store holds no user: every page is wallet.ErrNotFound
 }
 
 func (v *fakeView) ID() string                                                    { return "fake" }
@@ -26,6 +27,9 @@ func (v *fakeView) Close() error                                                
 func (v *fakeView) ReadPage(context.Context, wallet.PageRequest) (wallet.Page, error) {
 	if v.hold != nil {
 		<-v.hold
+	}
+	if v.empty {
+		return wallet.Page{}, wallet.ErrNotFound
 	}
 	return wallet.Page{Done: true}, nil
 }
@@ -62,7 +66,7 @@ func busy(t *testing.T, err error, identity bool) {
 // ends, not a moment before, and its handle then answers ErrSnapshotClosed.
 func TestViews_ReapedAtTheEndOfTheLifetime(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		vs := newViews(ViewOptions{})
+		vs := newViews(ViewOptions{IdleTimeout: time.Hour})
 		var made []*fakeView
 		lifetime, err := vs.lifetime(0)
 		if err != nil || lifetime != DefaultViewLifetime {
@@ -89,6 +93,94 @@ func TestViews_ReapedAtTheEndOfTheLifetime(t *testing.T) {
 		mustOpen(t, vs, "a", time.Minute, &made)
 		vs.closeAll()
 	})
+}
+
+// TestViews_IdleReleased: a view of the longest lifetime that requests keep using stays
+// open; once no request used it for IdleTimeout it is closed (a read in flight never is),
+// its quota is free, its handle answers ErrSnapshotClosed, and the release is counted.
+func TestViews_IdleReleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		vs := newViews(ViewOptions{})
+		var made []*fakeView
+		r := mustOpen(t, vs, "a", MaxViewLifetime, &made)
+		for range 3 { // used just inside the idle timeout, again and again
+			time.Sleep(DefaultViewIdleTimeout - time.Second)
+			synctest.Wait()
+			if _, err := vs.get("a", r.handle); err != nil {
+				t.Fatalf("a view in use: %v", err)
+			}
+		}
+		// A read that lasts longer than the idle timeout is not cut short.
+		made[0].hold = make(chan struct{})
+		read := make(chan error, 1)
+		go func() {
+			done, err := vs.read(r, 1, func(v wallet.View) error { _, err := v.ReadPage(t.Context(), wallet.PageRequest{}); return err })
+			if done != nil {
+				done()
+			}
+			read <- err
+		}()
+		time.Sleep(2 * DefaultViewIdleTimeout)
+		synctest.Wait()
+		if made[0].closes.Load() != 0 {
+			t.Fatal("closed while a read was in flight")
+		}
+		close(made[0].hold)
+		if err := <-read; err != nil {
+			t.Fatalf("the long read: %v", err)
+		}
+		time.Sleep(DefaultViewIdleTimeout - time.Second)
+		synctest.Wait()
+		if made[0].closes.Load() != 0 || vs.stats().Open != 1 {
+			t.Fatal("released before the idle timeout after its last read")
+		}
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if st := vs.stats(); made[0].closes.Load() != 1 || st.Open != 0 || st.IdleReleases != 1 {
+			t.Fatalf("idle for %v: %d closes, %+v", DefaultViewIdleTimeout, made[0].closes.Load(), st)
+		}
+		if _, err := vs.get("a", r.handle); !errors.Is(err, wallet.ErrSnapshotClosed) {
+			t.Fatalf("idle-released view: err = %v", err)
+		}
+		mustOpen(t, vs, "a", time.Minute, &made) // its quota is free
+		vs.closeAll()
+		if st := vs.stats(); st.IdleReleases != 1 {
+			t.Fatalf("a close counted as an idle release: %+v", st)
+		}
+	})
+}
+
+// TestViews_EmptyIdentityLifetime: a view of an identity the store holds no user for lives
+// EmptyLifetime at most, however long it asked for and however busily it is read; a known
+// identity's view keeps the lifetime it asked for.
+func TestViews_EmptyIdentityLifetime(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		empty bool
+		lives time.Duration
+	}{{"unknown identity", true, DefaultEmptyViewLifetime}, {"known identity", false, 3 * DefaultEmptyViewLifetime}} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				vs := newViews(ViewOptions{})
+				v := &fakeView{empty: tc.empty}
+				r, err := vs.open(t.Context(), "a", 3*DefaultEmptyViewLifetime, func(context.Context, time.Duration) (wallet.View, error) { return v, nil })
+				if err != nil {
+					t.Fatal(err)
+				}
+				for elapsed := time.Duration(0); elapsed < tc.lives-time.Second; elapsed += time.Second {
+					time.Sleep(time.Second)
+					if _, err := vs.get("a", r.handle); err != nil {
+						t.Fatalf("after %v of %v: %v", elapsed+time.Second, tc.lives, err)
+					}
+				}
+				time.Sleep(time.Second)
+				synctest.Wait()
+				if v.closes.Load() != 1 || vs.stats().Open != 0 {
+					t.Fatalf("after %v: %d closes, %d open", tc.lives, v.closes.Load(), vs.stats().Open)
+				}
+			})
+		})
+	}
 }
 
 func TestViews_LifetimeBounds(t *testing.T) {
