@@ -29,7 +29,7 @@ func runOpen(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "dashboard: %s\n(the link signs this browser in once, within two minutes)\n", url)
+	fmt.Fprintf(out, "dashboard: %s\n(the link works once, within two minutes; the browser then stays signed in for 30 days)\n", url)
 	if *printOnly {
 		return nil
 	}

@@ -45,7 +45,7 @@ var signInTemplate = template.Must(template.New("signin").Parse(`<!doctype html>
 <ol data-testid="signin-ways">
 <li>In a terminal, run <code data-testid="signin-command">{{.Command}}</code>: it opens the dashboard here, signed in (with <code>--print-only</code> it prints the link instead).</li>
 <li>In the walletsync tray icon's menu, choose <strong>Open dashboard</strong>.</li>
-<li>Or open the walletsync desktop window: it is always signed in.</li>
+<li>Open the walletsync desktop window: it is always signed in.</li>
 </ol>
 <p class="muted">Once signed in, this browser stays signed in for {{.SessionTTL}}, renewed each day you open the dashboard. Your wallet and its backups carry on while you are signed out.</p>
 </main></body></html>
