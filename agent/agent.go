@@ -482,3 +482,15 @@ func (h *walletHandle) identities(ctx context.Context, ref api.WalletRef) ([]str
 	}
 	return out, nil
 }
+
+// forgetBrowsers signs every browser out: a new sign-in key, in the data folder and in the
+// server at once.
+func (a *Agent) forgetBrowsers() error {
+	key, err := a.opts.Dir.ForgetBrowsers()
+	if err != nil {
+		return fmt.Errorf("forget browsers: %w", err)
+	}
+	a.srv.SetSessionKey(key)
+	a.log.Info("every browser signed out")
+	return nil
+}

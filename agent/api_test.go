@@ -502,10 +502,10 @@ func TestServer_SessionSurvivesARestart(t *testing.T) {
 	if res := second.raw(t, "GET", "/api/v1/status", "", func(r *http.Request) { r.AddCookie(c) }); res.status != http.StatusOK {
 		t.Fatalf("after a restart the cookie gets %d", res.status)
 	}
-	if err := dir.ForgetBrowsers(); err != nil {
+	fresh, err := dir.ForgetBrowsers()
+	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, _ := dir.SessionKey()
 	second.stop()
 	third := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr = fresh, addr })
 	if res := third.raw(t, "GET", "/api/v1/status", "", func(r *http.Request) { r.AddCookie(c) }); res.status != http.StatusUnauthorized {

@@ -145,12 +145,12 @@ func (d DataDir) SessionKey() ([]byte, error) {
 	return d.newSessionKey()
 }
 
-// ForgetBrowsers replaces the sign-in key, which signs every browser out of the agent of
-// this folder from its next start: their cookies no longer verify. The command line, the
-// tray and the desktop window are not affected (they use the token).
-func (d DataDir) ForgetBrowsers() error {
-	_, err := d.newSessionKey()
-	return err
+// ForgetBrowsers replaces the sign-in key and returns the new one: the cookies of every
+// browser signed in before no longer verify, at once in a running agent that is given the
+// key (POST /api/v1/browsers/forget does both), else from the agent's next start. The
+// command line, the tray and the desktop window are not affected (they use the token).
+func (d DataDir) ForgetBrowsers() ([]byte, error) {
+	return d.newSessionKey()
 }
 
 func (d DataDir) newSessionKey() ([]byte, error) {

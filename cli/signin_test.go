@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"walletsync/agent"
 	"walletsync/agent/api"
+	"walletsync/testkit/walletsynctest"
 )
 
 // syncBuffer is a bytes.Buffer that a running command writes while the test reads.
@@ -89,5 +91,57 @@ func TestCLI_AgentSaysWhenItsPortIsTaken(t *testing.T) {
 	}
 	if err != nil || back.Addr != e.Addr || e.Addr == taken {
 		t.Fatalf("the config remembers %q (%v); the agent listened on %s, the taken port was %s", back.Addr, err, e.Addr, taken)
+	}
+}
+
+// TestCLI_OpenForgetBrowsersSignsEveryBrowserOut: a browser's cookie works until `walletsync
+// open --forget-browsers`, after which its pages get the sign-in page; the new link signs
+// it in again.
+func TestCLI_OpenForgetBrowsersSignsEveryBrowserOut(t *testing.T) {
+	f := walletsynctest.NewFolder(t, nil)
+	a := f.StartAgent(t)
+	signIn := func(args ...string) *http.Cookie {
+		t.Helper()
+		code, out, stderr := walletsync(t, append([]string{"open", "--print-only", "--data-dir=" + string(f.Dir)}, args...)...)
+		i := strings.Index(out, "dashboard: ")
+		if code != 0 || i < 0 {
+			t.Fatalf("open %v: exit %d, %q (%s)", args, code, out, stderr)
+		}
+		link := strings.Fields(out[i+len("dashboard: "):])[0]
+		c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := c.Get(link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if len(resp.Cookies()) != 1 {
+			t.Fatalf("the link answered %s with %d cookies", resp.Status, len(resp.Cookies()))
+		}
+		return resp.Cookies()[0]
+	}
+	get := func(path string, c *http.Cookie) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest("GET", a.URL()+path, nil)
+		req.AddCookie(c)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.Header.Get("Content-Type")
+	}
+	old := signIn()
+	if code, _ := get("/api/v1/status", old); code != http.StatusOK {
+		t.Fatalf("signed in: %d", code)
+	}
+	fresh := signIn("--forget-browsers")
+	if code, _ := get("/api/v1/status", old); code != http.StatusUnauthorized {
+		t.Errorf("the old cookie after --forget-browsers: %d, want 401", code)
+	}
+	if code, ct := get("/", old); code != http.StatusUnauthorized || !strings.HasPrefix(ct, "text/html") {
+		t.Errorf("a page with the old cookie: %d %s, want the sign-in page", code, ct)
+	}
+	if code, _ := get("/api/v1/status", fresh); code != http.StatusOK {
+		t.Errorf("the new link's cookie: %d", code)
 	}
 }

@@ -182,16 +182,12 @@ func TestDashboard_AgentDownPanelReconnectsOnTheStableAddr(t *testing.T) {
 }
 
 // TestDashboard_SignedOutNoticeLeadsToTheSignInPage: when the agent signs every browser
-// out (a new sign-in key), the open tab says so, names the way back, and its link leads to
-// the sign-in page.
+// out (walletsync open --forget-browsers), the open tab says so at once, names the way
+// back, and its link leads to the sign-in page.
 func TestDashboard_SignedOutNoticeLeadsToTheSignInPage(t *testing.T) {
 	d := newDash(t)
 	d.waitFor(`document.getElementById('conn').dataset.state === 'live'`, "the live event stream")
-	d.stopAgent()
-	if err := d.data.ForgetBrowsers(); err != nil {
-		t.Fatal(err)
-	}
-	d.startAgent()
+	d.api(api.RouteForgetBrowsers, nil, nil)
 	d.waitFor(`!document.getElementById('signin').hidden`, "the signed-out notice")
 	d.shot("signed-out-notice")
 	if got := d.text("#signin"); !strings.Contains(got, "walletsync open") || !strings.Contains(got, "tray") {

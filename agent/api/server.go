@@ -166,7 +166,7 @@ type Server struct {
 	mux     *http.ServeMux
 	uploads map[string]bool // "POST path" of routes whose bodies stream (HandleUpload)
 	logins  *loginCodes
-	session sessions
+	session *sessions
 	started time.Time
 	http    *http.Server
 	// streams is the base context of every request; cancelling it ends the event streams,
@@ -275,6 +275,11 @@ func (s *Server) URL() string { return "http://" + s.addr }
 // (for SessionTTL, renewed by page visits) and leads to the dashboard at "/". It works
 // once, within LoginTTL.
 func (s *Server) LoginURL() string { return s.URL() + "/login?code=" + s.logins.issue() }
+
+// SetSessionKey replaces the key that signs the sign-in cookies (ServerOptions.SessionKey):
+// every browser signed in before is signed out at its next request; the token, and so the
+// command line and the desktop window, are unaffected.
+func (s *Server) SetSessionKey(key []byte) { s.session.setKey(key) }
 
 // Handle serves route with h; path values are in r.PathValue. Like ServeMux.Handle, it
 // panics on a route that conflicts with one already added.
@@ -589,6 +594,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	ctx := r.Context()
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		// A browser's stream lasts as long as its sign-in: SetSessionKey ends it, and the
+		// reconnection then meets the 401 that tells the page it is signed out.
+		forgotten := s.session.forgottenChan()
+		if !s.authorized(w, r) { // the key changed since ServeHTTP looked
+			s.refuse(w, r, http.StatusUnauthorized, "unauthorized", "signed out", "Ask the agent for a new login URL (walletsync open).")
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-forgotten:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	sub := s.opts.Bus.Subscribe(since)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -599,7 +624,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil || rc.Flush() != nil {
 		return
 	}
-	ctx := r.Context()
 	for {
 		wait, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
 		ev, err := sub.Next(wait)

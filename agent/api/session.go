@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,28 +37,51 @@ const sessionVersion = "s1"
 // signed this browser in, until its expiry; and it works only under its own name (one
 // agent's port).
 type sessions struct {
-	key []byte
 	ttl time.Duration
+
+	mu  sync.RWMutex
+	key []byte
+	// forgotten is closed when the key is replaced, which ends the event streams that a
+	// cookie of the old key opened.
+	forgotten chan struct{}
 }
 
 // newSessions returns sessions signed with key, or with a fresh random key (sessions that
 // end with the server) when key is empty.
-func newSessions(key []byte, ttl time.Duration) sessions {
+func newSessions(key []byte, ttl time.Duration) *sessions {
 	if len(key) == 0 {
 		key = make([]byte, 32)
 		rand.Read(key) // never fails (crypto/rand)
 	}
-	return sessions{key: key, ttl: ttl}
+	return &sessions{key: key, ttl: ttl, forgotten: make(chan struct{})}
 }
 
-func (s sessions) mac(name string, expiry int64) string {
+// setKey replaces the key: every cookie signed before stops working.
+func (s *sessions) setKey(key []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.key = append([]byte(nil), key...)
+	close(s.forgotten)
+	s.forgotten = make(chan struct{})
+}
+
+// forgottenChan returns the channel that is closed when the current key is replaced.
+func (s *sessions) forgottenChan() <-chan struct{} {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.forgotten
+}
+
+func (s *sessions) mac(name string, expiry int64) string {
+	s.mu.RLock()
 	m := hmac.New(sha256.New, s.key)
+	s.mu.RUnlock()
 	m.Write([]byte("walletsync browser session\x00" + name + "\x00" + strconv.FormatInt(expiry, 10)))
 	return hex.EncodeToString(m.Sum(nil))
 }
 
 // cookie returns a new session cookie named name, valid for ttl from now.
-func (s sessions) cookie(name string, now time.Time) *http.Cookie {
+func (s *sessions) cookie(name string, now time.Time) *http.Cookie {
 	exp := now.Add(s.ttl).Unix()
 	return &http.Cookie{Name: name, Value: sessionVersion + "." + strconv.FormatInt(exp, 10) + "." + s.mac(name, exp),
 		Path: "/", MaxAge: int(s.ttl / time.Second), Expires: time.Unix(exp, 0),
@@ -66,7 +90,7 @@ func (s sessions) cookie(name string, now time.Time) *http.Cookie {
 
 // check returns the expiry of the session cookie value v of cookie name, and whether it is
 // one this server signed and unexpired at now.
-func (s sessions) check(name, v string, now time.Time) (time.Time, bool) {
+func (s *sessions) check(name, v string, now time.Time) (time.Time, bool) {
 	ver, rest, ok := strings.Cut(v, ".")
 	if !ok || ver != sessionVersion {
 		return time.Time{}, false
@@ -90,6 +114,6 @@ func (s sessions) check(name, v string, now time.Time) (time.Time, bool) {
 
 // renew reports whether a session of expiry should be given a fresh cookie at now: once it
 // is older than sessionRenewAfter.
-func (s sessions) renew(expiry, now time.Time) bool {
+func (s *sessions) renew(expiry, now time.Time) bool {
 	return expiry.Sub(now) < s.ttl-sessionRenewAfter
 }

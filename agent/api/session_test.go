@@ -17,7 +17,7 @@ func TestSessions_CheckRefusesWhatThisServerDidNotSign(t *testing.T) {
 	exp, mac, _ := strings.Cut(strings.TrimPrefix(c.Value, sessionVersion+"."), ".")
 	for _, tc := range []struct {
 		name, cookie, value string
-		sessions            sessions
+		sessions            *sessions
 		at                  time.Time
 		ok                  bool
 	}{
