@@ -6,6 +6,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"walletsync/agent/api"
 )
@@ -95,7 +96,11 @@ func (a *Agent) newServer(so api.ServerOptions) (*api.Server, error) {
 	}
 	got := srv.Addr()
 	if first != nil {
-		a.addrNotice = fmt.Sprintf("%s is taken by another program (%v); the dashboard is at %s instead", wanted, errors.Unwrap(first), srv.URL())
+		why := fmt.Sprintf("cannot be listened on (%v)", errors.Unwrap(first))
+		if errors.Is(first, syscall.EADDRINUSE) {
+			why = "is taken by another program"
+		}
+		a.addrNotice = fmt.Sprintf("%s %s; the dashboard is at %s instead", wanted, why, srv.URL())
 		a.log.Warn("dashboard address taken: listening on another", "wanted", wanted, "addr", got, "err", first)
 	}
 	if got == a.config().Addr {
@@ -109,7 +114,7 @@ func (a *Agent) newServer(so api.ServerOptions) (*api.Server, error) {
 		return srv, nil
 	}
 	if first != nil {
-		a.addrNotice += fmt.Sprintf(", from now on (remembered in %s)", a.opts.ConfigPath)
+		a.addrNotice += fmt.Sprintf(", from now on (remembered as \"addr\" in %s: change it there to choose another port)", a.opts.ConfigPath)
 	}
 	return srv, nil
 }

@@ -109,7 +109,7 @@ func TestAgent_TakenAddrFallsBackAndSaysSo(t *testing.T) {
 		t.Fatalf("listens on the taken %s", taken)
 	}
 	n := a.AddrNotice()
-	for _, want := range []string{taken + " is taken by another program", "the dashboard is at http://" + got + " instead", "remembered in " + opts.ConfigPath} {
+	for _, want := range []string{taken + " is taken by another program", "the dashboard is at http://" + got + " instead", `remembered as "addr" in ` + opts.ConfigPath} {
 		if !strings.Contains(n, want) {
 			t.Errorf("notice %q lacks %q", n, want)
 		}

@@ -78,7 +78,7 @@ func TestCLI_AgentSaysWhenItsPortIsTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, want := range []string{taken + " is taken by another program", "the dashboard is at http://" + e.Addr + " instead", "remembered in " + config,
+	for _, want := range []string{taken + " is taken by another program", "the dashboard is at http://" + e.Addr + " instead", `remembered as "addr" in ` + config,
 		"dashboard: http://" + e.Addr + "/login?code="} {
 		if !strings.Contains(text, want) {
 			t.Errorf("the agent's output lacks %q:\n%s", want, text)
