@@ -431,7 +431,7 @@ func TestServer_LoginURLWorksOnce(t *testing.T) {
 // their JSON errors.
 func TestServer_PagesGetTheSignInPage(t *testing.T) {
 	a := startAgent(t, func(o *api.ServerOptions) { o.SignInCommand = "walletsync open --data-dir /x" })
-	a.srv.HandleHTTP("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "the dashboard") }))
+	a.srv.HandleHTTP("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the dashboard") }))
 	used := strings.TrimPrefix(a.srv.LoginURL(), a.srv.URL())
 	a.raw(t, "GET", used, "", nil)
 	for _, tc := range []struct {
