@@ -513,6 +513,39 @@ func TestServer_SessionSurvivesARestart(t *testing.T) {
 	}
 }
 
+// TestServer_PageVisitRenewsAnOldSession: a page visit with a sign-in cookie more than a
+// day old gets a fresh one (a browser in use stays signed in); a fresh cookie and API
+// requests get none. The second server's longer SessionTTL makes the first one's cookie
+// old without waiting a day.
+func TestServer_PageVisitRenewsAnOldSession(t *testing.T) {
+	key, err := DataDir(t.TempDir()).SessionKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	dashboard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the dashboard") })
+	first := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr = key, addr })
+	first.srv.HandleHTTP("GET /", dashboard)
+	c := first.signIn(t)
+	withCookie := func(r *http.Request) { r.AddCookie(c) }
+	if res := first.raw(t, "GET", "/", "", withCookie); res.status != http.StatusOK || res.header.Get("Set-Cookie") != "" {
+		t.Fatalf("a fresh cookie's page visit: %d, Set-Cookie %q; want 200 and none", res.status, res.header.Get("Set-Cookie"))
+	}
+	first.stop()
+
+	longer := api.DefaultSessionTTL + 2*24*time.Hour
+	second := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr, o.SessionTTL = key, addr, longer })
+	second.srv.HandleHTTP("GET /", dashboard)
+	if res := second.raw(t, "GET", "/api/v1/status", "", withCookie); res.status != http.StatusOK || res.header.Get("Set-Cookie") != "" {
+		t.Fatalf("an API request: %d, Set-Cookie %q; want 200 and none", res.status, res.header.Get("Set-Cookie"))
+	}
+	res := second.raw(t, "GET", "/", "", withCookie)
+	renewed := (&http.Response{Header: res.header}).Cookies()
+	if res.status != http.StatusOK || len(renewed) != 1 || renewed[0].Name != c.Name || renewed[0].Value == c.Value || renewed[0].MaxAge != int(longer/time.Second) {
+		t.Fatalf("an old cookie's page visit: %d, cookies %+v; want a renewed one for %v", res.status, renewed, longer)
+	}
+}
+
 // signIn redeems a login URL and returns the cookie it sets.
 func (a *testAgent) signIn(t *testing.T) *http.Cookie {
 	t.Helper()

@@ -169,6 +169,9 @@ func TestDashboard_AgentDownPanelReconnectsOnTheStableAddr(t *testing.T) {
 	}
 	d.stopAgent()
 	d.waitFor(`!document.getElementById('agent-down').hidden`, "the agent-down panel")
+	if got := d.text("#agent-down"); !strings.Contains(got, "reconnects by itself once the agent answers at "+d.addr) || !strings.Contains(got, "walletsync open") {
+		t.Errorf("the panel says %q", got)
+	}
 	d.startAgent()
 	if n := d.agent.AddrNotice(); n != "" || d.agent.URL() != "http://"+d.addr {
 		t.Fatalf("the restarted agent listens at %s (%q), want %s", d.agent.URL(), n, d.addr)
