@@ -27,7 +27,11 @@ type Options struct {
 	Dir DataDir
 	// ConfigPath is the config file (defaultConfigPath when empty).
 	ConfigPath string
-	// Addr is the API's loopback address (127.0.0.1:0, a free port, when empty).
+	// Addr is the API's loopback address. Empty (the command line's and the window's
+	// default) means the stable one: the config's Addr, else DefaultAddr; when that is
+	// taken, a neighbour port or any free one, which AddrNotice explains and the config
+	// remembers (see newServer). An explicit address (127.0.0.1:0 for any free port, as
+	// tests and the demo use) is used as it is, with no fallback, and not remembered.
 	Addr string
 	// Version is reported by GET /api/v1/status.
 	Version string
@@ -71,9 +75,11 @@ type Agent struct {
 	tasks   *Manager
 	secrets *Secrets
 	srv     *api.Server
-	sched   *timetable
-	cancel  context.CancelFunc
-	serving sync.WaitGroup
+	// addrNotice says why the API listens elsewhere than it meant to (see newServer).
+	addrNotice string
+	sched      *timetable
+	cancel     context.CancelFunc
+	serving    sync.WaitGroup
 	// kdf admits one Argon2id key derivation at a time across all tasks (see deriveGate).
 	kdf chan struct{}
 
@@ -158,8 +164,12 @@ func Start(ctx context.Context, opts Options) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.srv, err = api.NewServer(api.ServerOptions{Addr: opts.Addr, Token: token, Bus: busEvents{a.bus}, Tasks: a.tasks, Secrets: a.secrets,
-		Version: opts.Version, Logger: a.log})
+	sessionKey, err := opts.Dir.SessionKey()
+	if err != nil {
+		return nil, err
+	}
+	a.srv, err = a.newServer(api.ServerOptions{Token: token, Bus: busEvents{a.bus}, Tasks: a.tasks, Secrets: a.secrets,
+		Version: opts.Version, Logger: a.log, SessionKey: sessionKey, SignInCommand: a.openCommand()})
 	if err != nil {
 		return nil, err
 	}
@@ -474,4 +484,16 @@ func (h *walletHandle) identities(ctx context.Context, ref api.WalletRef) ([]str
 		return nil, api.WithHint(fmt.Errorf("wallet %s holds no identity: %w", ref.Path, wallet.ErrNotFound), "the wallet has no user yet")
 	}
 	return out, nil
+}
+
+// forgetBrowsers signs every browser out: a new sign-in key, in the data folder and in the
+// server at once.
+func (a *Agent) forgetBrowsers() error {
+	key, err := a.opts.Dir.ForgetBrowsers()
+	if err != nil {
+		return fmt.Errorf("forget browsers: %w", err)
+	}
+	a.srv.SetSessionKey(key)
+	a.log.Info("every browser signed out")
+	return nil
 }

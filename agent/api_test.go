@@ -200,6 +200,7 @@ func TestNewServer_RefusesNonLoopback(t *testing.T) {
 
 func TestServer_RequiresToken(t *testing.T) {
 	a := startAgent(t, nil)
+	signedIn := a.signIn(t)
 	cookie := func(v string) func(*http.Request) {
 		return func(r *http.Request) {
 			r.AddCookie(&http.Cookie{Name: "walletsync-" + a.srv.Addr()[strings.LastIndex(a.srv.Addr(), ":")+1:], Value: v})
@@ -215,8 +216,9 @@ func TestServer_RequiresToken(t *testing.T) {
 		{"token without Bearer", func(r *http.Request) { r.Header.Set("Authorization", a.token) }, http.StatusUnauthorized},
 		{"token in the query", func(r *http.Request) { r.URL.RawQuery = "token=" + a.token }, http.StatusUnauthorized},
 		{"wrong cookie", cookie("nope"), http.StatusUnauthorized},
+		{"the token as the cookie", cookie(a.token), http.StatusUnauthorized},
 		{"bearer token", a.bearer, http.StatusOK},
-		{"cookie", cookie(a.token), http.StatusOK},
+		{"cookie", cookie(signedIn.Value), http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := a.raw(t, "GET", "/api/v1/status", "", tc.edit)
@@ -402,16 +404,20 @@ func TestServer_LoginURLWorksOnce(t *testing.T) {
 		t.Fatalf("login set %d cookies", len(cookies))
 	}
 	c := cookies[0]
-	if c.Value != a.token || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
-		t.Fatalf("cookie %+v: want the token, HttpOnly, SameSite=Strict, Path=/", c)
+	if strings.Contains(c.Value, a.token) || !c.HttpOnly || c.SameSite != http.SameSiteStrictMode || c.Path != "/" || c.Secure {
+		t.Fatalf("cookie %+v: want a session (not the token), HttpOnly, SameSite=Strict, Path=/", c)
+	}
+	// "Remember this browser": the cookie outlives the browser's session, for 30 days.
+	if c.MaxAge != int(api.DefaultSessionTTL/time.Second) || time.Until(c.Expires) < api.DefaultSessionTTL-time.Minute {
+		t.Fatalf("cookie Max-Age %d, Expires %v: want %v from now", c.MaxAge, c.Expires, api.DefaultSessionTTL)
 	}
 	if res := a.raw(t, "GET", "/api/v1/status", "", func(r *http.Request) { r.AddCookie(c) }); res.status != http.StatusOK {
 		t.Fatalf("with the cookie: %d", res.status)
 	}
 	for _, p := range []string{path, "/login?code=" + strings.Repeat("ab", 16), "/login"} {
 		res := a.raw(t, "GET", p, "", nil)
-		if res.status != http.StatusUnauthorized || errorCode(t, res.body) != "login_expired" || res.header.Get("Set-Cookie") != "" {
-			t.Fatalf("%s: %d %s %q", p, res.status, res.body, res.header.Get("Set-Cookie"))
+		if res.status != http.StatusUnauthorized || res.header.Get("Set-Cookie") != "" || !strings.Contains(res.body, `data-reason="link-used"`) {
+			t.Fatalf("%s: %d %s %q, want the sign-in page for a used link", p, res.status, res.body, res.header.Get("Set-Cookie"))
 		}
 	}
 	var fresh map[string]string
@@ -419,6 +425,139 @@ func TestServer_LoginURLWorksOnce(t *testing.T) {
 		t.Fatalf("POST /api/v1/login-url = %v, %v", fresh, err)
 	}
 }
+
+// TestServer_PagesGetTheSignInPage: a browser that is not signed in, asking for a page,
+// gets an HTML page that says how to get in (never the API's JSON); the API's routes keep
+// their JSON errors.
+func TestServer_PagesGetTheSignInPage(t *testing.T) {
+	a := startAgent(t, func(o *api.ServerOptions) { o.SignInCommand = "walletsync open --data-dir /x" })
+	a.srv.HandleHTTP("GET /", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the dashboard") }))
+	used := strings.TrimPrefix(a.srv.LoginURL(), a.srv.URL())
+	a.raw(t, "GET", used, "", nil)
+	for _, tc := range []struct {
+		name, method, path string
+		edit               func(*http.Request)
+		page               string // the sign-in page's data-reason, "" for a JSON error
+		code               string
+	}{
+		{"the dashboard without a cookie", "GET", "/", nil, "signed-out", ""},
+		{"a file of it", "GET", "/app.js", nil, "signed-out", ""},
+		{"a wrong cookie", "GET", "/", func(r *http.Request) { r.AddCookie(&http.Cookie{Name: "walletsync-" + port(a), Value: "s1.1.00"}) }, "signed-out", ""},
+		{"HEAD", "HEAD", "/", nil, "signed-out", ""},
+		{"a used link", "GET", used, nil, "link-used", ""},
+		{"an API route", "GET", "/api/v1/status", nil, "", "unauthorized"},
+		{"an unknown API path", "GET", "/api/v1/nope", nil, "", "unauthorized"},
+		{"a POST to a page", "POST", "/", nil, "", "unauthorized"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := a.raw(t, tc.method, tc.path, "", tc.edit)
+			if res.status != http.StatusUnauthorized {
+				t.Fatalf("status %d, want 401: %s", res.status, res.body)
+			}
+			ct := res.header.Get("Content-Type")
+			if tc.page == "" {
+				if !strings.HasPrefix(ct, "application/json") || errorCode(t, res.body) != tc.code {
+					t.Fatalf("%s %s, want the JSON error %s", ct, res.body, tc.code)
+				}
+				return
+			}
+			if !strings.HasPrefix(ct, "text/html") {
+				t.Fatalf("Content-Type %q, want text/html", ct)
+			}
+			if csp := res.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || strings.Contains(csp, "unsafe") {
+				t.Errorf("Content-Security-Policy %q", csp)
+			}
+			if tc.method == "HEAD" {
+				return
+			}
+			for _, want := range []string{`data-reason="` + tc.page + `"`, "walletsync open --data-dir /x", "tray", "desktop window"} {
+				if !strings.Contains(res.body, want) {
+					t.Errorf("the page lacks %q:\n%s", want, res.body)
+				}
+			}
+			if strings.Contains(res.body, `"error"`) || strings.Contains(res.body, a.token) {
+				t.Errorf("the page shows JSON or the token:\n%s", res.body)
+			}
+		})
+	}
+}
+
+// TestServer_SessionSurvivesARestart: a cookie signed with the data folder's key still
+// works on the next server of that folder; one with another key does not.
+func TestServer_SessionSurvivesARestart(t *testing.T) {
+	dir := DataDir(t.TempDir())
+	key, err := dir.SessionKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	first := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr = key, addr })
+	c := first.signIn(t)
+	first.stop()
+	again, err := dir.SessionKey()
+	if err != nil || string(again) != string(key) {
+		t.Fatalf("the key changed between starts (%v)", err)
+	}
+	second := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr = key, addr })
+	if res := second.raw(t, "GET", "/api/v1/status", "", func(r *http.Request) { r.AddCookie(c) }); res.status != http.StatusOK {
+		t.Fatalf("after a restart the cookie gets %d", res.status)
+	}
+	fresh, err := dir.ForgetBrowsers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	second.stop()
+	third := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr = fresh, addr })
+	if res := third.raw(t, "GET", "/api/v1/status", "", func(r *http.Request) { r.AddCookie(c) }); res.status != http.StatusUnauthorized {
+		t.Fatalf("after ForgetBrowsers the old cookie gets %d, want 401", res.status)
+	}
+}
+
+// TestServer_PageVisitRenewsAnOldSession: a page visit with a sign-in cookie more than a
+// day old gets a fresh one (a browser in use stays signed in); a fresh cookie and API
+// requests get none. The second server's longer SessionTTL makes the first one's cookie
+// old without waiting a day.
+func TestServer_PageVisitRenewsAnOldSession(t *testing.T) {
+	key, err := DataDir(t.TempDir()).SessionKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	dashboard := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "the dashboard") })
+	first := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr = key, addr })
+	first.srv.HandleHTTP("GET /", dashboard)
+	c := first.signIn(t)
+	withCookie := func(r *http.Request) { r.AddCookie(c) }
+	if res := first.raw(t, "GET", "/", "", withCookie); res.status != http.StatusOK || res.header.Get("Set-Cookie") != "" {
+		t.Fatalf("a fresh cookie's page visit: %d, Set-Cookie %q; want 200 and none", res.status, res.header.Get("Set-Cookie"))
+	}
+	first.stop()
+
+	longer := api.DefaultSessionTTL + 2*24*time.Hour
+	second := startAgent(t, func(o *api.ServerOptions) { o.SessionKey, o.Addr, o.SessionTTL = key, addr, longer })
+	second.srv.HandleHTTP("GET /", dashboard)
+	if res := second.raw(t, "GET", "/api/v1/status", "", withCookie); res.status != http.StatusOK || res.header.Get("Set-Cookie") != "" {
+		t.Fatalf("an API request: %d, Set-Cookie %q; want 200 and none", res.status, res.header.Get("Set-Cookie"))
+	}
+	res := second.raw(t, "GET", "/", "", withCookie)
+	renewed := (&http.Response{Header: res.header}).Cookies()
+	if res.status != http.StatusOK || len(renewed) != 1 || renewed[0].Name != c.Name || renewed[0].Value == c.Value || renewed[0].MaxAge != int(longer/time.Second) {
+		t.Fatalf("an old cookie's page visit: %d, cookies %+v; want a renewed one for %v", res.status, renewed, longer)
+	}
+}
+
+// signIn redeems a login URL and returns the cookie it sets.
+func (a *testAgent) signIn(t *testing.T) *http.Cookie {
+	t.Helper()
+	res := a.raw(t, "GET", strings.TrimPrefix(a.srv.LoginURL(), a.srv.URL()), "", nil)
+	cookies := (&http.Response{Header: res.header}).Cookies()
+	if res.status != http.StatusOK || len(cookies) != 1 {
+		t.Fatalf("login: %d, %d cookies", res.status, len(cookies))
+	}
+	return cookies[0]
+}
+
+func port(a *testAgent) string { return a.srv.Addr()[strings.LastIndex(a.srv.Addr(), ":")+1:] }
 
 func TestServer_MapsTypedErrors(t *testing.T) {
 	a := startAgent(t, nil)

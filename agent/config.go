@@ -196,6 +196,11 @@ func validateConfig(c api.Config) error {
 	if _, err := c.LogLevel.Slog(); err != nil {
 		return bad("%v", err)
 	}
+	if c.Addr != "" {
+		if err := checkStableAddr(c.Addr); err != nil {
+			return bad("addr %q: %v", c.Addr, err)
+		}
+	}
 	return nil
 }
 

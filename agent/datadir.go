@@ -21,6 +21,8 @@ import (
 //
 //	agent.lock    one agent per folder; names the holder's pid
 //	agent.token   the per-install API token, created once
+//	agent.session the key that signs browsers' sign-in cookies, created once; deleting it
+//	              (with the agent stopped) signs every browser out
 //	agent.addr    the running agent's API address, for the command line
 //	state.db      the state database (task history, event log)
 //	secrets.json  the unattended backup password(s)
@@ -60,6 +62,9 @@ func (d DataDir) SecretsPath() string { return filepath.Join(string(d), "secrets
 func (d DataDir) lockPath() string  { return filepath.Join(string(d), "agent.lock") }
 func (d DataDir) tokenPath() string { return filepath.Join(string(d), "agent.token") }
 func (d DataDir) addrPath() string  { return filepath.Join(string(d), "agent.addr") }
+func (d DataDir) sessionPath() string {
+	return filepath.Join(string(d), "agent.session")
+}
 
 // Ensure creates the folder (0700) if it is missing.
 func (d DataDir) Ensure() error {
@@ -127,6 +132,51 @@ func readPID(path string) int {
 
 // tokenBytes is the size of the API token before hex encoding.
 const tokenBytes = 32
+
+// SessionKey returns the key that signs the dashboard's sign-in cookies (api.ServerOptions
+// SessionKey), creating it (32 random bytes, hex) on first use: kept here, a browser stays
+// signed in across restarts of the agent; ForgetBrowsers replaces it. Like Token, a file
+// that is not 64 hex digits is refused rather than replaced.
+func (d DataDir) SessionKey() ([]byte, error) {
+	key, err := d.readHexFile(d.sessionPath(), "sign-in key")
+	if !errors.Is(err, fs.ErrNotExist) {
+		return key, err
+	}
+	return d.newSessionKey()
+}
+
+// ForgetBrowsers replaces the sign-in key and returns the new one: the cookies of every
+// browser signed in before no longer verify, at once in a running agent that is given the
+// key (POST /api/v1/browsers/forget does both), else from the agent's next start. The
+// command line, the tray and the desktop window are not affected (they use the token).
+func (d DataDir) ForgetBrowsers() ([]byte, error) {
+	return d.newSessionKey()
+}
+
+func (d DataDir) newSessionKey() ([]byte, error) {
+	var b [tokenBytes]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	if err := d.Ensure(); err != nil {
+		return nil, err
+	}
+	if err := safefile.WriteAtomic(d.sessionPath(), []byte(hex.EncodeToString(b[:])+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("create sign-in key: %w", err)
+	}
+	return b[:], nil
+}
+
+// readHexFile reads a private file of 64 hex digits (what) at path.
+func (d DataDir) readHexFile(path, what string) ([]byte, error) {
+	b, err := readPrivate(path)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", what, err)
+	}
+	raw, err := hex.DecodeString(strings.TrimSpace(string(b)))
+	if err != nil || len(raw) != tokenBytes {
+		return nil, fmt.Errorf("read %s %s: not %d hex digits: %w", what, path, 2*tokenBytes, wallet.ErrCorrupt)
+	}
+	return raw, nil
+}
 
 // Token returns the per-install API token, creating it (32 random bytes, hex) on first
 // use. The agent calls it while holding the folder's lock; a token file that is not 64 hex

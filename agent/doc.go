@@ -21,7 +21,8 @@
 //   - the config, the secrets and the data folder (config.go, secrets.go, datadir.go);
 //   - the loopback HTTP API that serves the dashboard (package agent/api, which holds the
 //     routes, the bodies, the server and the Go client; handlers.go serves the agent's own
-//     routes through it), and the overview the dashboard and the tray show (overview.go).
+//     routes through it) at a stable address that the config remembers (address.go), and
+//     the overview the dashboard and the tray show (overview.go).
 //
 // The wallets it opens are written only through it, each behind an access queue (package
 // scheduler) that lets foreground reads through between the pages of background work.

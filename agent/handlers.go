@@ -26,6 +26,7 @@ func (a *Agent) routes() {
 		api.RouteConfig:         func(*http.Request) (any, error) { return a.config(), nil },
 		api.RouteSettings:       api.WithBody(func(_ *http.Request, s api.SettingsRequest) (any, error) { return a.saveSettings(s) }),
 		api.RouteWalletsFound:   func(r *http.Request) (any, error) { return a.findWallets(r.Context()) },
+		api.RouteForgetBrowsers: func(*http.Request) (any, error) { return api.Reply{Status: http.StatusNoContent}, a.forgetBrowsers() },
 		api.RouteWalletAdd:      api.WithBody(func(r *http.Request, ref api.WalletRef) (any, error) { return a.addWallet(r.Context(), ref) }),
 		api.RouteDestinationAdd: api.WithBody(func(_ *http.Request, d api.Destination) (any, error) { return a.addDestination(d) }),
 		api.RouteDestinationPut: api.WithBody(func(r *http.Request, d api.Destination) (any, error) {

@@ -92,14 +92,24 @@ func (a *Agent) verification(ctx context.Context, d api.Destination, v *api.Dest
 // startCommand is the command line that starts this agent: `walletsync agent`, with the
 // data folder and config it runs with when they are not the defaults.
 func (a *Agent) startCommand() string {
-	cmd := []string{"walletsync", "agent"}
-	if def, err := DefaultDataDir(); err != nil || def != a.opts.Dir {
-		cmd = append(cmd, "--data-dir", shellQuote(string(a.opts.Dir)))
-	}
+	cmd := a.command("agent")
 	if def, err := defaultConfigPath(); err != nil || def != a.opts.ConfigPath {
-		cmd = append(cmd, "--config", shellQuote(a.opts.ConfigPath))
+		cmd += " --config " + shellQuote(a.opts.ConfigPath)
 	}
-	return strings.Join(cmd, " ")
+	return cmd
+}
+
+// openCommand is the command line that signs a browser in to this agent: `walletsync
+// open`, with the data folder when it is not the default (open finds the agent there).
+func (a *Agent) openCommand() string { return a.command("open") }
+
+// command is `walletsync VERB`, with --data-dir when this agent's is not the default.
+func (a *Agent) command(verb string) string {
+	cmd := "walletsync " + verb
+	if def, err := DefaultDataDir(); err != nil || def != a.opts.Dir {
+		cmd += " --data-dir " + shellQuote(string(a.opts.Dir))
+	}
+	return cmd
 }
 
 // shellQuote quotes s for a POSIX shell when it holds anything but plain path characters.

@@ -57,7 +57,7 @@ func (f agentFlags) client() (*api.Client, error) {
 func runAgent(ctx context.Context, args []string, out io.Writer) error {
 	fs := command.NewFlags("agent", "[--data-dir D] [--config F] [--addr 127.0.0.1:PORT]", out)
 	af := addAgentFlags(fs)
-	addr := fs.String("addr", "127.0.0.1:0", "the API's loopback address")
+	addr := fs.String("addr", "", "the API's loopback address for this run only, e.g. 127.0.0.1:0 for any free port (default: the one the config remembers, first "+agent.DefaultAddr+")")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
@@ -71,6 +71,9 @@ func runAgent(ctx context.Context, args []string, out io.Writer) error {
 	return agent.RunService(ctx, func(ctx context.Context) error {
 		return agent.Run(ctx, agent.Options{Dir: dir, ConfigPath: *af.config, Addr: *addr, Version: Version, Logger: log, Dashboard: frontend.Handler()},
 			func(a *agent.Agent) {
+				if n := a.AddrNotice(); n != "" {
+					fmt.Fprintln(out, n)
+				}
 				fmt.Fprintf(out, "walletsync agent running; dashboard: %s\n", a.LoginURL())
 			})
 	})

@@ -13,11 +13,13 @@ import (
 
 // runOpen asks the running agent for a fresh one-time login link, prints it, and opens it
 // in the person's browser: the way back in once the first link is used or the browser has
-// forgotten its cookie.
+// forgotten its cookie. With --forget-browsers it first signs every browser out (a cookie
+// copied off this machine, a browser given away), so that only the new link signs one in.
 func runOpen(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("open", "[--data-dir D] [--print-only]", out)
+	fs := command.NewFlags("open", "[--data-dir D] [--print-only] [--forget-browsers]", out)
 	af := addAgentFlags(fs)
 	printOnly := fs.Bool("print-only", false, "print the link without opening a browser")
+	forget := fs.Bool("forget-browsers", false, "first sign every browser out of the agent (browsers stay signed in for 30 days otherwise)")
 	if err := command.Parse(fs, args); err != nil {
 		return err
 	}
@@ -25,11 +27,17 @@ func runOpen(ctx context.Context, args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *forget {
+		if err := c.ForgetBrowsers(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintln(out, "every browser is signed out of the agent; the link below signs one in again")
+	}
 	url, err := c.LoginURL(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "dashboard: %s\n(the link signs this browser in once, within two minutes)\n", url)
+	fmt.Fprintf(out, "dashboard: %s\n(the link works once, within two minutes; the browser then stays signed in for 30 days)\n", url)
 	if *printOnly {
 		return nil
 	}

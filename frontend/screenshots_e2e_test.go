@@ -70,3 +70,22 @@ func TestScreenshots_States(t *testing.T) {
 	d.waitFor(`!document.getElementById('agent-down').hidden`, "the agent-down message")
 	shots("agent-stopped")
 }
+
+// TestScreenshots_SignIn photographs the sign-in page a browser without the cookie gets,
+// and the one a used link gets, in light and dark at 1280x800.
+func TestScreenshots_SignIn(t *testing.T) {
+	d := newDash(t)
+	dir := d.screenshots()
+	used := d.agent.LoginURL()
+	d.do(chromedp.Navigate(used))
+	d.waitFor(`document.querySelector('main[data-page=overview] [data-testid=health]')`, "the overview")
+	d.forgetCookies()
+	for _, shot := range []struct{ name, url string }{{"signin", d.agent.URL() + "/"}, {"signin-link-used", used}} {
+		d.do(chromedp.Navigate(shot.url))
+		d.signInPage()
+		for _, scheme := range []string{"light", "dark"} {
+			d.view(1280, 800, scheme)
+			d.shotTo(dir, shot.name+"-"+scheme+"-1280x800")
+		}
+	}
+}

@@ -123,6 +123,12 @@ func (c *Client) LoginURL(ctx context.Context) (string, error) {
 	return login.URL, err
 }
 
+// ForgetBrowsers signs every browser out of the agent (a new sign-in key); a login URL
+// signs one in again.
+func (c *Client) ForgetBrowsers(ctx context.Context) error {
+	return c.Call(ctx, RouteForgetBrowsers, nil, nil)
+}
+
 // Overview returns the agent's answer to "am I backed up?".
 func (c *Client) Overview(ctx context.Context) (Overview, error) {
 	return call[Overview](ctx, c, RouteOverview, nil)

@@ -17,6 +17,11 @@ type Config struct {
 	// Drill is when the restore drill runs (interval or daily; default every 7 days).
 	Drill    Schedule `json:"drill"`
 	LogLevel LogLevel `json:"logLevel"`
+	// Addr is the dashboard's loopback address (host:port) that the agent listens on
+	// unless told another: written at its first start (agent.DefaultAddr, or the port it
+	// fell back to when that one was taken) so that every later start uses the same one,
+	// and a dashboard left open in a browser finds the agent again. Empty until then.
+	Addr string `json:"addr,omitempty"`
 }
 
 // WalletRef is a wallet file and the identities in it that the agent keeps safe.

@@ -9,7 +9,9 @@
 //   - the Server (server.go): the loopback listener, its Host, token, Origin and body
 //     checks, the built-in status, task, event and secret routes, and the plumbing
 //     (Handle, WithBody, DecodeJSON) that the daemon serves its own routes through;
-//   - the one-time login URLs (login.go), and the errors and their stable codes and plain
+//   - the one-time login URLs (login.go), the browsers' signed 30-day sign-in cookies
+//     (session.go) and the HTML sign-in page a page request gets without one (signin.go),
+//     and the errors and their stable codes and plain
 //     words (errors.go), which API error bodies and failed tasks carry.
 //
 // The daemon (package agent) serves it: its event bus, task manager and secrets are the

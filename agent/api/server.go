@@ -51,6 +51,18 @@ type ServerOptions struct {
 	Heartbeat time.Duration
 	// LoginTTL is how long a login URL works (default 2 minutes).
 	LoginTTL time.Duration
+	// SessionKey signs the sign-in cookies that login URLs give browsers (see sessions);
+	// the agent keeps it in its data folder, so that a browser stays signed in across
+	// restarts, and replacing it signs every browser out. Empty means a random key of this
+	// Server's own: its sessions end with it.
+	SessionKey []byte
+	// SessionTTL is how long a browser stays signed in after its last page visit (default
+	// DefaultSessionTTL, 30 days).
+	SessionTTL time.Duration
+	// SignInCommand is the command that the sign-in page tells a person to run for a fresh
+	// login URL (default DefaultSignInCommand; the agent adds its --data-dir when it is not
+	// the default one).
+	SignInCommand string
 	// Logger receives refused requests and server errors (default: discarded).
 	Logger *slog.Logger
 }
@@ -130,8 +142,9 @@ type Status struct {
 //   - name the server in its Host header, as 127.0.0.1:<port> (or [::1]:<port>) or
 //     localhost:<port>, else 403: a web page that rebinds its own domain name to 127.0.0.1
 //     cannot talk to the agent;
-//   - carry the token, as "Authorization: Bearer <token>" or in the cookie that a login
-//     URL (/login?code=..., one use, short-lived) sets, else 401;
+//   - carry the token, as "Authorization: Bearer <token>", or the sign-in cookie that a
+//     login URL (/login?code=..., one use, short-lived) sets, else 401: a JSON error under
+//     /api/, the HTML sign-in page (how to get a fresh link) for a page;
 //   - if it is not GET, HEAD or OPTIONS, carry an Origin (or, without one, a Referer) of
 //     the server's own origin, else 403: no other page can make the browser post to it;
 //   - have a body of at most MaxBodyBytes, else 413.
@@ -153,6 +166,7 @@ type Server struct {
 	mux     *http.ServeMux
 	uploads map[string]bool // "POST path" of routes whose bodies stream (HandleUpload)
 	logins  *loginCodes
+	session *sessions
 	started time.Time
 	http    *http.Server
 	// streams is the base context of every request; cancelling it ends the event streams,
@@ -183,6 +197,12 @@ func NewServer(opts ServerOptions) (*Server, error) {
 	if opts.LoginTTL <= 0 {
 		opts.LoginTTL = DefaultLoginTTL
 	}
+	if opts.SessionTTL <= 0 {
+		opts.SessionTTL = DefaultSessionTTL
+	}
+	if opts.SignInCommand == "" {
+		opts.SignInCommand = DefaultSignInCommand
+	}
 	bind, err := loopbackBind(opts.Addr)
 	if err != nil {
 		return nil, err
@@ -199,6 +219,7 @@ func NewServer(opts ServerOptions) (*Server, error) {
 		mux:     http.NewServeMux(),
 		uploads: map[string]bool{},
 		logins:  newLoginCodes(opts.LoginTTL),
+		session: newSessions(opts.SessionKey, opts.SessionTTL),
 		started: time.Now(),
 	}
 	if s.log == nil {
@@ -250,9 +271,15 @@ func (s *Server) Addr() string { return s.addr }
 // URL returns the server's origin, http://host:port.
 func (s *Server) URL() string { return "http://" + s.addr }
 
-// LoginURL returns a new one-time login URL for a browser: it sets the token cookie and
-// leads to the dashboard at "/". It works once, within LoginTTL.
+// LoginURL returns a new one-time login URL for a browser: it sets the sign-in cookie
+// (for SessionTTL, renewed by page visits) and leads to the dashboard at "/". It works
+// once, within LoginTTL.
 func (s *Server) LoginURL() string { return s.URL() + "/login?code=" + s.logins.issue() }
+
+// SetSessionKey replaces the key that signs the sign-in cookies (ServerOptions.SessionKey):
+// every browser signed in before is signed out at its next request; the token, and so the
+// command line and the desktop window, are unaffected.
+func (s *Server) SetSessionKey(key []byte) { s.session.setKey(key) }
 
 // Handle serves route with h; path values are in r.PathValue. Like ServeMux.Handle, it
 // panics on a route that conflicts with one already added.
@@ -344,8 +371,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.login(w, r)
 		return
 	}
-	if !s.authorized(r) {
+	if !s.authorized(w, r) {
 		h.Set("WWW-Authenticate", `Bearer realm="walletsync"`)
+		if isPageRequest(r) {
+			s.signIn(w, r, signInNoCookie)
+			return
+		}
 		s.refuse(w, r, http.StatusUnauthorized, "unauthorized", "missing or wrong API token",
 			"Use the login URL the agent prints, or send the token in the data folder's agent.token file as a Bearer token.")
 		return
@@ -378,16 +409,22 @@ func (s *Server) refuse(w http.ResponseWriter, r *http.Request, status int, code
 	s.writeError(w, &APIError{Status: status, Code: code, Message: msg, Hint: hint})
 }
 
-func (s *Server) authorized(r *http.Request) bool {
-	tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		c, err := r.Cookie(s.cookie)
-		if err != nil {
-			return false
-		}
-		tok = c.Value
+// authorized reports whether r carries the token or a valid sign-in cookie. A page visit
+// with a cookie more than a day old renews it, so that a browser in use stays signed in.
+func (s *Server) authorized(w http.ResponseWriter, r *http.Request) bool {
+	if tok, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
 	}
-	return subtle.ConstantTimeCompare([]byte(tok), []byte(s.opts.Token)) == 1
+	c, err := r.Cookie(s.cookie)
+	if err != nil {
+		return false
+	}
+	now := time.Now()
+	expiry, ok := s.session.check(s.cookie, c.Value, now)
+	if ok && isPageRequest(r) && s.session.renew(expiry, now) {
+		http.SetCookie(w, s.session.cookie(s.cookie, now))
+	}
+	return ok
 }
 
 // sameOrigin reports whether r's Origin, or without one its Referer, is this server.
@@ -496,7 +533,8 @@ func DecodeJSON(r *http.Request, v any) error {
 	return nil
 }
 
-// login trades a one-time code for the token cookie.
+// login trades a one-time code for a sign-in cookie (see sessions); a code that is wrong,
+// used or expired gets the sign-in page, which says so and how to get a fresh one.
 func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodGet {
 		w.Header().Set("Allow", http.MethodGet)
@@ -504,12 +542,10 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.logins.redeem(r.URL.Query().Get("code")) {
-		s.refuse(w, r, http.StatusUnauthorized, "login_expired", "the login code is wrong, used or expired",
-			"A login URL works once, for "+s.opts.LoginTTL.String()+"; ask the agent for a new one.")
+		s.signIn(w, r, signInLinkUsed)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.opts.Token, Path: "/",
-		HttpOnly: true, SameSite: http.SameSiteStrictMode})
+	http.SetCookie(w, s.session.cookie(s.cookie, time.Now()))
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
@@ -558,6 +594,26 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, err)
 		return
 	}
+	ctx := r.Context()
+	if !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+		// A browser's stream lasts as long as its sign-in: SetSessionKey ends it, and the
+		// reconnection then meets the 401 that tells the page it is signed out.
+		forgotten := s.session.forgottenChan()
+		if !s.authorized(w, r) { // the key changed since ServeHTTP looked
+			s.refuse(w, r, http.StatusUnauthorized, "unauthorized", "signed out", "Ask the agent for a new login URL (walletsync open).")
+			return
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-forgotten:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
 	sub := s.opts.Bus.Subscribe(since)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -568,7 +624,6 @@ func (s *Server) events(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.WriteString(w, "retry: 2000\n\n"); err != nil || rc.Flush() != nil {
 		return
 	}
-	ctx := r.Context()
 	for {
 		wait, cancel := context.WithTimeout(ctx, s.opts.Heartbeat)
 		ev, err := sub.Next(wait)

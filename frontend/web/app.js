@@ -68,7 +68,9 @@ function showAgentDown() {
     h('p', {}, 'Start it in a terminal with:'),
     h('p', { class: 'command' }, h('code', { 'data-testid': 'start-command' }, cmd), ' ', copyButton(cmd, 'the command')),
     h('p', { class: 'muted' }, 'If you installed it as a background service, start the service instead (',
-      h('code', {}, 'walletsync service start'), '). This page reconnects by itself once the agent answers.'));
+      h('code', {}, 'walletsync service start'), '). This page reconnects by itself once the agent answers at ', location.host,
+      ', where it listens again after a restart; if it says it started at another address, ', h('code', {}, 'walletsync open'),
+      ' opens the dashboard there.'));
 }
 
 const connWords = { connecting: 'Connecting…', live: 'Live', reconnecting: 'Reconnecting…', 'signed-out': 'Signed out' };
