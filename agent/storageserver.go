@@ -103,6 +103,13 @@ func checkServer(ctx context.Context, rawURL string, signer auth.Signer, chain w
 			"Check that your BRC-100 wallet is running at the URL you gave, and allows walletsync.")
 	}
 	identity := string(auth.CounterpartyKey(me))
+	// Before any signed request: a toolbox server makes a user for whoever signs its first
+	// call (validateParam0's findOrInsertUser), and a refused key must leave none behind.
+	if ids != nil && !slices.Contains(ids, identity) {
+		return fail(api.ServerUnauthorized, fmt.Errorf("the signer is %s, which the wallet does not hold (WERR_UNAUTHORIZED): %w", wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
+			fmt.Sprintf("That key signs as identity %s, which is not one of your wallet's identities: the server would refuse to keep your wallet's data under it (WERR_UNAUTHORIZED).", wallet.ShortKey(identity, 16)),
+			"A storage server keeps only the data of the identity that signs: choose your wallet's identity key, or the BRC-100 wallet that holds it.")
+	}
 	// No retries: a person is waiting for the answer, and a server that is down says so now.
 	client, err := toolbox.Dial(rawURL, signer, toolbox.ClientOptions{Retries: -1})
 	if err != nil {
@@ -125,11 +132,6 @@ func checkServer(ctx context.Context, rawURL string, signer auth.Signer, chain w
 		return fail(api.ServerWrongChain, fmt.Errorf("server on %s, wallet on %s: %w", st.Chain, chain, wallet.ErrWrongChain),
 			fmt.Sprintf("The server keeps %s wallets, and your wallet is on the %s.", networkName(st.Chain), networkName(chain)),
 			"Choose a storage server of your wallet's network.")
-	}
-	if ids != nil && !slices.Contains(ids, identity) {
-		return fail(api.ServerUnauthorized, fmt.Errorf("the signer is %s, which the wallet does not hold (WERR_UNAUTHORIZED): %w", wallet.ShortKey(identity, 16), wallet.ErrUnauthorized),
-			fmt.Sprintf("That key signs as identity %s, which is not one of your wallet's identities: the server would refuse to keep your wallet's data under it (WERR_UNAUTHORIZED).", wallet.ShortKey(identity, 16)),
-			"A storage server keeps only the data of the identity that signs: choose your wallet's identity key, or the BRC-100 wallet that holds it.")
 	}
 	return check, nil
 }

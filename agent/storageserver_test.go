@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"database/sql"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -99,6 +100,9 @@ func TestAgent_AddServerDestination_RefusesInWords(t *testing.T) {
 			}
 			if _, err := a.secrets.Get(storageKeySecret("server")); err == nil {
 				t.Fatal("a refused destination's key was kept")
+			}
+			if tc.url == srv.URL {
+				assertNoServerUser(t, srv.DB, localstore.FixtureIdentity(5))
 			}
 		})
 	}
@@ -340,5 +344,23 @@ func TestAgent_RestoreFromServer(t *testing.T) {
 	}
 	if d := compare.Diff(exp, got); d != "" {
 		t.Fatalf("the restored wallet differs from the original:\n%s", d)
+	}
+}
+
+// assertNoServerUser fails if the toolbox server's store at db holds a user of identity:
+// checking a server before saving a destination must not make one for a refused key.
+func assertNoServerUser(t *testing.T, db, identity string) {
+	t.Helper()
+	conn, err := sql.Open("sqlite", "file:"+db+"?mode=ro&_pragma=busy_timeout(5000)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	var n int
+	if err := conn.QueryRow("SELECT count(*) FROM users WHERE identityKey = ?", identity).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatalf("the check made a user of the refused identity %s on the server", wallet.ShortKey(identity, 16))
 	}
 }
