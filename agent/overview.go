@@ -1,7 +1,7 @@
 package agent
 
 import (
-		"context"
+	"context"
 	"errors"
 	"fmt"
 	"slices"
