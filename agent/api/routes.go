@@ -58,6 +58,7 @@ const (
 	RoutePathCheck         Route = "POST /api/v1/paths/check"                      // PathCheckRequest -> PathCheck
 	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
 	RouteWalletsFound      Route = "GET /api/v1/wallets/found"                     // []FoundWallet
+	RoutePasswordTest      Route = "POST /api/v1/password/test"                    // PasswordTestRequest -> PasswordTest
 	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
 	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
 
