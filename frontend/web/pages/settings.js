@@ -63,6 +63,34 @@ function passwordCard() {
   return form;
 }
 
+// testPasswordCard is "test my password": the person types the backup password and the
+// agent says whether it opens the newest backup file, writing nothing. What was typed is
+// cleared after each try.
+function testPasswordCard() {
+  const input = h('input', { type: 'password', autocomplete: 'off', required: true, name: 'test-password' });
+  const result = h('div', { 'aria-live': 'polite', 'data-testid': 'password-test' });
+  const test = h('button', { type: 'submit' }, 'Test my password');
+  const form = h('form', { class: 'card stack', 'aria-labelledby': 'pwtest-title' },
+    h('h2', { id: 'pwtest-title' }, 'Test my password'),
+    h('p', {}, 'Type the backup password as you wrote it down: walletsync tries it on the newest backup file and says whether it opens. Nothing is restored or changed.'),
+    field('Backup password', input), result, h('div', { class: 'actions' }, test));
+  form.addEventListener('input', () => result.replaceChildren());
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    busy(test, async () => {
+      try {
+        const r = await api.testPassword(input.value);
+        input.value = '';
+        result.replaceChildren(notice(r.opens ? 'ok' : 'error', h('p', { 'data-opens': String(r.opens) },
+          h('strong', {}, r.opens ? 'It opens. ' : 'It does not open. '), r.message)));
+      } catch (err) {
+        result.replaceChildren(errorBox(err, 'Could not test the password'));
+      }
+    });
+  });
+  return form;
+}
+
 function settingsCard(drillLine) {
   const c = store.config;
   if (!c) return h('div', {}, store.loadError ? errorBox(store.loadError) : h('p', { class: 'muted' }, 'Loading…'));
@@ -140,7 +168,10 @@ function drillStatus() {
       line.textContent = `Skipped ${fmtAgo(t.finishedAt)}: ${t.result.skipped}. Nothing was checked; the drill runs again once a backup exists.`;
       return;
     }
-    line.textContent = words[t.state] ?? taskState(t.state);
+    const proven = t.result?.passwordProven;
+    line.textContent = `${words[t.state] ?? taskState(t.state)} ${proven
+      ? `Your backup password was last proven ${fmtAgo(proven)} (Test my password).`
+      : 'Your backup password has not been proven by hand yet: use Test my password above.'}`;
   };
   run.addEventListener('click', () => busy(run, async () => {
     try {
@@ -201,7 +232,7 @@ export default {
     const settings = h('div');
     const look = h('div', {}, appearanceCard());
     const drill = drillStatus();
-    main.append(pageHeader('Settings'), h('div', { class: 'stack' }, passwordCard(), settings, serviceCard(), look));
+    main.append(pageHeader('Settings'), h('div', { class: 'stack' }, passwordCard(), testPasswordCard(), settings, serviceCard(), look));
     let shown = false;
     const render = () => {
       // Once the form shows, a config change elsewhere must not wipe what is being typed.
