@@ -16,8 +16,9 @@ import exportPage from './pages/export.js';
 import restore from './pages/restore.js';
 import settings from './pages/settings.js';
 import restoreServer from './pages/server.js';
+import kit from './pages/kit.js';
 
-const pages = [overview, destinations, activity, backups, exportPage, restore, settings, restoreServer];
+const pages = [overview, destinations, activity, backups, exportPage, restore, settings, restoreServer, kit];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');

@@ -33,7 +33,7 @@ function passwordCard() {
     status,
     notice('warn', h('p', {}, h('strong', {}, 'If this password is lost, the backups it encrypts cannot be restored. '),
       'walletsync cannot recover it. Write it down and keep it somewhere safe.')),
-    pw.el, result, h('div', { class: 'actions' }, save));
+    pw.el, result, h('div', { class: 'actions' }, save, h('a', { href: '#/kit', 'data-testid': 'kit-link' }, 'Recovery kit')));
   // A "not the same" or "Saved." describes what was typed before: it goes once that changes.
   form.addEventListener('input', () => result.replaceChildren());
   form.addEventListener('submit', async (e) => {
@@ -54,7 +54,8 @@ function passwordCard() {
         isSet = true;
         show();
         form.reset();
-        result.replaceChildren(notice('ok', h('p', {}, h('strong', {}, 'Saved. '), r.warning)));
+        result.replaceChildren(notice('ok', h('p', {}, h('strong', {}, 'Saved. '), r.warning),
+          h('p', {}, h('a', { href: '#/kit' }, 'Make a recovery kit'), ': one page to print or save, with a place to write this password by hand.')));
       } catch (err) {
         result.replaceChildren(errorBox(err, 'Not saved'));
       }
