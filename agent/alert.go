@@ -90,15 +90,15 @@ func alertFor(v api.DestinationView, now time.Time) *api.Alert {
 func expectation(s api.Schedule) string {
 	switch s.Kind {
 	case api.ScheduleInterval:
-		return "every " + every(time.Duration(s.Every))
+		return "every " + durationWords(time.Duration(s.Every))
 	case api.ScheduleDaily:
 		return "every day"
 	}
-	return "within " + every(expectedEvery(s)) + " of a change to the wallet"
+	return "within " + durationWords(expectedEvery(s)) + " of a change to the wallet"
 }
 
-// every says a duration as a person does: "1 hour", "90 minutes", "2 days".
-func every(d time.Duration) string {
+// durationWords says a duration as a person does: "1 hour", "90 minutes", "2 days".
+func durationWords(d time.Duration) string {
 	unit := func(n int64, word string) string {
 		if n == 1 {
 			return "1 " + word

@@ -125,3 +125,23 @@ func TestOverview_LateDestinationTurnsRed(t *testing.T) {
 		t.Fatalf("two hours on: health %q (healthy %v)", ov.Health, ov.Healthy)
 	}
 }
+
+// TestExpectation_InWords: how often a schedule expects a backup, as the alert says it.
+func TestExpectation_InWords(t *testing.T) {
+	tests := []struct {
+		schedule api.Schedule
+		want     string
+	}{
+		{api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, "every 1 hour"},
+		{api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(90 * time.Minute)}, "every 90 minutes"},
+		{api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(72 * time.Hour)}, "every 3 days"},
+		{api.Schedule{Kind: api.ScheduleDaily, At: "04:00"}, "every day"},
+		{api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(30 * time.Second)}, "within 5 minutes of a change to the wallet"},
+		{api.Schedule{Kind: api.ScheduleChange, Debounce: api.Duration(2 * time.Second)}, "within 20 seconds of a change to the wallet"},
+	}
+	for _, tt := range tests {
+		if got := expectation(tt.schedule); got != tt.want {
+			t.Errorf("expectation(%+v) = %q, want %q", tt.schedule, got, tt.want)
+		}
+	}
+}
