@@ -68,7 +68,11 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 		targets = append(targets, target{dest: d, newest: recs[0]})
 	}
 	if len(targets) == 0 {
-		h.SetResult(api.DrillResult{Files: []api.DrillFile{}, Skipped: drillNothingYet})
+		proven, err := a.passwordProven(ctx)
+		if err != nil {
+			return err
+		}
+		h.SetResult(api.DrillResult{Files: []api.DrillFile{}, Skipped: drillNothingYet, PasswordProven: proven})
 		h.Logf("skipped: %s", drillNothingYet)
 		return nil
 	}
@@ -82,7 +86,16 @@ func (a *Agent) drillJob(ctx context.Context, h *TaskHandle, reason string) erro
 			}
 		}
 	}
-	var res api.DrillResult
+	proven, err := a.passwordProven(ctx)
+	if err != nil {
+		return err
+	}
+	res := api.DrillResult{PasswordProven: proven}
+	if res.PasswordProven.IsZero() {
+		h.Logf("the backup password has not been proven by hand yet: test it in Settings (test my password)")
+	} else {
+		h.Logf("the backup password was last proven by hand %s", res.PasswordProven.Local().Format("2006-01-02 15:04"))
+	}
 	var failed []error
 	for _, t := range targets {
 		d, newest := t.dest, t.newest

@@ -74,6 +74,9 @@ func (a *Agent) routes() {
 		api.RouteWalletReplace: api.WithBody(func(r *http.Request, req api.WalletReplaceRequest) (any, error) {
 			return a.replaceWallet(r.Context(), req)
 		}),
+		api.RoutePasswordTest: api.WithBody(func(r *http.Request, req api.PasswordTestRequest) (any, error) {
+			return a.TestPassword(r.Context(), req.Password)
+		}),
 		api.RouteBundlePreview: api.WithBody(func(_ *http.Request, req api.BundleRequest) (any, error) { return a.PreviewBundle(req) }),
 		api.RouteBundleRestore: api.WithBody(func(_ *http.Request, req api.BundleRequest) (any, error) { return a.RestoreBundle(req) }),
 	} {

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -18,7 +17,7 @@ import (
 func (a *Agent) Overview(ctx context.Context) (api.Overview, error) {
 	cfg := a.config()
 	now := a.now()
-	ov := api.Overview{Now: now.UTC(), Wallets: []api.WalletView{}, Destinations: []api.DestinationView{}, Tasks: []api.Task{}}
+	ov := api.Overview{Now: now.UTC(), Wallets: []api.WalletView{}, Destinations: []api.DestinationView{}, Tasks: []api.Task{}, Alerts: []api.Alert{}}
 	for _, ref := range cfg.Wallets {
 		wv := api.WalletView{Path: ref.Path, Identities: []wallet.Summary{}}
 		err := a.foreground(ctx, ref.Path, func(w *walletHandle) error {
@@ -63,6 +62,14 @@ func (a *Agent) Overview(ctx context.Context) (api.Overview, error) {
 			if err := a.verification(ctx, d, &v); err != nil {
 				return ov, err
 			}
+		}
+		var write time.Time
+		if ref, err := walletOf(cfg, d); err == nil && d.Schedule.Kind == api.ScheduleChange {
+			write = lastModified(ref.Path)
+		}
+		v.LateAt = lateAt(v, write)
+		if v.Alert = alertFor(v, now); v.Alert != nil {
+			ov.Alerts = append(ov.Alerts, *v.Alert)
 		}
 		ov.Destinations = append(ov.Destinations, v)
 	}
@@ -168,12 +175,12 @@ func health(ov api.Overview, now time.Time) (string, bool) {
 		return "Nothing backs this wallet up yet: add a destination.", false
 	}
 	var newest time.Time
-	var failing, never, paused []api.DestinationView
+	var red, never, paused []api.DestinationView
 	backed := 0
 	for _, d := range ov.Destinations {
 		switch {
-		case !d.LastFailure.IsZero():
-			failing = append(failing, d)
+		case d.Alert != nil:
+			red = append(red, d)
 		case d.LastSuccess.IsZero():
 			never = append(never, d)
 		case d.Paused:
@@ -186,11 +193,10 @@ func health(ov api.Overview, now time.Time) (string, bool) {
 			}
 		}
 	}
-	if len(failing) > 0 {
-		d := failing[0]
-		text := fmt.Sprintf("Backups to %s (%s) are failing since %s: %s", d.Name, d.Path, d.LastFailure.Local().Format("Jan 2 15:04"), cmp.Or(d.LastMessage, d.LastError))
-		if more := len(failing) - 1; more > 0 {
-			text += fmt.Sprintf(" %d more destination%s failing too.", more, plural(more, " is", "s are"))
+	if len(red) > 0 {
+		text := red[0].Alert.Text + " " + red[0].Alert.Fix
+		if more := len(red) - 1; more > 0 {
+			text += fmt.Sprintf(" %d more destination%s late or failing too.", more, plural(more, " is", "s are"))
 		}
 		return text, false
 	}

@@ -96,6 +96,15 @@ CREATE TABLE places (
 );
 `,
 	},
+	{
+		name: "facts",
+		ddl: `
+CREATE TABLE facts (
+	key TEXT PRIMARY KEY,          -- what the agent remembers, such as "password-proven"
+	value TEXT NOT NULL            -- JSON
+);
+`,
+	},
 }
 
 // openState opens the state database at path, creating it (mode 0600) if missing and
@@ -442,4 +451,37 @@ func (s *stateDB) ForgetPlaces(ctx context.Context, destination string) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM places WHERE destination = ?`, destination)
 		return err
 	})
+}
+
+// Fact reads the fact stored under key into v; ok is false, and v untouched, when there is
+// none.
+func (s *stateDB) Fact(ctx context.Context, key string, v any) (ok bool, err error) {
+	var text string
+	err = s.db.QueryRowContext(ctx, `SELECT value FROM facts WHERE key = ?`, key).Scan(&text)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err == nil {
+		err = json.Unmarshal([]byte(text), v)
+	}
+	if err != nil {
+		return false, fmt.Errorf("read fact %s: %w", key, err)
+	}
+	return true, nil
+}
+
+// SetFact stores v (as JSON) under key, replacing what was there.
+func (s *stateDB) SetFact(ctx context.Context, key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("store fact %s: %w", key, err)
+	}
+	err = s.inTx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO facts (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value`, key, string(b))
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("store fact %s: %w", key, err)
+	}
+	return nil
 }

@@ -5,7 +5,7 @@ package build
 
 import "embed"
 
-// TrayIcons are the tray's icons, drawn by build/icon: tray/ok and tray/attention, as PNG
+// TrayIcons are the tray's icons, drawn by build/icon: tray/ok, tray/attention and tray/alert, as PNG
 // for the StatusNotifierItem and the macOS menu bar and as ICO for the Windows
 // notification area.
 //

@@ -160,9 +160,33 @@ func runWalletProtect(ctx context.Context, args []string, out io.Writer) error {
 	})
 }
 
-// runStatus prints the agent's overview.
+// errNeedsAttention is `walletsync status --check`'s failure: a destination is late or
+// failing (exit code 1).
+var errNeedsAttention = errors.New("backups need attention")
+
+// runStatus prints the agent's overview. With --check it is for scripts that monitor:
+// one line per late or failing destination and exit code 1, or one OK line and 0; an
+// agent that does not answer fails too, since then nothing is being backed up.
 func runStatus(ctx context.Context, args []string, out io.Writer) error {
-	return askAgent(ctx, args, out, "status", (*api.Client).Overview, func(w io.Writer, c *api.Client, ov api.Overview) {
+	fs := command.NewFlags("status", "[--check] [--data-dir D] [--json]", out)
+	af := addAgentFlags(fs)
+	asJSON := fs.Bool("json", false, "print the result as JSON")
+	check := fs.Bool("check", false, "print only what is late or failing, one line each, and exit 1 if anything is")
+	if err := command.Parse(fs, args); err != nil {
+		return err
+	}
+	c, err := af.client()
+	if err != nil {
+		return err
+	}
+	ov, err := c.Overview(ctx)
+	if err != nil {
+		return err
+	}
+	if *check {
+		return checkAlerts(out, *asJSON, ov)
+	}
+	return command.Report(out, *asJSON, ov, func(w io.Writer) {
 		fmt.Fprintln(w, ov.Health)
 		fmt.Fprintf(w, "  dashboard %s (to sign in: walletsync open, the tray, or the desktop window)\n", c.Address())
 		if len(ov.Wallets) == 0 {
@@ -176,6 +200,9 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 			if !d.LastConfirmed.IsZero() {
 				state += ", server confirmed " + d.LastConfirmed.Local().Format("2006-01-02 15:04")
 			}
+			if d.Alert != nil {
+				state += ", " + strings.ToUpper(string(d.Alert.Kind))
+			}
 			if d.Paused {
 				state += ", paused"
 			}
@@ -185,6 +212,33 @@ func runStatus(ctx context.Context, args []string, out io.Writer) error {
 			fmt.Fprintf(w, "  %-12s %-7s %s: %s\n", d.ID, d.Kind, d.Path, state)
 		}
 	})
+}
+
+// checkAlerts is `walletsync status --check`'s report: each alert of ov on one line ("late
+// backup-folder: Backups to ... are late ... Run it now ..."), failing with
+// errNeedsAttention when there is any, or one OK line. An agent with no wallet or no
+// destination fails as well, with its health sentence: nothing is backed up there.
+func checkAlerts(out io.Writer, asJSON bool, ov api.Overview) error {
+	if len(ov.Wallets) == 0 || len(ov.Destinations) == 0 {
+		if err := command.Report(out, asJSON, ov.Alerts, func(w io.Writer) { fmt.Fprintln(w, "unprotected: "+ov.Health) }); err != nil {
+			return err
+		}
+		return fmt.Errorf("check status: nothing is backed up: %w", errNeedsAttention)
+	}
+	if err := command.Report(out, asJSON, ov.Alerts, func(w io.Writer) {
+		for _, a := range ov.Alerts {
+			fmt.Fprintf(w, "%s %s: %s %s\n", a.Kind, a.Destination, a.Text, a.Fix)
+		}
+		if len(ov.Alerts) == 0 {
+			fmt.Fprintf(w, "OK: no destination is late or failing (%d checked)\n", len(ov.Destinations))
+		}
+	}); err != nil {
+		return err
+	}
+	if n := len(ov.Alerts); n > 0 {
+		return fmt.Errorf("check status: %d of %d destinations late or failing: %w", n, len(ov.Destinations), errNeedsAttention)
+	}
+	return nil
 }
 
 // runTasks lists the agent's tasks, newest first, under a header: when each started, how

@@ -38,6 +38,10 @@ const trayPauseFor = time.Hour
 // ages ("backed up 3 minutes ago").
 const trayRefreshEvery = time.Minute
 
+// alertRepeat is how long the tray waits before it says again that a destination is late,
+// while it stays late: once a day is a reminder, more often is nagging.
+const alertRepeat = 24 * time.Hour
+
 // trayState is what the tray shows: the overview's health sentence and which actions make
 // sense now.
 type trayState struct {
@@ -51,7 +55,31 @@ type trayState struct {
 	// for "until resumed". The pause entry then offers to resume.
 	Paused      bool
 	PausedUntil time.Time
+	// Alerts are the destinations that are late or failing (the overview's): the icon is
+	// red while there is any.
+	Alerts []api.Alert
 }
+
+// icon is which tray icon state s shows.
+func (s trayState) icon() trayIconKind {
+	switch {
+	case len(s.Alerts) > 0:
+		return iconAlert
+	case s.Healthy:
+		return iconOK
+	}
+	return iconAttention
+}
+
+// trayIconKind is one of the tray's icons.
+type trayIconKind string
+
+// The tray's icons, named as their files in build/tray.
+const (
+	iconOK        trayIconKind = "ok"        // backed up everywhere
+	iconAttention trayIconKind = "attention" // amber: not backed up yet, paused, unreachable
+	iconAlert     trayIconKind = "alert"     // red: a destination is late or failing
+)
 
 // label returns an action's menu text in state s.
 func (s trayState) label(a trayAction) string {
@@ -94,6 +122,54 @@ type Tray struct {
 	// Notifier, when set, reports actions that failed: a tray has no other place to say so.
 	Notifier Notifier
 	Log      *slog.Logger // required
+	// Now is the clock that spaces the late notifications (time.Now when nil).
+	Now func() time.Time
+}
+
+// alertNotes remembers when the tray last said that each destination is late, so that it
+// says it once and again after alertRepeat. Only the goroutine of watch uses it.
+type alertNotes map[string]time.Time
+
+// due returns the notifications alerts deserve at now and records them. It covers late
+// destinations only: a failed run has its own notification as it ends (NotifyEvents). A
+// destination that is no longer late is forgotten, so that it is told again at once when
+// it is late again.
+func (m alertNotes) due(alerts []api.Alert, now time.Time) []Notification {
+	late := map[string]bool{}
+	var notes []Notification
+	for _, a := range alerts {
+		if a.Kind != api.AlertLate {
+			continue
+		}
+		late[a.Destination] = true
+		if last, ok := m[a.Destination]; ok && now.Sub(last) < alertRepeat {
+			continue
+		}
+		m[a.Destination] = now
+		notes = append(notes, Notification{Title: "Backup late", Body: a.Text + " " + a.Fix})
+	}
+	for id := range m {
+		if !late[id] {
+			delete(m, id)
+		}
+	}
+	return notes
+}
+
+// notifyAlerts shows the notifications that s's alerts deserve (see alertNotes.due).
+func (t *Tray) notifyAlerts(ctx context.Context, notes alertNotes, s trayState) {
+	if t.Notifier == nil || !s.Reachable {
+		return
+	}
+	now := time.Now
+	if t.Now != nil {
+		now = t.Now
+	}
+	for _, n := range notes.due(s.Alerts, now()) {
+		if err := t.Notifier.Notify(ctx, n); err != nil {
+			t.Log.Warn("desktop notification not shown", "title", n.Title, "err", err)
+		}
+	}
 }
 
 // state reads the overview and returns what the tray shows. An agent that cannot be
@@ -107,7 +183,7 @@ func (t *Tray) state(ctx context.Context) trayState {
 	if err != nil {
 		return trayState{Health: "The walletsync agent is not reachable: " + err.Error()}
 	}
-	s := trayState{Health: ov.Health, Healthy: ov.Healthy, Reachable: true, Destinations: len(ov.Destinations)}
+	s := trayState{Health: ov.Health, Healthy: ov.Healthy, Reachable: true, Destinations: len(ov.Destinations), Alerts: ov.Alerts}
 	s.Paused = len(ov.Destinations) > 0
 	for _, d := range ov.Destinations {
 		if !d.Paused {
@@ -184,7 +260,8 @@ func (t *Tray) pauseOrResume(ctx context.Context, paused bool) error {
 }
 
 // watch calls show with the tray's state now, then again after every event that can change
-// it and every trayRefreshEvery, until ctx ends. show runs on watch's goroutine.
+// it and every trayRefreshEvery, until ctx ends, and notifies of late destinations (once,
+// then again after alertRepeat). show runs on watch's goroutine.
 func (t *Tray) watch(ctx context.Context, show func(trayState)) {
 	changed := make(chan struct{}, 1) // 1-buffered: a burst of events costs one refresh
 	var following sync.WaitGroup
@@ -203,8 +280,11 @@ func (t *Tray) watch(ctx context.Context, show func(trayState)) {
 	})
 	tick := time.NewTicker(trayRefreshEvery)
 	defer tick.Stop()
+	notes := alertNotes{}
 	for {
-		show(t.state(ctx))
+		s := t.state(ctx)
+		show(s)
+		t.notifyAlerts(ctx, notes, s)
 		select {
 		case <-ctx.Done():
 			return

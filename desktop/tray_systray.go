@@ -12,12 +12,9 @@ import (
 	"walletsync/build"
 )
 
-// trayIcon returns the icon for a healthy or an attention state.
-func trayIcon(healthy bool) []byte {
-	name := "tray/attention"
-	if healthy {
-		name = "tray/ok"
-	}
+// trayIcon returns the icon of kind k.
+func trayIcon(k trayIconKind) []byte {
+	name := "tray/" + string(k)
 	ext := ".png"
 	if runtime.GOOS == "windows" {
 		ext = ".ico"
@@ -63,7 +60,7 @@ func StartTrayIcon(ctx context.Context, t *Tray) (stop func(), err error) {
 // until ctx ends: the icon, tooltip, sentence and entries follow t.watch, and a click runs
 // the entry's action as the menu showed it.
 func drawTray(ctx context.Context, t *Tray) {
-	systray.SetIcon(trayIcon(true))
+	systray.SetIcon(trayIcon(iconOK))
 	systray.SetTitle("walletsync")
 	systray.SetTooltip("walletsync")
 	health := systray.AddMenuItem("walletsync", "")
@@ -99,7 +96,7 @@ func drawTray(ctx context.Context, t *Tray) {
 		mu.Lock()
 		shown = s
 		mu.Unlock()
-		systray.SetIcon(trayIcon(s.Healthy))
+		systray.SetIcon(trayIcon(s.icon()))
 		systray.SetTooltip(s.Health)
 		health.SetTitle(s.Health)
 		for a, item := range items {

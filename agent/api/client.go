@@ -321,3 +321,11 @@ type Endpoint struct {
 	Addr  string // host:port on loopback
 	Token string
 }
+
+// TestPassword asks whether password opens the newest backup file ("test my password").
+func (c *Client) TestPassword(ctx context.Context, password Secret) (PasswordTest, error) {
+	// A Secret marshals as "[redacted]": the wire carries the revealed value.
+	return call[PasswordTest](ctx, c, RoutePasswordTest, struct {
+		Password string `json:"password"`
+	}{password.Reveal()})
+}

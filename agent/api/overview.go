@@ -10,8 +10,12 @@ import (
 type Overview struct {
 	// Health is the answer in one sentence, without jargon; Healthy says whether it is good
 	// news.
-	Health       string            `json:"health"`
-	Healthy      bool              `json:"healthy"`
+	Health  string `json:"health"`
+	Healthy bool   `json:"healthy"`
+	// Alerts are the destinations that need the person now, in the order of Destinations:
+	// each is late or failing. The dashboard, the tray and `walletsync status --check`
+	// show them in red; an empty list is never red.
+	Alerts       []Alert           `json:"alerts"`
 	Wallets      []WalletView      `json:"wallets"`
 	Destinations []DestinationView `json:"destinations"`
 	// Tasks are the running and queued tasks.
@@ -62,6 +66,39 @@ type DestinationView struct {
 	// LastConfirmed, for a storage server, is when the server acknowledged the final
 	// chunk of the newest push that completed: when it last confirmed holding the backup.
 	LastConfirmed time.Time `json:"lastConfirmed,omitzero"`
+	// LateAt is when the destination becomes late if no backup succeeds before it: the
+	// last good backup plus the schedule's expected interval and a margin (see
+	// Alert). Zero when it cannot be late: it never succeeded, or it waits for the wallet
+	// to change.
+	LateAt time.Time `json:"lateAt,omitzero"`
+	// Alert is set when the destination is late or failing: its red state.
+	Alert *Alert `json:"alert,omitempty"`
+}
+
+// AlertKind says why a destination is red. The strings are a wire format.
+type AlertKind string
+
+// Alert kinds.
+const (
+	// AlertFailing: the newest run after the last good backup failed.
+	AlertFailing AlertKind = "failing"
+	// AlertLate: the last good backup is older than the schedule's expected interval plus
+	// the margin, half the interval and at least 15 minutes. An interval schedule expects
+	// a backup every Every, a daily one every 24 hours, and an on-change one within ten
+	// debounces of the wallet's last write.
+	AlertLate AlertKind = "late"
+)
+
+// Alert is a destination's red state, distinct from the amber of "not backed up yet":
+// backups there were good and are now late, or are failing.
+type Alert struct {
+	Destination string    `json:"destination"` // the destination's ID
+	Kind        AlertKind `json:"kind"`
+	// Since is when it turned red: the failure's time, or the moment it became late.
+	Since time.Time `json:"since"`
+	// Text names the destination and says what is wrong; Fix says what to do about it.
+	Text string `json:"text"`
+	Fix  string `json:"fix"`
 }
 
 // Reason says why the timetable started a run. The strings are a wire format (task logs,

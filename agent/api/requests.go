@@ -130,3 +130,8 @@ type ServerCheck struct {
 	// IdentityKey is the signer's identity: the only one whose data the server gives out.
 	IdentityKey string `json:"identityKey"`
 }
+
+// PasswordTestRequest is the body of RoutePasswordTest: the password the person typed.
+type PasswordTestRequest struct {
+	Password Secret `json:"password"`
+}

@@ -42,6 +42,29 @@ type DrillResult struct {
 	// Skipped says why the drill checked nothing (no backup folder has a backup yet): the
 	// task succeeds, yet proves nothing, and the dashboard says "skipped", not "done".
 	Skipped string `json:"skipped,omitempty"`
+	// PasswordProven is when the person last typed the unattended backup password into
+	// "test my password" and it opened the newest backup file; zero when never, or when the
+	// password has changed since. A drill proves the stored password; this says whether
+	// the person still knows it.
+	PasswordProven time.Time `json:"passwordProven,omitzero"`
+}
+
+// PasswordTest is the answer of "test my password" (RoutePasswordTest): whether the typed
+// password opens the newest backup file. Nothing is written anywhere but the agent's note
+// of when the password was proven.
+type PasswordTest struct {
+	// Opens says whether the password decrypted the file (its whole tag checked).
+	Opens bool `json:"opens"`
+	// File is the backup file tried, and Destination the folder destination it is in.
+	File        string `json:"file"`
+	Destination string `json:"destination"`
+	// Unattended says whether the typed password is also the one the agent writes new
+	// backups with (only when it opens the file): if not, newer backups need the other one.
+	Unattended bool `json:"unattended"`
+	// Message says the outcome in plain words.
+	Message string `json:"message"`
+	// Proven is when the unattended password was last proven this way, zero if never.
+	Proven time.Time `json:"proven,omitzero"`
 }
 
 // DrillFile is the drill of one backup file.

@@ -59,6 +59,7 @@ const (
 	RouteWalletReplace     Route = "POST /api/v1/wallets/replace"                  // WalletReplaceRequest -> Config
 	RouteWalletsFound      Route = "GET /api/v1/wallets/found"                     // []FoundWallet
 	RouteForgetBrowsers    Route = "POST /api/v1/browsers/forget"                  // 204: every browser is signed out
+	RoutePasswordTest      Route = "POST /api/v1/password/test"                    // PasswordTestRequest -> PasswordTest
 	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
 	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
 

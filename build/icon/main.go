@@ -1,13 +1,13 @@
 // Command icon draws walletsync's icons and writes every file the desktop build packs:
 // the 1024x1024 build/appicon.png (from which `wails build` makes the macOS .icns),
 // build/windows/icon.ico, the Linux hicolor theme icons under build/linux/icons, and the
-// tray icons under build/tray (PNG for Linux and macOS, ICO for Windows), in a good and
-// an attention variant.
+// tray icons under build/tray (PNG for Linux and macOS, ICO for Windows), in a good, an
+// attention and an alert variant.
 //
 // Run it from the module root when the design changes: go run ./build/icon
 //
 // The icon is a white shield with a check mark on a teal rounded square; the attention
-// variant is amber with an exclamation mark. Every size is drawn from the shapes, not
+// variant is amber with an exclamation mark, the alert variant red with one. Every size is drawn from the shapes, not
 // scaled from the large one, so that the small tray sizes stay sharp.
 package main
 
@@ -33,6 +33,8 @@ type variant struct {
 var (
 	good      = variant{top: rgb(0x14, 0x8f, 0x91), bottom: rgb(0x0b, 0x5c, 0x6b), mark: check}
 	attention = variant{top: rgb(0xe8, 0xa3, 0x1c), bottom: rgb(0xc2, 0x6d, 0x06), mark: exclamation}
+	// alert is the tray's red: a destination is late or failing.
+	alert = variant{top: rgb(0xd9, 0x3a, 0x2b), bottom: rgb(0x9e, 0x1b, 0x12), mark: exclamation}
 )
 
 func main() {
@@ -54,7 +56,7 @@ func run(dir string) error {
 			return err
 		}
 	}
-	for name, v := range map[string]variant{"ok": good, "attention": attention} {
+	for name, v := range map[string]variant{"ok": good, "attention": attention, "alert": alert} {
 		if err := writePNG(filepath.Join(dir, "tray", name+".png"), draw(64, v)); err != nil {
 			return err
 		}

@@ -136,6 +136,7 @@ export const api = {
   backups: (id) => request('GET', `/api/v1/destinations/${enc(id)}/backups`),
   verifyBackup: (id, name) => request('POST', `/api/v1/destinations/${enc(id)}/backups/verify`, { name }),
   drill: () => request('POST', '/api/v1/drill'),
+  testPassword: (password) => request('POST', '/api/v1/password/test', { password }),
 
   exportFile: (req) => request('POST', '/api/v1/export', req),
   /** upload sends a backup file's bytes as they are; the answer's upload names it. */

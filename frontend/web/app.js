@@ -6,6 +6,7 @@
 
 import { store, on, start } from './store.js';
 import { h, fill, copyButton } from './ui.js';
+import { healthClass } from './format.js';
 import { effectiveTheme, setTheme } from './theme.js';
 import overview from './pages/overview.js';
 import destinations from './pages/destinations.js';
@@ -15,8 +16,9 @@ import exportPage from './pages/export.js';
 import restore from './pages/restore.js';
 import settings from './pages/settings.js';
 import restoreServer from './pages/server.js';
+import kit from './pages/kit.js';
 
-const pages = [overview, destinations, activity, backups, exportPage, restore, settings, restoreServer];
+const pages = [overview, destinations, activity, backups, exportPage, restore, settings, restoreServer, kit];
 
 const main = document.getElementById('main');
 const nav = document.getElementById('nav');
@@ -50,7 +52,7 @@ function showHealth() {
   const ov = store.overview;
   const text = store.agentDown ? 'The walletsync agent is not running: nothing is being backed up.' : ov?.health ?? '';
   if (health.textContent !== text) health.textContent = text;
-  health.className = `health ${store.agentDown ? 'warn' : ov ? (ov.healthy ? 'ok' : 'warn') : ''}`;
+  health.className = `health ${store.agentDown ? 'warn' : ov ? healthClass(ov) : ''}`;
 }
 
 // showAgentDown replaces the page with what a stopped agent means and how to start it:

@@ -200,3 +200,10 @@ export function plainError(message = '') {
   if (/permission denied/i.test(message)) return 'walletsync is not allowed to use that file or folder.';
   return message;
 }
+
+// healthClass is the overview's colour: 'alert' (red) when a destination is late or
+// failing, 'warn' (amber) for anything else short of good news, 'ok' (green).
+export function healthClass(ov) {
+  if (ov.alerts?.length) return 'alert';
+  return ov.healthy ? 'ok' : 'warn';
+}

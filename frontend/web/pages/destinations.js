@@ -182,7 +182,8 @@ function card() {
       h('p', {}, scheduleText(d.schedule), ' · Last good backup: ',
         d.lastSuccess ? h('span', { title: fmtWhen(d.lastSuccess) }, fmtAgo(d.lastSuccess)) : 'not backed up here yet'),
       d.kind === 'storage-server' ? h('p', {}, serverConfirmed(d), d.walletURL ? ` · Signed by the wallet at ${d.walletURL}` : ' · Signed with the key in walletsync\'s secrets') : null,
-      d.lastFailure ? errorBox(taskProblem({ message: d.lastMessage, error: d.lastError, hint: d.lastHint }), `Failing since ${fmtWhen(d.lastFailure)}`) : null);
+      d.lastFailure ? errorBox(taskProblem({ message: d.lastMessage, error: d.lastError, hint: d.lastHint }), `Failing since ${fmtWhen(d.lastFailure)}`) : null,
+      d.alert?.kind === 'late' ? errorBox({ message: d.alert.text, hint: d.alert.fix }, `Late since ${fmtWhen(d.alert.since)}`) : null);
     resume.hidden = !paused;
     pause.hidden = paused;
     edit.setAttribute('aria-expanded', String(editing));

@@ -9,17 +9,22 @@ import { parseDetail, progressWords } from '../task-panel.js';
 import { serverConfirmed } from './server.js';
 import {
   fmtAgo, fmtWhen, fmtSats, fmtNumber, fmtBytes, shortKey, chainLabel, tableLabel, tables,
-  destinationKind, scheduleText, terminal, shortPath,
+  destinationKind, scheduleText, terminal, shortPath, healthClass,
 } from '../format.js';
 
 // The tables a person recognises; the rest are under "All tables".
 const headline = ['transactions', 'outputs', 'output_baskets', 'tx_labels', 'certificates'];
 
+// healthCard is the overview's answer: green, amber ("not backed up yet", paused) or red
+// (a destination is late or failing, each listed with its fix when there are several).
 function healthCard(ov) {
-  return h('section', { class: `card health-card ${ov.healthy ? 'ok' : 'warn'}`, 'aria-labelledby': 'health-title' },
+  const alerts = ov.alerts ?? [];
+  return h('section', { class: `card health-card ${healthClass(ov)}`, 'aria-labelledby': 'health-title', 'data-health': healthClass(ov) },
     h('h2', { id: 'health-title', class: 'visually-hidden' }, 'Backup health'),
     h('span', { class: 'health-icon', 'aria-hidden': 'true' }, ov.healthy ? '✓' : '!'),
-    h('p', { class: 'health-sentence', 'data-testid': 'health' }, ov.health));
+    h('div', {},
+      h('p', { class: 'health-sentence', 'data-testid': 'health' }, ov.health),
+      alerts.length > 1 ? h('ul', { class: 'alert-list', 'data-testid': 'alerts' }, alerts.map((a) => h('li', { 'data-alert': a.destination }, `${a.text} ${a.fix}`))) : null));
 }
 
 function identityView(id) {
@@ -104,7 +109,13 @@ function destinationStatus(d) {
     return h('a', { href: '#/destinations', class: 'badge running' },
       t.state === 'queued' ? 'Waiting' : `Working${phase ? ` (${phase})` : ''}: ${p.percent ? `${p.percent}, ` : ''}${p.rows} rows`);
   }
-  if (d.lastFailure) return h('span', { title: d.lastError }, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastMessage || d.lastError}`));
+  if (d.alert?.kind === 'failing') {
+    return h('span', { title: d.lastError, 'data-alert': 'failing' }, badge('Failing', 'failed'), h('span', { class: 'small-text' }, ` ${d.lastMessage || d.lastError}`),
+      h('span', { class: 'small-text alert-fix' }, d.alert.fix));
+  }
+  if (d.alert?.kind === 'late') {
+    return h('span', { title: d.alert.text, 'data-alert': 'late' }, badge('Late', 'failed'), h('span', { class: 'small-text alert-fix' }, d.alert.fix));
+  }
   if (d.paused) return badge(d.pause?.until ? `Paused until ${fmtWhen(d.pause.until)}` : 'Paused', 'paused');
   return d.lastSuccess ? badge('OK', 'succeeded') : badge('Not backed up here yet', 'queued');
 }
@@ -127,7 +138,7 @@ function destinationsCard(ov) {
     h('h2', { id: 'dest-title' }, 'Where it is backed up'),
     h('table', { class: 'plain destinations-table' },
       h('thead', {}, h('tr', {}, ['Destination', 'Last good backup', 'Last restore drill', 'Next run', 'Status'].map((c) => h('th', { scope: 'col' }, c)))),
-      h('tbody', {}, ov.destinations.map((d) => h('tr', { 'data-destination': d.id },
+      h('tbody', {}, ov.destinations.map((d) => h('tr', { 'data-destination': d.id, class: d.alert ? 'alert' : '' },
         h('th', { scope: 'row' }, h('span', { class: 'dest-name' }, d.name), h('span', { class: 'muted small-text' }, destinationKind(d.kind)),
           h('span', { class: 'path small-text dest-path', title: d.path, 'data-testid': 'dest-path' }, shortPath(d.path))),
         h('td', { 'data-testid': 'last-success' }, d.lastSuccess

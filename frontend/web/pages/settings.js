@@ -33,7 +33,7 @@ function passwordCard() {
     status,
     notice('warn', h('p', {}, h('strong', {}, 'If this password is lost, the backups it encrypts cannot be restored. '),
       'walletsync cannot recover it. Write it down and keep it somewhere safe.')),
-    pw.el, result, h('div', { class: 'actions' }, save));
+    pw.el, result, h('div', { class: 'actions' }, save, h('a', { href: '#/kit', 'data-testid': 'kit-link' }, 'Recovery kit')));
   // A "not the same" or "Saved." describes what was typed before: it goes once that changes.
   form.addEventListener('input', () => result.replaceChildren());
   form.addEventListener('submit', async (e) => {
@@ -54,9 +54,38 @@ function passwordCard() {
         isSet = true;
         show();
         form.reset();
-        result.replaceChildren(notice('ok', h('p', {}, h('strong', {}, 'Saved. '), r.warning)));
+        result.replaceChildren(notice('ok', h('p', {}, h('strong', {}, 'Saved. '), r.warning),
+          h('p', {}, h('a', { href: '#/kit' }, 'Make a recovery kit'), ': one page to print or save, with a place to write this password by hand.')));
       } catch (err) {
         result.replaceChildren(errorBox(err, 'Not saved'));
+      }
+    });
+  });
+  return form;
+}
+
+// testPasswordCard is "test my password": the person types the backup password and the
+// agent says whether it opens the newest backup file, writing nothing. What was typed is
+// cleared after each try.
+function testPasswordCard() {
+  const input = h('input', { type: 'password', autocomplete: 'off', required: true, name: 'test-password' });
+  const result = h('div', { 'aria-live': 'polite', 'data-testid': 'password-test' });
+  const test = h('button', { type: 'submit' }, 'Test my password');
+  const form = h('form', { class: 'card stack', 'aria-labelledby': 'pwtest-title' },
+    h('h2', { id: 'pwtest-title' }, 'Test my password'),
+    h('p', {}, 'Type the backup password as you wrote it down: walletsync tries it on the newest backup file and says whether it opens. Nothing is restored or changed.'),
+    field('Backup password', input), result, h('div', { class: 'actions' }, test));
+  form.addEventListener('input', () => result.replaceChildren());
+  form.addEventListener('submit', (e) => {
+    e.preventDefault();
+    busy(test, async () => {
+      try {
+        const r = await api.testPassword(input.value);
+        input.value = '';
+        result.replaceChildren(notice(r.opens ? 'ok' : 'error', h('p', { 'data-opens': String(r.opens) },
+          h('strong', {}, r.opens ? 'It opens. ' : 'It does not open. '), r.message)));
+      } catch (err) {
+        result.replaceChildren(errorBox(err, 'Could not test the password'));
       }
     });
   });
@@ -140,7 +169,10 @@ function drillStatus() {
       line.textContent = `Skipped ${fmtAgo(t.finishedAt)}: ${t.result.skipped}. Nothing was checked; the drill runs again once a backup exists.`;
       return;
     }
-    line.textContent = words[t.state] ?? taskState(t.state);
+    const proven = t.result?.passwordProven;
+    line.textContent = `${words[t.state] ?? taskState(t.state)} ${proven
+      ? `Your backup password was last proven ${fmtAgo(proven)} (Test my password).`
+      : 'Your backup password has not been proven by hand yet: use Test my password above.'}`;
   };
   run.addEventListener('click', () => busy(run, async () => {
     try {
@@ -201,7 +233,7 @@ export default {
     const settings = h('div');
     const look = h('div', {}, appearanceCard());
     const drill = drillStatus();
-    main.append(pageHeader('Settings'), h('div', { class: 'stack' }, passwordCard(), settings, serviceCard(), look));
+    main.append(pageHeader('Settings'), h('div', { class: 'stack' }, passwordCard(), testPasswordCard(), settings, serviceCard(), look));
     let shown = false;
     const render = () => {
       // Once the form shows, a config change elsewhere must not wipe what is being typed.
