@@ -61,6 +61,9 @@ type Options struct {
 	// maintainTicks is a test seam: the journal maintenance's looks (a ticker of
 	// maintainLook when nil).
 	maintainTicks <-chan time.Time
+	// maintainLooked, a test seam, is told after each of those looks has ended, so that a
+	// test changes nothing (the clock, the tasks) while a look is still under way.
+	maintainLooked chan<- struct{}
 }
 
 // Agent is the running daemon: it owns the data folder, the wallets it keeps safe, the task

@@ -60,6 +60,13 @@ func (a *Agent) maintainJournals(ctx context.Context) {
 		case <-ticks:
 		}
 		a.maintainOnce(ctx, watches)
+		if a.opts.maintainLooked != nil {
+			select {
+			case a.opts.maintainLooked <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+		}
 	}
 }
 

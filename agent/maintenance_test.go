@@ -29,22 +29,24 @@ func TestAgent_JournalMaintenanceOnlyWhenQuiet(t *testing.T) {
 		defer mu.Unlock()
 		now = now.Add(d)
 	}
-	ticks := make(chan time.Time)
-	e.opts.maintainTicks = ticks
+	ticks, looked := make(chan time.Time), make(chan struct{})
+	e.opts.maintainTicks, e.opts.maintainLooked = ticks, looked
 	a := launchAgent(t, e.opts)
 	waitForDrill(t, a) // the drill a new agent starts at once would hold maintenance back
 	ctx := waitCtx(t)
-	// look lets the maintenance look once, and returns after it has: the second tick is
-	// taken only once the first look is over, and a look at the same moment with nothing
-	// written in between changes nothing.
+	// look lets the maintenance look once, and returns after it has ended: the test moves
+	// the clock and starts tasks only between looks.
 	look := func() {
 		t.Helper()
-		for range 2 {
-			select {
-			case ticks <- time.Now():
-			case <-ctx.Done():
-				t.Fatal("the maintenance does not take its tick")
-			}
+		select {
+		case ticks <- time.Now():
+		case <-ctx.Done():
+			t.Fatal("the maintenance does not take its tick")
+		}
+		select {
+		case <-looked:
+		case <-ctx.Done():
+			t.Fatal("the maintenance look does not end")
 		}
 	}
 	sync := func() {

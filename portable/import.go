@@ -197,7 +197,8 @@ type ImportResult struct {
 	// counts are then what this run wrote.
 	Resumed bool `json:"resumed"`
 	// Tables holds the rows inserted and updated per table (as the toolbox counts them: a
-	// restore inserts every row, the user's included).
+	// restore inserts every row, the user's included; but a sync state the merge would
+	// rewrite unchanged counts as unchanged, where the toolbox counts an update).
 	Tables  wallet.MergePlan `json:"tables"`
 	Inserts int64            `json:"inserts"`
 	Updates int64            `json:"updates"`
