@@ -34,7 +34,7 @@ func (s *Store) Usage(ctx context.Context, identityKey string) (wallet.Usage, er
 	if userID >= 0 {
 		for _, t := range wallet.SyncOrder {
 			var rows, bytes int64
-			if err := tx.QueryRowContext(ctx, usageQuery(t), usageArgs(t, userID)...).Scan(&rows, &bytes); err != nil {
+			if err := tx.QueryRowContext(ctx, usageQuery(t), usageArgs(t, userID, identityKey)...).Scan(&rows, &bytes); err != nil {
 				return u, fmt.Errorf("read usage of %s: %w", t.Name, classify(err))
 			}
 			u.Rows += rows
@@ -61,7 +61,11 @@ func (s *Store) Usage(ctx context.Context, identityKey string) (wallet.Usage, er
 
 // usageQuery counts t's rows of one user and sums the stored length of their cells. The
 // scopes are BRC-40's (scopeFilter), written as lookups from the user's own rows so that
-// each walks an index from the user rather than the whole table.
+// each walks an index from the user rather than the whole table. Proofs and proof requests
+// also count when the user's syncs wrote them (their id maps: walletsync's per source
+// store, the toolbox's in the user's sync states) though none of its transactions reaches
+// them yet: they arrive before the transactions that bring them into scope, and a tenant
+// that sends only them would otherwise store them for free.
 func usageQuery(t *wallet.Table) string {
 	lens := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
@@ -71,9 +75,10 @@ func usageQuery(t *wallet.Table) string {
 	switch t.Scope {
 	case wallet.ScopeProvenTx:
 		where = "t.provenTxId IN (SELECT provenTxId FROM transactions WHERE userId = ? AND provenTxId IS NOT NULL" +
-			" UNION SELECT r.provenTxId FROM transactions x CROSS JOIN proven_tx_reqs r ON r.txid = x.txid WHERE x.userId = ? AND r.provenTxId IS NOT NULL)"
+			" UNION SELECT r.provenTxId FROM transactions x CROSS JOIN proven_tx_reqs r ON r.txid = x.txid WHERE x.userId = ? AND r.provenTxId IS NOT NULL" +
+			" UNION " + broughtIDs(t, "provenTx") + ")"
 	case wallet.ScopeProvenTxReq:
-		where = "t.txid IN (SELECT txid FROM transactions WHERE userId = ? AND txid IS NOT NULL)"
+		where = "t.txid IN (SELECT txid FROM transactions WHERE userId = ? AND txid IS NOT NULL) OR t.provenTxReqId IN (" + broughtIDs(t, "provenTxReq") + ")"
 	case wallet.ScopeLabelMap:
 		where = "t.txLabelId IN (SELECT txLabelId FROM tx_labels WHERE userId = ?)"
 	case wallet.ScopeTagMap:
@@ -82,9 +87,19 @@ func usageQuery(t *wallet.Table) string {
 	return fmt.Sprintf("SELECT count(*), coalesce(sum(%s), 0) FROM %s AS t WHERE %s", strings.Join(lens, " + "), quoteIdent(string(t.Name)), where)
 }
 
-func usageArgs(t *wallet.Table, userID int64) []any {
-	if t.Scope == wallet.ScopeProvenTx {
-		return []any{userID, userID}
+// broughtIDs selects the ids of t's rows that the syncs of the identity (the first
+// parameter) and of its user (the second) wrote.
+func broughtIDs(t *wallet.Table, entity string) string {
+	return "SELECT local_id FROM " + idMapTable + " WHERE tbl = '" + string(t.Name) + "' AND source_storage IN (SELECT source_storage FROM " + checkpointTable + " WHERE identity_key = ?)" +
+		" UNION SELECT j.value FROM sync_states AS s, json_each(s.syncMap, '$." + entity + ".idMap') AS j WHERE s.userId = ?"
+}
+
+func usageArgs(t *wallet.Table, userID int64, identityKey string) []any {
+	switch t.Scope {
+	case wallet.ScopeProvenTx:
+		return []any{userID, userID, identityKey, userID}
+	case wallet.ScopeProvenTxReq:
+		return []any{userID, identityKey, userID}
 	}
 	return []any{userID}
 }

@@ -29,7 +29,11 @@ func (s *Store) Usage(ctx context.Context, identityKey string) (wallet.Usage, er
 		if userID >= 0 {
 			for _, t := range wallet.SyncOrder {
 				var rows, bytes int64
-				if err := tx.QueryRow(ctx, usageQuery(t), userID).Scan(&rows, &bytes); err != nil {
+				args := []any{userID}
+				if t.Scope == wallet.ScopeProvenTx || t.Scope == wallet.ScopeProvenTxReq {
+					args = append(args, identityKey) // broughtIDs' $2
+				}
+				if err := tx.QueryRow(ctx, usageQuery(t), args...).Scan(&rows, &bytes); err != nil {
 					return fmt.Errorf("read usage of %s: %w", t.Name, classify(err))
 				}
 				u.Rows += rows
@@ -49,8 +53,9 @@ func (s *Store) Usage(ctx context.Context, identityKey string) (wallet.Usage, er
 	return u, err
 }
 
-// usageQuery counts t's rows of the user $1 and sums their cells' stored lengths, with the
-// scopes of scopeFilter written as lookups from the user's own rows.
+// usageQuery counts t's rows of the user $1 (the identity $2) and sums their cells' stored
+// lengths, with the scopes of scopeFilter written as lookups from the user's own rows, and
+// the proofs and proof requests its syncs wrote (localstore's usageQuery says why).
 func usageQuery(t *wallet.Table) string {
 	lens := make([]string, len(t.Columns))
 	for i, c := range t.Columns {
@@ -70,15 +75,23 @@ func usageQuery(t *wallet.Table) string {
 	switch t.Scope {
 	case wallet.ScopeProvenTx:
 		where = `t."provenTxId" IN (SELECT "provenTxId" FROM transactions WHERE "userId" = $1 AND "provenTxId" IS NOT NULL
-			UNION SELECT r."provenTxId" FROM transactions x JOIN proven_tx_reqs r ON r.txid = x.txid WHERE x."userId" = $1 AND r."provenTxId" IS NOT NULL)`
+			UNION SELECT r."provenTxId" FROM transactions x JOIN proven_tx_reqs r ON r.txid = x.txid WHERE x."userId" = $1 AND r."provenTxId" IS NOT NULL
+			UNION ` + broughtIDs(t, "provenTx") + `)`
 	case wallet.ScopeProvenTxReq:
-		where = `t.txid IN (SELECT txid FROM transactions WHERE "userId" = $1 AND txid IS NOT NULL)`
+		where = `t.txid IN (SELECT txid FROM transactions WHERE "userId" = $1 AND txid IS NOT NULL) OR t."provenTxReqId" IN (` + broughtIDs(t, "provenTxReq") + `)`
 	case wallet.ScopeLabelMap:
 		where = `t."txLabelId" IN (SELECT "txLabelId" FROM tx_labels WHERE "userId" = $1)`
 	case wallet.ScopeTagMap:
 		where = `t."outputTagId" IN (SELECT "outputTagId" FROM output_tags WHERE "userId" = $1)`
 	}
 	return fmt.Sprintf("SELECT count(*), coalesce(sum(%s), 0)::bigint FROM %s AS t WHERE %s", strings.Join(lens, " + "), quote(string(t.Name)), where)
+}
+
+// broughtIDs selects the ids of t's rows that the syncs of the identity $2 and of its
+// user $1 wrote.
+func broughtIDs(t *wallet.Table, entity string) string {
+	return `SELECT local_id FROM ` + idMapTable + ` WHERE tbl = '` + string(t.Name) + `' AND source_storage IN (SELECT source_storage FROM ` + checkpointTable + ` WHERE identity_key = $2)
+		UNION SELECT j.value::bigint FROM sync_states AS s, jsonb_each_text(s."syncMap"::jsonb -> '` + entity + `' -> 'idMap') AS j WHERE s."userId" = $1`
 }
 
 // ProbeBytes is the size of the write ProbeWrite commits.
