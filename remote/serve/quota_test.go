@@ -5,11 +5,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"walletsync/localstore"
 	"walletsync/remote/auth"
@@ -229,16 +235,84 @@ func TestWalletErrorFor_StorageRefusals(t *testing.T) {
 	}
 }
 
-// TestServe_DiskFullIsTypedOnBothWires runs a SQLite server on a real file system that
-// fills up (a tmpfs, testkit/testfs: the kernel's ENOSPC, which SQLite reports as
-// SQLITE_FULL or an I/O error with that errno). A push on each wire is refused as a full
-// disk (the paged wire's disk_full, the toolbox wire's WERR_WALLETSYNC_DISK_FULL), /readyz
-// answers 503 "cannot write (disk full)" and /metrics counts it; once the file system has
-// room again (remounted larger), /readyz is ready again and both pushes complete, equal to
-// their sources.
+// fullStores put a server's store on a real file system that fills up (a tmpfs,
+// testkit/testfs: the kernel's ENOSPC): the SQLite file itself (SQLite reports SQLITE_FULL,
+// or an I/O error with that errno), or the tablespace that a PostgreSQL database creates
+// its tables in (PostgreSQL reports SQLSTATE 53100). Each returns the server's options and
+// the folder to grow.
+var fullStores = []struct {
+	name string
+	open func(t *testing.T) (Options, string)
+}{
+	{"sqlite", func(t *testing.T) (Options, string) {
+		dir := testfs.Tmpfs(t, "2m")
+		return Options{DBPath: filepath.Join(dir, "server.sqlite")}, dir
+	}},
+	{"postgres", func(t *testing.T) (Options, string) {
+		if os.Getenv("WALLETSYNC_PG_URL") != "" {
+			t.Skip("a tablespace on a tmpfs needs the throwaway cluster on this machine, not the server WALLETSYNC_PG_URL names")
+		}
+		dir := testfs.Tmpfs(t, "3m")
+		pgUser, err := user.Lookup("postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		uid, _ := strconv.Atoi(pgUser.Uid)
+		gid, _ := strconv.Atoi(pgUser.Gid)
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(filepath.Dir(dir), 0o711); err != nil { // the test's temp folder: let the server reach it
+			t.Fatal(err)
+		}
+		admin, err := pgx.Connect(t.Context(), cluster.URL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer admin.Close(context.Background())
+		space := fmt.Sprintf("full_%d", time.Now().UnixNano())
+		if _, err := admin.Exec(t.Context(), "CREATE TABLESPACE "+space+" LOCATION '"+dir+"'"); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { // after the database is dropped, before the tmpfs is unmounted
+			c, err := pgx.Connect(context.Background(), cluster.URL)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close(context.Background())
+			if _, err := c.Exec(context.Background(), "DROP TABLESPACE "+space); err != nil {
+				t.Error(err)
+			}
+		})
+		dbURL := cluster.NewDatabase(t)
+		u, err := url.Parse(dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := admin.Exec(t.Context(), "ALTER DATABASE "+pgx.Identifier{strings.TrimPrefix(u.Path, "/")}.Sanitize()+" SET default_tablespace = "+space); err != nil {
+			t.Fatal(err)
+		}
+		return Options{PostgresURL: dbURL}, dir
+	}},
+}
+
+// TestServe_DiskFullIsTypedOnBothWires runs a server whose store fills its disk
+// (fullStores). A push on each wire is refused as a full disk (the paged wire's disk_full,
+// the toolbox wire's WERR_WALLETSYNC_DISK_FULL, never WERR_INTERNAL), /readyz answers 503
+// "cannot write (disk full)" and /metrics counts it; once the file system has room again
+// (remounted larger), /readyz is ready again and both pushes complete, equal to their
+// sources.
 func TestServe_DiskFullIsTypedOnBothWires(t *testing.T) {
-	dir := testfs.Tmpfs(t, "2m")
-	r := startServer(t, Options{DBPath: filepath.Join(dir, "server.sqlite"), Mounts: []Mount{WireMount(wire.ViewOptions{}, nil)}})
+	for _, fs := range fullStores {
+		t.Run(fs.name, func(t *testing.T) { diskFullCase(t, fs.open) })
+	}
+}
+
+func diskFullCase(t *testing.T, open func(t *testing.T) (Options, string)) {
+	opts, dir := open(t)
+	opts.Mounts = []Mount{WireMount(wire.ViewOptions{}, nil)}
+	r := startServer(t, opts)
 	if status, body := get(t, r.MetricsURL+"/readyz"); status != 200 {
 		t.Fatalf("readyz before: %d %q", status, body)
 	}
