@@ -185,6 +185,16 @@ func TestServe_QuotaRefusesOnlyTheTenantOverIt(t *testing.T) {
 					if strings.Contains(metrics, fmt.Sprintf("walletsync_serve_refused_total{reason=%q} 0\n", "quota_"+tc.resource)) {
 						t.Fatalf("/metrics counts no %s refusal:\n%s", tc.resource, metrics)
 					}
+					var used int64
+					prefix := fmt.Sprintf("walletsync_serve_quota_used_max{resource=%q} ", tc.resource)
+					for _, line := range strings.Split(metrics, "\n") {
+						if v, ok := strings.CutPrefix(line, prefix); ok {
+							used, _ = strconv.ParseInt(v, 10, 64)
+						}
+					}
+					if used <= 0 || used > tc.limit {
+						t.Fatalf("/metrics gives the highest %s use as %d, want 1 to %d:\n%s", tc.resource, used, tc.limit, metrics)
+					}
 				})
 			}
 		}
