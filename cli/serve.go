@@ -56,7 +56,7 @@ func serveStoresHelp(w io.Writer) {
 // shutdown. Its first line on out says where it listens; logs go to stderr as JSON. Every
 // store serves the toolbox's JSON-RPC and the wires of serveMounts.
 func runServe(ctx context.Context, args []string, out io.Writer) error {
-	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH|postgres://URL --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D] [--view-idle-timeout D] [--max-conns N] [--max-conns-per-addr N] [--read-timeout D] [--write-timeout D] [--idle-timeout D]", out)
+	fs := command.NewFlags("serve", "--listen ADDR --db sqlite:PATH|postgres://URL --key-file FILE [--chain test|main] [--tls-cert C --tls-key K] [--metrics-listen ADDR] [--max-views N] [--max-views-per-identity N] [--view-lifetime D] [--view-idle-timeout D] [--max-conns N] [--max-conns-per-addr N] [--read-timeout D] [--write-timeout D] [--idle-timeout D] [--quota-bytes N] [--quota-rows N] [--quota-sync-states N]", out)
 	flagsHelp := fs.Usage
 	fs.Usage = func() { flagsHelp(); serveStoresHelp(out) }
 	listen := fs.String("listen", "", "the address to serve on, e.g. :8080 or 127.0.0.1:0")
@@ -79,8 +79,20 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&conns.ReadTimeout, "read-timeout", serve.DefaultReadTimeout, "time to read a whole request, its body included")
 	fs.DurationVar(&conns.WriteTimeout, "write-timeout", serve.DefaultWriteTimeout, "time from a request's headers to the end of its answer")
 	fs.DurationVar(&conns.IdleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "how long a kept-alive connection waits for its next request")
+	var quotas serve.Quotas
+	fs.Int64Var(&quotas.MaxBytes, "quota-bytes", serve.DefaultQuotaBytes, "bytes of row data one identity may store (0: no bound)")
+	fs.Int64Var(&quotas.MaxRows, "quota-rows", serve.DefaultQuotaRows, "rows one identity may store (0: no bound)")
+	fs.Int64Var(&quotas.MaxSyncStates, "quota-sync-states", serve.DefaultQuotaSyncStates, "stores one identity may sync from: toolbox sync states and walletsync checkpoints (0: no bound)")
 	if err := command.Parse(fs, args); err != nil {
 		return err
+	}
+	if quotas.MaxBytes < 0 || quotas.MaxRows < 0 || quotas.MaxSyncStates < 0 {
+		return fmt.Errorf("%w: --quota-bytes, --quota-rows and --quota-sync-states are at least 0 (0: no bound)", command.ErrUsage)
+	}
+	for _, q := range []*int64{&quotas.MaxBytes, &quotas.MaxRows, &quotas.MaxSyncStates} {
+		if *q == 0 {
+			*q = -1 // serve.Quotas: negative turns a bound off, zero takes the default
+		}
 	}
 	if conns.MaxConns < 1 || conns.MaxConnsPerAddr < 1 || conns.ReadHeaderTimeout <= 0 || conns.ReadTimeout <= 0 || conns.WriteTimeout <= 0 || conns.IdleTimeout <= 0 {
 		return fmt.Errorf("%w: --max-conns and --max-conns-per-addr must be at least 1, the timeouts positive", command.ErrUsage)
@@ -119,7 +131,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	srv, err := serve.Open(ctx, serve.Options{
 		DBPath: path, PostgresURL: pgURL, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
-		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: serveMounts(views, logger), Conns: conns,
+		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: serveMounts(views, logger), Conns: conns, Quotas: quotas,
 	})
 	if err != nil {
 		return err

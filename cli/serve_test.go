@@ -160,3 +160,28 @@ func startServeCommand(t *testing.T, db, keyFile string, args ...string) string 
 	}
 	return strings.Fields(url)[0]
 }
+
+// TestCLI_ServeQuotaFlags: `walletsync serve --quota-sync-states 1` bounds each identity to
+// one store to sync from (a second sync state is refused as wallet.ErrQuotaExceeded, and
+// another identity still gets its first), and a negative quota is a usage error.
+func TestCLI_ServeQuotaFlags(t *testing.T) {
+	url := startServeCommand(t, storeURL(t, "sqlite:"), writeKeyFile(t, 95), "--quota-sync-states", "1")
+	for i, seed := range []uint64{96, 97} {
+		identity := localstore.FixtureIdentity(seed)
+		c, err := toolbox.Dial(url, auth.NewProtoWallet(secp256k1.PrivKeyFromBytes(localstore.FixtureRootKey(seed))), toolbox.ClientOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.FindOrInsertSyncState(t.Context(), identity, "02"+strings.Repeat("11", 32), "first"); err != nil {
+			t.Fatalf("identity %d's first sync state: %v", i+1, err)
+		}
+		if i == 0 {
+			if _, err := c.FindOrInsertSyncState(t.Context(), identity, "02"+strings.Repeat("22", 32), "second"); !errors.Is(err, wallet.ErrQuotaExceeded) {
+				t.Fatalf("a second sync state past --quota-sync-states 1: %v", err)
+			}
+		}
+	}
+	if code, _, stderr := walletsync(t, "serve", "--listen", "127.0.0.1:0", "--db", storeURL(t, "sqlite:"), "--key-file", writeKeyFile(t, 95), "--quota-rows", "-1"); code == 0 || !strings.Contains(stderr, "--quota-rows") {
+		t.Fatalf("--quota-rows -1: exit %d, %s", code, stderr)
+	}
+}

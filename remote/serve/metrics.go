@@ -101,6 +101,9 @@ func (m *metrics) write(w io.Writer) {
 	for _, reason := range []string{refusedConns, refusedConnsPerAddr} {
 		fmt.Fprintf(w, "walletsync_serve_refused_total{reason=%q} %d\n", reason, m.refused[reason])
 	}
+	for _, reason := range quotaReasons {
+		fmt.Fprintf(w, "walletsync_serve_refused_total{reason=%q} %d\n", reason, m.refused[reason])
+	}
 	m.mu.Unlock()
 	fmt.Fprintln(w, "# HELP walletsync_serve_connections Client connections open now (the listener's, not the metrics listener's).")
 	fmt.Fprintln(w, "# TYPE walletsync_serve_connections gauge")
@@ -118,6 +121,12 @@ func (m *metrics) write(w io.Writer) {
 		x.WriteMetrics(w)
 	}
 }
+
+// metricsFunc is a MetricsWriter of a function.
+type metricsFunc func(w io.Writer)
+
+// WriteMetrics calls f.
+func (f metricsFunc) WriteMetrics(w io.Writer) { f(w) }
 
 // countingBody counts the bytes read from a request body.
 type countingBody struct {

@@ -9,7 +9,8 @@
 // and GET /robots.txt without authentication, permissive CORS on every route, then the
 // BRC-104 middleware for POST /.well-known/auth (the handshake), POST / (the JSON-RPC) and
 // every mounted prefix. Beside them, unauthenticated: GET /healthz (the process answers),
-// GET /readyz (the store answers and the server is not shutting down) and GET /metrics
+// GET /readyz (the store answers, can write after a write failed for want of space, and
+// the server is not shutting down) and GET /metrics
 // (Prometheus text), the last on its own listener when Options.MetricsListen is set.
 package serve
 
@@ -102,6 +103,9 @@ type Options struct {
 	// Conns bound the connections to Listen and their deadlines (zero values: the
 	// defaults of ConnLimits); the metrics listener takes the deadlines only.
 	Conns ConnLimits
+	// Quotas bound what each identity may store (zero values: the defaults of Quotas), on
+	// both wires.
+	Quotas Quotas
 	// ShutdownTimeout overrides DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// Logger receives structured logs (default slog.Default()). Payloads and private keys
@@ -122,6 +126,7 @@ type Server struct {
 	pg       *pgstore.Store    // the PostgreSQL store, nil on SQLite
 	settings wallet.Settings
 	metrics  *metrics
+	quota    *quotaGuard
 	handler  http.Handler
 	ready    atomic.Bool
 	// closers are the mounted handlers that hold state to release when the server stops
@@ -148,6 +153,7 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		opts.Logger = slog.Default()
 	}
 	opts.Conns = opts.Conns.withDefaults()
+	opts.Quotas = opts.Quotas.withDefaults()
 	if opts.Signer == nil {
 		return nil, fmt.Errorf("open server: no identity key: %w", wallet.ErrInvalidArgument)
 	}
@@ -177,6 +183,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		s.store, s.local = local, local
 	}
 	store := s.store
+	s.quota = newQuotaGuard(opts.Quotas, store.(usageStore), s.metrics, opts.Logger)
+	s.metrics.extra = append(s.metrics.extra, metricsFunc(s.quota.writeMetrics))
 	if err := s.build(ctx); err != nil {
 		store.Close()
 		return nil, fmt.Errorf("open server: %w", err)
@@ -205,7 +213,7 @@ func (s *Server) build(ctx context.Context) error {
 		return err
 	}
 	inner := http.NewServeMux()
-	var backend toolbox.Store = s.store
+	var backend toolbox.Store = quotaToolbox{s.store, s.quota}
 	if s.opts.wrapStore != nil {
 		backend = s.opts.wrapStore(backend)
 	}
@@ -214,7 +222,7 @@ func (s *Server) build(ctx context.Context) error {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)
 		}
-		h, err := m.New(s.wireBackend())
+		h, err := m.New(newQuotaBackend(s.wireBackend(), s.quota))
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Prefix, err)
 		}
@@ -340,10 +348,28 @@ func (s *Server) ops() http.Handler {
 			text(w, http.StatusServiceUnavailable, "not ready: the store does not answer\n")
 			return
 		}
+		if err := s.quota.probe(ctx); err != nil {
+			s.log.Warn("readiness: the store cannot write", "err", err)
+			text(w, http.StatusServiceUnavailable, "not ready: the store cannot write ("+writeClass(err)+")\n")
+			return
+		}
 		text(w, http.StatusOK, "ready\n")
 	})
 	mux.Handle("GET /metrics", s.metrics)
 	return mux
+}
+
+// writeClass names why a write failed, for /readyz.
+func writeClass(err error) string {
+	for _, c := range []struct {
+		err  error
+		name string
+	}{{wallet.ErrDiskFull, "disk full"}, {wallet.ErrReadOnly, "read-only"}, {wallet.ErrBusy, "busy"}} {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return "error"
 }
 
 func text(w http.ResponseWriter, status int, body string) {

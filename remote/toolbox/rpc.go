@@ -211,17 +211,25 @@ func (e *WalletError) json() []byte {
 var werrSentinels = []struct {
 	name     string
 	sentinel error
+	// message, when set, is sent instead of the error's text (which may name server
+	// paths).
+	message string
 }{
-	{"WERR_UNAUTHORIZED", wallet.ErrUnauthorized},
-	{"WERR_NETWORK_CHAIN", wallet.ErrWrongChain},
-	{"WERR_NOT_ACTIVE", wallet.ErrNotActive},
-	{"WERR_NOT_IMPLEMENTED", wallet.ErrNotImplemented},
-	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument},
-	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument},
-	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument},
+	// walletsync's own classes, named as the toolbox asks a package to name its own
+	// (WERR_ and a package prefix): its WalletErrorFromJson rebuilds a WalletError of that
+	// name and message for a name it does not know.
+	{"WERR_WALLETSYNC_QUOTA_EXCEEDED", wallet.ErrQuotaExceeded, ""},
+	{"WERR_WALLETSYNC_DISK_FULL", wallet.ErrDiskFull, "The storage server's disk is full; nothing was written. Try again later."},
+	{"WERR_UNAUTHORIZED", wallet.ErrUnauthorized, ""},
+	{"WERR_NETWORK_CHAIN", wallet.ErrWrongChain, ""},
+	{"WERR_NOT_ACTIVE", wallet.ErrNotActive, ""},
+	{"WERR_NOT_IMPLEMENTED", wallet.ErrNotImplemented, ""},
+	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument, ""},
+	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument, ""},
+	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument, ""},
 	// A chunk that does not answer the consumer's sync state (brc40.SyncState.Answers):
 	// the toolbox has no class of its own for it; its processSyncChunk never refuses one.
-	{"WERR_INVALID_OPERATION", wallet.ErrCheckpointConflict},
+	{"WERR_INVALID_OPERATION", wallet.ErrCheckpointConflict, ""},
 }
 
 func sentinelOf(name string) error {
@@ -234,8 +242,8 @@ func sentinelOf(name string) error {
 }
 
 // WalletErrorFor is the error a server sends for err: the WERR_* class of the first
-// sentinel err matches, with err's text as the message (parameter names the value at
-// fault for WERR_INVALID_PARAMETER), or WERR_INTERNAL with a fixed message for anything
+// sentinel err matches, with err's text as the message (a fixed one for a full disk;
+// parameter names the value at fault for WERR_INVALID_PARAMETER), or WERR_INTERNAL with a fixed message for anything
 // else, so that a server's internal details (paths, SQL, another identity's keys) never
 // reach a client. The caller logs err.
 func WalletErrorFor(err error, parameter string) *WalletError {
@@ -245,7 +253,11 @@ func WalletErrorFor(err error, parameter string) *WalletError {
 	}
 	for _, w := range werrSentinels {
 		if errors.Is(err, w.sentinel) {
-			return &WalletError{Name: w.name, Message: err.Error(), Parameter: parameter}
+			msg := w.message
+			if msg == "" {
+				msg = err.Error()
+			}
+			return &WalletError{Name: w.name, Message: msg, Parameter: parameter}
 		}
 	}
 	return &WalletError{Name: "WERR_INTERNAL", Message: "An internal error has occurred."}

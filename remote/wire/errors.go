@@ -35,6 +35,9 @@ var codes = []struct {
 	status int
 }{
 	{"unauthorized", wallet.ErrUnauthorized, http.StatusForbidden},
+	// An identity's storage quota: its own share is full, the server is not (a client of
+	// an older walletsync, without this code, reads a refusal it must not retry).
+	{"quota_exceeded", wallet.ErrQuotaExceeded, http.StatusForbidden},
 	{"server_busy", wallet.ErrServerBusy, http.StatusServiceUnavailable},
 	{"snapshot_expired", wallet.ErrSnapshotExpired, http.StatusGone},
 	{"snapshot_closed", wallet.ErrSnapshotClosed, http.StatusGone},
@@ -67,6 +70,14 @@ type wireError struct {
 	// Details of the error types that carry them.
 	TooLarge *rowTooLarge `json:"rowTooLarge,omitempty"`
 	Chains   *chains      `json:"chains,omitempty"`
+	Quota    *quotaBody   `json:"quota,omitempty"`
+}
+
+type quotaBody struct {
+	Resource string `json:"resource"`
+	Used     int64  `json:"used"`
+	Adding   int64  `json:"adding"`
+	Limit    int64  `json:"limit"`
 }
 
 type rowTooLarge struct {
@@ -105,6 +116,14 @@ func toWire(err error) (wireError, int) {
 		var ce *wallet.ChainError
 		if errors.As(err, &ce) {
 			we.Chains = &chains{Source: ce.Source, Destination: ce.Destination}
+		}
+		var qe *wallet.QuotaError
+		if errors.As(err, &qe) {
+			we.Message = qe.Error()
+			we.Quota = &quotaBody{Resource: qe.Resource, Used: qe.Used, Adding: qe.Adding, Limit: qe.Limit}
+		}
+		if c.err == wallet.ErrDiskFull {
+			we.Message = "the server's disk is full; nothing was written" // the error names server paths
 		}
 		return we, status
 	}
@@ -168,6 +187,8 @@ func fromWire(status int, body []byte) error {
 		return &wallet.RowTooLargeError{Table: we.TooLarge.Table, Key: we.TooLarge.Key, Charge: we.TooLarge.Charge, Limit: we.TooLarge.Limit}
 	case we.Chains != nil:
 		return &wallet.ChainError{Source: we.Chains.Source, Destination: we.Chains.Destination}
+	case we.Quota != nil:
+		return &wallet.QuotaError{Resource: we.Quota.Resource, Used: we.Quota.Used, Adding: we.Quota.Adding, Limit: we.Quota.Limit}
 	}
 	re := &RemoteError{Status: status, Code: we.Code, Message: we.Message, Err: wallet.ErrRemote}
 	if status >= 500 {
