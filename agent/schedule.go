@@ -205,9 +205,17 @@ func (s *timetable) Update(cfg api.Config) error {
 	s.updateMu.Lock()
 	defer s.updateMu.Unlock()
 
+	// Nothing is scheduled while no wallet is protected: a run could only fail (no wallet
+	// configured) and a drill only find nothing. Once one is chosen, Update gives every
+	// destination and the drill their entries, due at once when they never ran.
 	dests := make([]entry, 0, len(cfg.Destinations)+1)
-	dests = append(dests, entry{dest: api.Destination{ID: drillID, Schedule: cfg.Drill}})
-	for _, d := range cfg.Destinations {
+	scheduled := cfg.Destinations
+	if len(cfg.Wallets) == 0 {
+		scheduled = nil
+	} else {
+		dests = append(dests, entry{dest: api.Destination{ID: drillID, Schedule: cfg.Drill}})
+	}
+	for _, d := range scheduled {
 		if d.Pause != nil {
 			p := *d.Pause
 			d.Pause = &p

@@ -304,6 +304,32 @@ func folderDest(id string, s api.Schedule) api.Destination {
 }
 
 // An interval schedule runs every interval after the last run, not after the start.
+// TestTimetable_NothingBeforeAWallet: while the config protects no wallet, neither its
+// destinations nor the drill are scheduled (a run could only fail, a drill find nothing);
+// once a wallet is chosen, both run at once, as ones that never ran.
+func TestTimetable_NothingBeforeAWallet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newSchedHarness(t, schedOptions{dests: []api.Destination{folderDest("d1", intervalOf(time.Hour))},
+			last: map[string]time.Time{"d1": {}, drillID: {}}})
+		wallets := h.config().Wallets
+		h.update(func(c *api.Config) { c.Wallets = nil })
+		h.startRun()
+		h.sleep(3 * time.Hour)
+		for _, id := range []string{"d1", drillID} {
+			if runs := h.runsOf(id); len(runs) != 0 {
+				t.Fatalf("%s ran while no wallet was protected: %+v", id, runs)
+			}
+		}
+		h.update(func(c *api.Config) { c.Wallets = wallets })
+		h.sleep(time.Minute)
+		for _, id := range []string{"d1", drillID} {
+			if runs := h.runsOf(id); len(runs) != 1 || !runs[0].At.Equal(h.at(3*time.Hour)) {
+				t.Fatalf("%s after the wallet was chosen: %+v, want one run at once", id, runs)
+			}
+		}
+	})
+}
+
 func TestTimetable_Interval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newSchedHarness(t, schedOptions{
