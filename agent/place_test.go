@@ -374,9 +374,11 @@ func TestAgent_RetentionDeletesOnlyItsOwn(t *testing.T) {
 					t.Errorf("the first destination's retention deleted the other's %s: %v", filepath.Base(r.Path), err)
 				}
 			}
+			// Last: 1 keeps the newest, and the newest a restore drill passed when that is an
+			// older one (the drill after the first backup may have checked the first run's).
 			firsts, err := a.state.Backups(t.Context(), "first")
-			if err != nil || len(firsts) != 1 {
-				t.Fatalf("the first destination keeps %d of its own (want 1, Last: 1): %v", len(firsts), err)
+			if err != nil || len(firsts) == 0 || len(firsts) > 2 || (len(firsts) == 2 && firsts[1].VerifiedAt.IsZero()) {
+				t.Fatalf("the first destination keeps %+v of its own (want the newest, and at most the newest verified; Last: 1): %v", firsts, err)
 			}
 			var listing api.BackupListing
 			if err := c.Call(context.Background(), api.RouteBackups, nil, &listing, "first"); err != nil {
