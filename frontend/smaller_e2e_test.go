@@ -73,6 +73,8 @@ func TestDashboard_SmallerOnes(t *testing.T) {
 	}
 	d.page("overview")
 	d.waitFor(`document.querySelector('a[href="#/destinations/add"]')`, "the add link")
-	d.do(chromedp.Click(chromedp.CSS(`a[href="#/destinations/add"]`)))
+	// Clicked in the page's own turn: the overview redraws every second, and a click
+	// that first looks the node up may find it replaced.
+	d.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('a[href="#/destinations/add"]').click()`))
 	d.waitFor(`document.querySelector('form.editor') && document.activeElement === document.querySelector('form.editor input[type=text]')`, "the form open, its name focused")
 }
