@@ -97,6 +97,13 @@ var backupFilters = []FileFilter{
 	{Name: "All files", Pattern: "*"},
 }
 
+// walletFilters are the file types of the wallet file dialog: the names wallet apps give
+// their toolbox wallets (BSV Desktop's wallet-<identity>-<chain>.sqlite, wallet.db).
+var walletFilters = []FileFilter{
+	{Name: "Wallet files (*.sqlite, *.db)", Pattern: "*.sqlite;*.db"},
+	{Name: "All files", Pattern: "*"},
+}
+
 // NewApp returns an App that has not connected yet; the toolkit's startup connects it.
 // It reads the remembered window state (a damaged file is logged and ignored).
 func NewApp(opts AppOptions) (*App, error) {
@@ -274,6 +281,15 @@ func (a *App) SaveBackupFile(suggested string) (string, error) {
 		path += backupExt
 	}
 	return path, nil
+}
+
+// OpenWalletFile asks the person, with the platform's open dialog, for the wallet file to
+// protect (a toolbox wallet's SQLite file), and returns its path; "" when they cancel.
+// The first run's "Choose the wallet" step calls it; the agent checks the file is a
+// wallet before it protects it.
+func (a *App) OpenWalletFile() (string, error) {
+	<-a.ready
+	return a.opts.Window.OpenFile(a.ctx, FileDialog{Title: "Choose the wallet to protect", Filters: walletFilters})
 }
 
 // ChooseBackupFolder asks the person, with the platform's folder dialog, for a folder to

@@ -221,6 +221,11 @@ func TestApp_BackupFileDialogs(t *testing.T) {
 	if got, err := app.OpenBackupFile(); err != nil || got != w.reply {
 		t.Errorf("OpenBackupFile = %q, %v", got, err)
 	}
+	w.reply = "/home/p/.bsv-desktop/wallet.db"
+	if got, err := app.OpenWalletFile(); err != nil || got != w.reply || w.dialogs[len(w.dialogs)-1].Filters[0].Pattern != "*.sqlite;*.db" {
+		t.Errorf("OpenWalletFile = %q, %v (dialog %+v)", got, err, w.dialogs[len(w.dialogs)-1])
+	}
+	w.dialogs = w.dialogs[:len(w.dialogs)-1]
 	w.reply = "/media/usb"
 	if got, err := app.ChooseBackupFolder(); err != nil || got != w.reply || len(w.folders) != 1 {
 		t.Errorf("ChooseBackupFolder = %q, %v", got, err)

@@ -1,6 +1,7 @@
 package frontend_test
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,14 +27,14 @@ func (d *dash) freshAgent() {
 	d.waitFor(`document.querySelector('[data-testid=choose-wallet]')`, "the step that chooses the wallet")
 }
 
-// firstBackup checks that the overview shows the chosen wallet, then runs the only
-// destination by hand and checks that its first backup file is in usb and the config
-// protects wallet.
+// firstBackup checks that the overview shows the chosen wallet, that the only destination,
+// added before there was a wallet to back up, makes its first backup by itself once the
+// wallet is chosen (nothing is scheduled until then), that the backup file is in usb, and
+// that the config protects wallet.
 func (d *dash) firstBackup(usb, wallet string) {
 	d.t.Helper()
 	d.waitFor(`[...document.querySelectorAll('main[data-page=overview] h2')].some((e) => e.textContent === 'Your wallet')`, "the chosen wallet")
 	d.page("destinations")
-	d.do(chromedp.Click(byText(`[data-destination] button`, "Run now")))
 	d.waitFor(`document.querySelector('[data-destination] .task-panel[data-state=succeeded]')`, "the first backup")
 	var cfg api.Config
 	d.api(api.RouteConfig, nil, &cfg)
@@ -81,6 +82,28 @@ func TestDashboard_FirstRunChoosesTheWallet(t *testing.T) {
 	d.waitFor(problem+`.includes('an encrypted BRC-39 backup file, not a wallet')`, "the backup file refused in words")
 	d.do(typeInto(`[data-testid=choose-wallet] input[name=wallet-path]`, d.wallet),
 		chromedp.Click(byText(`[data-testid=choose-wallet] form button`, "Protect this wallet")))
+	d.firstBackup(usb, d.wallet)
+}
+
+// TestDashboard_FirstRunBrowsesForTheWallet: in the desktop window, the step that chooses
+// the wallet has a Browse button, which asks the window's native open dialog (here the
+// walletsyncConfig hook the window provides, answering the wallet's path) and fills the path
+// in; the wallet is then protected and backed up. A browser, without the hook, shows no
+// Browse button there.
+func TestDashboard_FirstRunBrowsesForTheWallet(t *testing.T) {
+	d := newDash(t)
+	browse := `document.querySelector('[data-testid=choose-wallet] button.browse')`
+	d.freshAgent()
+	if eval[bool](d, browse+` !== null`) {
+		t.Fatal("a browser shows a Browse button, which it cannot serve")
+	}
+	d.onNewDocument(fmt.Sprintf(`window.walletsyncConfig = {chooseWalletPath: async () => %q}`, d.wallet))
+	usb := d.addUSBFolder()
+	d.do(chromedp.Reload())
+	d.waitFor(browse, "the Browse button")
+	d.do(chromedp.Evaluate[chromedp.Void](browse + `.click()`))
+	d.waitFor(fmt.Sprintf(`document.querySelector('[data-testid=choose-wallet] input[name=wallet-path]').value === %q`, d.wallet), "the chosen path filled in")
+	d.do(chromedp.Click(byText(`[data-testid=choose-wallet] form button`, "Protect this wallet")))
 	d.firstBackup(usb, d.wallet)
 }
 

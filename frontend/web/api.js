@@ -9,8 +9,9 @@
 //     and every request (the event stream included) goes to base with
 //     "Authorization: Bearer <token>".
 // Native file dialogs (hooks below) come from the Wails window, which binds app.go's App
-// as window.go.main.App, or from walletsyncConfig's chooseSavePath, chooseOpenPath and
-// chooseFolder; each returns a Promise of a path, "" when the person cancels.
+// as window.go.main.App, or from walletsyncConfig's chooseSavePath, chooseOpenPath,
+// chooseWalletPath and chooseFolder; each returns a Promise of a path, "" when the person
+// cancels.
 
 const config = globalThis.walletsyncConfig ?? {};
 
@@ -33,11 +34,13 @@ function dialog(name, method, arity) {
 /**
  * hooks are what the desktop window adds: native file dialogs, each null in a browser.
  * chooseSavePath(suggested) asks where to save a backup file, chooseOpenPath() for a
- * backup file to open, chooseFolder() for a folder to keep backup files in.
+ * backup file to open, chooseWalletPath() for the wallet file to protect, chooseFolder()
+ * for a folder to keep backup files in.
  */
 export const hooks = {
   get chooseSavePath() { return dialog('chooseSavePath', 'SaveBackupFile', 1); },
   get chooseOpenPath() { return dialog('chooseOpenPath', 'OpenBackupFile', 0); },
+  get chooseWalletPath() { return dialog('chooseWalletPath', 'OpenWalletFile', 0); },
   get chooseFolder() { return dialog('chooseFolder', 'ChooseBackupFolder', 0); },
 };
 

@@ -2,8 +2,8 @@
 // background work slowing the wallet down? (the live charts)
 
 import { store, on, chartWindow, refreshConfig, refreshOverview } from '../store.js';
-import { api } from '../api.js';
-import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen, busy } from '../ui.js';
+import { api, hooks } from '../api.js';
+import { h, pageHeader, errorBox, badge, copyButton, onFrame, keepOpen, busy, browseButton } from '../ui.js';
 import { lineChart } from '../charts.js';
 import { parseDetail, progressWords } from '../task-panel.js';
 import { serverConfirmed } from './server.js';
@@ -95,7 +95,8 @@ function chooseWalletCard() {
       'walletsync checks that it is a wallet before it protects it, and never changes which wallet your app uses.'),
     found,
     h('form', { class: 'row', onsubmit: submit },
-      h('label', { class: 'grow' }, h('span', { class: 'visually-hidden' }, 'Wallet file'), input), button),
+      h('label', { class: 'grow' }, h('span', { class: 'visually-hidden' }, 'Wallet file'), input),
+      browseButton(hooks.chooseWalletPath, input), button),
     problem);
 }
 
