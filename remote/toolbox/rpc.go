@@ -219,6 +219,10 @@ var werrSentinels = []struct {
 	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument},
 	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument},
+	// A chunk row referring to a row never delivered: the paged wire's dangling_reference,
+	// here the invalid parameter "table.column" (after ErrInvalidArgument's names, so that
+	// a client reads WERR_INVALID_PARAMETER back as ErrInvalidArgument).
+	{"WERR_INVALID_PARAMETER", wallet.ErrDanglingReference},
 	// A chunk that does not answer the consumer's sync state (brc40.SyncState.Answers):
 	// the toolbox has no class of its own for it; its processSyncChunk never refuses one.
 	{"WERR_INVALID_OPERATION", wallet.ErrCheckpointConflict},
@@ -237,11 +241,21 @@ func sentinelOf(name string) error {
 // sentinel err matches, with err's text as the message (parameter names the value at
 // fault for WERR_INVALID_PARAMETER), or WERR_INTERNAL with a fixed message for anything
 // else, so that a server's internal details (paths, SQL, another identity's keys) never
-// reach a client. The caller logs err.
+// reach a client. A *wallet.DanglingReferenceError or *wallet.UnstorableError is
+// WERR_INVALID_PARAMETER whose parameter is the table and column at fault
+// ("outputs.transactionId"), whatever parameter says. The caller logs err.
 func WalletErrorFor(err error, parameter string) *WalletError {
 	var we *WalletError
 	if errors.As(err, &we) {
 		return we
+	}
+	var dangling *wallet.DanglingReferenceError
+	var unstorable *wallet.UnstorableError
+	switch {
+	case errors.As(err, &dangling):
+		parameter = dangling.Param()
+	case errors.As(err, &unstorable):
+		parameter = string(unstorable.Table) + "." + unstorable.Column
 	}
 	for _, w := range werrSentinels {
 		if errors.Is(err, w.sentinel) {

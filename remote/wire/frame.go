@@ -470,6 +470,11 @@ func jsonValue(k wallet.Kind, v any) (any, bool) {
 // the rows, so rows are held raw (at most MaxPageRows of them) until the head names their
 // table.
 func decodeJSON(body []byte, head any) ([]wallet.Row, error) {
+	// encoding/json reads invalid UTF-8 and lone surrogates as U+FFFD: refused, never
+	// altered.
+	if err := wallet.CheckJSONText(body); err != nil {
+		return nil, fmt.Errorf("decode JSON frame: %w: %w", err, ErrBadFrame)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var f jsonFrame
 	err := jsonObject(dec, func(key string) error {

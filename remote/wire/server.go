@@ -407,6 +407,13 @@ func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
 		return nil, nil, nil, err
 	}
 	b := head.batch(rows)
+	if t, err := wallet.LookupTable(b.Page.Table); err == nil {
+		for _, r := range b.Page.Rows {
+			if err := t.CheckValues(r); err != nil {
+				return nil, nil, nil, fmt.Errorf("commit: %w", err)
+			}
+		}
+	}
 	key := b.Checkpoint.Session
 	if key.IdentityKey != c.identity {
 		return nil, nil, nil, fmt.Errorf("commit a batch of another identity: %w", wallet.ErrUnauthorized)
