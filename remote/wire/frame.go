@@ -547,9 +547,10 @@ func jsonRows(dec *json.Decoder, rows *[]json.RawMessage) error {
 	if tok != json.Delim('[') {
 		return errors.New("rows are not an array")
 	}
+	count := wallet.RowCounter{Limit: wallet.MaxPageRows}
 	for dec.More() {
-		if len(*rows) == wallet.MaxPageRows {
-			return fmt.Errorf("more than %d rows: %w", wallet.MaxPageRows, ErrBadFrame)
+		if err := count.Next(); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrBadFrame)
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {
