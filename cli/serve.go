@@ -78,8 +78,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs.DurationVar(&conns.ReadTimeout, "read-timeout", serve.DefaultReadTimeout, "time to read a whole request, its body included")
 	fs.DurationVar(&conns.WriteTimeout, "write-timeout", serve.DefaultWriteTimeout, "time from a request's headers to the end of its answer")
 	fs.DurationVar(&conns.IdleTimeout, "idle-timeout", serve.DefaultIdleTimeout, "how long a kept-alive connection waits for its next request")
+	memoryMiB := fs.Int64("memory-budget", wire.DefaultMemoryBudget>>20, fmt.Sprintf("MiB of request bodies and decompressed frames held at once (at least %d); a request past it waits 1s, then is answered 503 with Retry-After", (wire.MinMemoryBudget+1<<20-1)>>20))
 	if err := command.Parse(fs, args); err != nil {
 		return err
+	}
+	if *memoryMiB<<20 < wire.MinMemoryBudget || *memoryMiB > 1<<30 {
+		return fmt.Errorf("%w: --memory-budget must be at least %d (MiB)", command.ErrUsage, (wire.MinMemoryBudget+1<<20-1)>>20)
 	}
 	if conns.MaxConns < 1 || conns.MaxConnsPerAddr < 1 || conns.ReadHeaderTimeout <= 0 || conns.ReadTimeout <= 0 || conns.WriteTimeout <= 0 || conns.IdleTimeout <= 0 {
 		return fmt.Errorf("%w: --max-conns and --max-conns-per-addr must be at least 1, the timeouts positive", command.ErrUsage)
@@ -119,6 +123,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	srv, err := serve.Open(ctx, serve.Options{
 		DBPath: path, PostgresURL: pgURL, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: serveMounts(views, logger), Conns: conns,
+		MemoryBudget: *memoryMiB << 20,
 	})
 	if err != nil {
 		return err
