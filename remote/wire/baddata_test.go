@@ -21,7 +21,9 @@ func TestHandler_CommitRefusesBadValues(t *testing.T) {
 		start func(t *testing.T) *server
 	}{
 		{"sqlite", func(t *testing.T) *server { return startServer(t, newStore(t, wallet.ChainTest), HandlerOptions{}) }},
-		{"postgres", func(t *testing.T) *server { return startBackend(t, newPGStore(t, wallet.ChainTest), nil, HandlerOptions{}) }},
+		{"postgres", func(t *testing.T) *server {
+			return startBackend(t, newPGStore(t, wallet.ChainTest), nil, HandlerOptions{})
+		}},
 	} {
 		t.Run(be.name, func(t *testing.T) {
 			ctx := t.Context()
