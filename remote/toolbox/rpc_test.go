@@ -148,6 +148,17 @@ func FuzzParseRequest(f *testing.F) {
 		if req.Method == "" {
 			t.Fatal("accepted an empty method")
 		}
+		// The params and id it keeps as slices of body are what copies would hold.
+		var env struct {
+			Params []json.RawMessage `json:"params"`
+			ID     json.RawMessage   `json:"id"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", body, err)
+		}
+		if fmt.Sprint(env.Params) != fmt.Sprint(req.Params) || string(env.ID) != string(req.ID) {
+			t.Fatalf("%q: params %q id %q, want %q %q", body, req.Params, req.ID, env.Params, env.ID)
+		}
 	})
 }
 
