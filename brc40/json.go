@@ -161,6 +161,11 @@ func newSyncReader(data []byte) (*syncReader, error) {
 	if len(data) > wallet.MaxFrameBytes {
 		return nil, badMessage("$", "%d bytes, more than the %d-byte frame ceiling", len(data), wallet.MaxFrameBytes)
 	}
+	// encoding/json would read invalid UTF-8 and lone surrogates as U+FFFD: a message
+	// holding either is refused, never stored altered.
+	if err := wallet.CheckJSONText(data); err != nil {
+		return nil, badMessage("$", "%v", err)
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return &syncReader{dec: dec}, nil

@@ -142,8 +142,9 @@ func (b *chunkBudget) entityRows(t *wallet.Table, offset int64, page ChunkPager)
 }
 
 // CheckChunk refuses a chunk that does not answer args (producer, consumer, user), args that
-// fail Validate, and a row that Table.Normalize refuses; rows are normalized in place. A
-// consumer runs it before writing anything.
+// fail Validate, and a row that Table.Normalize or Table.CheckValues refuses (a value the
+// toolbox never writes: a negative output, a malformed txid, an id below 1); rows are
+// normalized in place. A consumer runs it before writing anything.
 func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 	if err := args.Validate(); err != nil {
 		return err
@@ -160,6 +161,9 @@ func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 		if err := wallet.Users.Normalize(chunk.User); err != nil {
 			return fmt.Errorf("chunk user: %w", err)
 		}
+		if err := wallet.Users.CheckValues(chunk.User); err != nil {
+			return fmt.Errorf("chunk user: %w", err)
+		}
 		if key := chunk.User[wallet.Users.Col("identityKey")]; key != args.IdentityKey {
 			return fmt.Errorf("chunk carries the user row of %v: %w", key, wallet.ErrInvalidArgument)
 		}
@@ -171,6 +175,9 @@ func CheckChunk(args RequestSyncChunkArgs, chunk SyncChunk) error {
 		}
 		for i, r := range rows {
 			if err := t.Normalize(r); err != nil {
+				return fmt.Errorf("%s[%d]: %w", t.Plural, i, err)
+			}
+			if err := t.CheckValues(r); err != nil {
 				return fmt.Errorf("%s[%d]: %w", t.Plural, i, err)
 			}
 		}
@@ -247,9 +254,11 @@ func Matchable(t *wallet.Table, cols []string, local wallet.Row) bool {
 
 // Localize returns a copy of in (a row of t with a source store's ids) as the store of
 // userID would hold it: its user, and every foreign key mapped to a local id through
-// localID. A missing mapping makes a nullable key NULL (as the toolbox leaves it undefined)
-// and fails for a NOT NULL one (ErrDanglingReference). A proof request's notify ids are
-// mapped too (MapNotify).
+// localID. A missing mapping is refused alike for every key, nullable or not (a
+// *wallet.DanglingReferenceError naming the column): the toolbox would store a nullable one
+// as NULL (a transaction losing its proof without a word) while refusing a NOT NULL one, and
+// walletsync treats every table alike. A NULL key stays NULL. A proof request's notify ids
+// are mapped too (MapNotify), and the ids without a mapping dropped, as the toolbox does.
 func Localize(t *wallet.Table, in wallet.Row, userID int64, localID func(t *wallet.Table, src int64) (int64, bool)) (wallet.Row, error) {
 	local := slices.Clone(in)
 	if t.HasCol("userId") {
@@ -262,14 +271,10 @@ func Localize(t *wallet.Table, in wallet.Row, userID int64, localID func(t *wall
 		}
 		target, _ := wallet.LookupTable(ref.Target)
 		id, ok := localID(target, in[i].(int64))
-		switch {
-		case ok:
-			local[i] = id
-		case t.Columns[i].Nullable:
-			local[i] = nil
-		default:
-			return nil, fmt.Errorf("%s.%s = %d: %w", t.Name, ref.Column, in[i], wallet.ErrDanglingReference)
+		if !ok {
+			return nil, &wallet.DanglingReferenceError{Table: t.Name, Column: ref.Column, ID: in[i].(int64)}
 		}
+		local[i] = id
 	}
 	if t == wallet.ProvenTxReqs {
 		localTx := func(src int64) (int64, bool) { return localID(wallet.Transactions, src) }

@@ -28,6 +28,10 @@ import (
 const (
 	DefaultChunkMaxRoughSize = 10_000_000
 	DefaultChunkMaxItems     = 1000
+	// MaxChunkRows is the most rows a chunk may carry, the user row aside: a producer stops
+	// at maxItems, which neither walletsync (syncer.DefaultChunkItems) nor the toolbox asks
+	// above 1000. A chunk's decoder refuses the row past it before reading that row.
+	MaxChunkRows = DefaultChunkMaxItems
 )
 
 // badMessage is every decoder's refusal, so that a caller finds the path with errors.As.
@@ -261,7 +265,8 @@ func (c SyncChunk) MarshalJSON() ([]byte, error) {
 // column rules of AppendRowJSON's inverse: each key a column of its table, no NOT NULL column
 // null or missing. The two proven_tx_reqs columns that toolbox 1.x stores lack
 // (wasBroadcast, rebroadcastAttempts) take their column defaults (false, 0) when missing,
-// as a toolbox insert would give them.
+// as a toolbox insert would give them. Rows are counted as they are read, across the 12
+// arrays: the row past MaxChunkRows is refused before it is read.
 func (c *SyncChunk) UnmarshalJSON(data []byte) error {
 	r, err := newSyncReader(data)
 	if err != nil {
@@ -269,6 +274,7 @@ func (c *SyncChunk) UnmarshalJSON(data []byte) error {
 	}
 	out := SyncChunk{Rows: map[wallet.TableName][]wallet.Row{}}
 	seen := map[string]bool{}
+	count := wallet.RowCounter{Limit: MaxChunkRows}
 	err = r.object("$", func(key, path string) error {
 		seen[key] = true
 		var err error
@@ -289,6 +295,9 @@ func (c *SyncChunk) UnmarshalJSON(data []byte) error {
 			rows := []wallet.Row{}
 			var present bool
 			present, err = r.array(path, true, func(path string) error {
+				if err := count.Next(); err != nil {
+					return badMessage(path, "%v in one chunk", err)
+				}
 				row, err := r.row(path, t, false)
 				rows = append(rows, row)
 				return err

@@ -83,8 +83,12 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	fs.Int64Var(&quotas.MaxBytes, "quota-bytes", serve.DefaultQuotaBytes, "bytes of row data one identity may store (0: no bound)")
 	fs.Int64Var(&quotas.MaxRows, "quota-rows", serve.DefaultQuotaRows, "rows one identity may store (0: no bound)")
 	fs.Int64Var(&quotas.MaxSyncStates, "quota-sync-states", serve.DefaultQuotaSyncStates, "stores one identity may sync from: toolbox sync states and walletsync checkpoints (0: no bound)")
+	memoryMiB := fs.Int64("memory-budget", wire.DefaultMemoryBudget>>20, fmt.Sprintf("MiB of request bodies and decompressed frames held at once (at least %d); a request past it waits 1s, then is answered 503 with Retry-After", (wire.MinMemoryBudget+1<<20-1)>>20))
 	if err := command.Parse(fs, args); err != nil {
 		return err
+	}
+	if *memoryMiB<<20 < wire.MinMemoryBudget || *memoryMiB > 1<<30 {
+		return fmt.Errorf("%w: --memory-budget must be at least %d (MiB)", command.ErrUsage, (wire.MinMemoryBudget+1<<20-1)>>20)
 	}
 	if quotas.MaxBytes < 0 || quotas.MaxRows < 0 || quotas.MaxSyncStates < 0 {
 		return fmt.Errorf("%w: --quota-bytes, --quota-rows and --quota-sync-states are at least 0 (0: no bound)", command.ErrUsage)
@@ -132,6 +136,7 @@ func runServe(ctx context.Context, args []string, out io.Writer) error {
 	srv, err := serve.Open(ctx, serve.Options{
 		DBPath: path, PostgresURL: pgURL, Chain: c, Signer: auth.NewProtoWallet(key), Listen: *listen, MetricsListen: *metricsListen,
 		TLSCert: *tlsCert, TLSKey: *tlsKey, Logger: logger, Mounts: serveMounts(views, logger), Conns: conns, Quotas: quotas,
+		MemoryBudget: *memoryMiB << 20,
 	})
 	if err != nil {
 		return err

@@ -282,6 +282,26 @@ func (e *UnstorableError) Error() string {
 // Unwrap makes errors.Is(err, ErrInvalidArgument) true.
 func (e *UnstorableError) Unwrap() error { return ErrInvalidArgument }
 
+// DanglingReferenceError reports a row whose foreign key names a row the destination never
+// received: Table.Column holds ID, a source id that no id map maps. It matches
+// ErrDanglingReference; a server answers it as an invalid parameter naming Param().
+type DanglingReferenceError struct {
+	Table  TableName
+	Column string
+	ID     int64
+}
+
+func (e *DanglingReferenceError) Error() string {
+	return fmt.Sprintf("%s.%s = %d refers to a row never delivered", e.Table, e.Column, e.ID)
+}
+
+// Param names the value at fault as "table.column", the parameter a toolbox
+// WERR_INVALID_PARAMETER carries.
+func (e *DanglingReferenceError) Param() string { return string(e.Table) + "." + e.Column }
+
+// Unwrap makes errors.Is(err, ErrDanglingReference) true.
+func (e *DanglingReferenceError) Unwrap() error { return ErrDanglingReference }
+
 // SyncMessageError says where a BRC-40 message is malformed.
 type SyncMessageError struct {
 	// Path locates the problem: "$" for the whole message, "offsets[3].name",

@@ -226,7 +226,8 @@ var (
 	// ErrStaleSession: the session was fenced (its destination replaced or closed); its
 	// work is discarded before it mutates anything.
 	ErrStaleSession = errors.New("stale session")
-	// ErrDanglingReference: a row refers to a parent row (by a NOT NULL foreign key) that
-	// the destination never received; the source's data is inconsistent.
+	// ErrDanglingReference: a row refers to a parent row (by any foreign key, nullable or
+	// not) that the destination never received; the source's data is inconsistent. Errors
+	// that carry it from a merge are *DanglingReferenceError values, which name the column.
 	ErrDanglingReference = errors.New("row refers to a row the destination does not have")
 )

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"walletsync/remote/wire"
 )
 
 // commitBuckets are the upper bounds, in seconds, of the commit latency histogram: a
@@ -33,6 +35,8 @@ type metrics struct {
 	refused  map[string]uint64 // connections and requests refused, by reason
 	// extra are mounted handlers that write their own metrics (see MetricsWriter).
 	extra []MetricsWriter
+	// budget is the server's memory budget, whose use is a gauge.
+	budget *wire.MemoryBudget
 }
 
 // MetricsWriter is implemented by a mounted handler that has metrics of its own (the
@@ -104,6 +108,9 @@ func (m *metrics) write(w io.Writer) {
 	for _, reason := range quotaReasons {
 		fmt.Fprintf(w, "walletsync_serve_refused_total{reason=%q} %d\n", reason, m.refused[reason])
 	}
+	if m.budget != nil {
+		fmt.Fprintf(w, "walletsync_serve_refused_total{reason=%q} %d\n", refusedMemory, m.budget.Refused())
+	}
 	m.mu.Unlock()
 	fmt.Fprintln(w, "# HELP walletsync_serve_connections Client connections open now (the listener's, not the metrics listener's).")
 	fmt.Fprintln(w, "# TYPE walletsync_serve_connections gauge")
@@ -117,6 +124,14 @@ func (m *metrics) write(w io.Writer) {
 	fmt.Fprintln(w, "# HELP walletsync_serve_in_flight_requests Requests being served now.")
 	fmt.Fprintln(w, "# TYPE walletsync_serve_in_flight_requests gauge")
 	fmt.Fprintf(w, "walletsync_serve_in_flight_requests %d\n", m.inFlight.Load())
+	if m.budget != nil {
+		fmt.Fprintln(w, "# HELP walletsync_serve_memory_budget_bytes The memory budget of request bodies and decompressed frames in flight (--memory-budget).")
+		fmt.Fprintln(w, "# TYPE walletsync_serve_memory_budget_bytes gauge")
+		fmt.Fprintf(w, "walletsync_serve_memory_budget_bytes %d\n", m.budget.Size())
+		fmt.Fprintln(w, "# HELP walletsync_serve_memory_in_use_bytes Bytes of the memory budget charged now.")
+		fmt.Fprintln(w, "# TYPE walletsync_serve_memory_in_use_bytes gauge")
+		fmt.Fprintf(w, "walletsync_serve_memory_in_use_bytes %d\n", m.budget.InUse())
+	}
 	for _, x := range m.extra {
 		x.WriteMetrics(w)
 	}

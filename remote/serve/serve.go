@@ -17,12 +17,14 @@ package serve
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -72,6 +74,10 @@ type Mount struct {
 	// wire.SharedViews), when the server opens. A handler that is also a MetricsWriter adds
 	// its samples to /metrics.
 	New func(backend wire.Backend) (http.Handler, error)
+	// NewBudgeted, when set, is used instead of New and is given the server's memory
+	// budget too, for the handler to charge what it allocates per request (the paged
+	// wire's decompressed frames) to the same budget as the bodies.
+	NewBudgeted func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error)
 }
 
 // Options configure a Server.
@@ -106,6 +112,14 @@ type Options struct {
 	// Quotas bound what each identity may store (zero values: the defaults of Quotas), on
 	// both wires.
 	Quotas Quotas
+	// MemoryBudget bounds the request memory in flight, in bytes (0: wire.DefaultMemoryBudget,
+	// at least wire.MinMemoryBudget): every request body is charged before it is read (its
+	// Content-Length, or its route's limit when it declares none) and held once, and the
+	// paged wire's decompressed frames are charged to the same budget. A request that does
+	// not fit within MemoryWait (0: wire.DefaultMemoryWait) is answered 503 with
+	// Retry-After, before a byte of its body is read.
+	MemoryBudget int64
+	MemoryWait   time.Duration
 	// ShutdownTimeout overrides DefaultShutdownTimeout.
 	ShutdownTimeout time.Duration
 	// Logger receives structured logs (default slog.Default()). Payloads and private keys
@@ -127,6 +141,7 @@ type Server struct {
 	settings wallet.Settings
 	metrics  *metrics
 	quota    *quotaGuard
+	budget   *wire.MemoryBudget
 	handler  http.Handler
 	ready    atomic.Bool
 	// closers are the mounted handlers that hold state to release when the server stops
@@ -162,7 +177,8 @@ func Open(ctx context.Context, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("open server: %w", err)
 	}
 	identity := fmt.Sprintf("%x", pub.SerializeCompressed())
-	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics()}
+	s := &Server{opts: opts, log: opts.Logger, metrics: newMetrics(), budget: wire.NewMemoryBudget(opts.MemoryBudget, opts.MemoryWait)}
+	s.metrics.budget = s.budget
 	switch {
 	case (opts.DBPath == "") == (opts.PostgresURL == ""):
 		return nil, fmt.Errorf("open server: one of DBPath and PostgresURL: %w", wallet.ErrInvalidArgument)
@@ -222,7 +238,13 @@ func (s *Server) build(ctx context.Context) error {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)
 		}
-		h, err := m.New(newQuotaBackend(s.wireBackend(), s.quota))
+		var h http.Handler
+		var err error
+		if m.NewBudgeted != nil {
+			h, err = m.NewBudgeted(newQuotaBackend(s.wireBackend(), s.quota), s.budget)
+		} else {
+			h, err = m.New(newQuotaBackend(s.wireBackend(), s.quota))
+		}
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Prefix, err)
 		}
@@ -311,6 +333,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	limit := s.bodyLimit(r.URL.Path)
 	if !s.mounted(r.URL.Path) {
 		// The toolbox's 30 MB, checked before a byte is read (express.json refuses a
 		// larger body with 413 too).
@@ -320,7 +343,60 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, toolbox.MaxBodyBytes)
 	}
+	release, ok := s.chargeBody(w, r, limit)
+	if !ok {
+		return
+	}
+	defer release()
 	s.handler.ServeHTTP(w, r)
+}
+
+// refusedMemory is the refusal reason of a charge the memory budget had no room for (a
+// body here, a frame in the paged wire), counted by the budget itself.
+const refusedMemory = "memory_budget"
+
+// bodyLimit is the largest body the route of path takes: a mount's own limit, the auth
+// handshake's 64 KiB, else the toolbox's 30 MB.
+func (s *Server) bodyLimit(path string) int64 {
+	for _, m := range s.opts.Mounts {
+		if strings.HasPrefix(path, m.Prefix) {
+			return max(m.MaxBodyBytes, wallet.MaxFrameBytes)
+		}
+	}
+	if path == "/.well-known/auth" {
+		return 64 << 10
+	}
+	return toolbox.MaxBodyBytes
+}
+
+// chargeBody charges r's body to the memory budget before a byte of it is read: its
+// Content-Length when declared (and the body is then held to it), else limit. A request
+// without a body is not charged. Over budget, it answers 503 with Retry-After itself (an
+// unsigned refusal, which a client reads as the server unavailable for now) and ok is false.
+func (s *Server) chargeBody(w http.ResponseWriter, r *http.Request, limit int64) (release func(), ok bool) {
+	if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+		return func() {}, true
+	}
+	n := limit
+	if r.ContentLength > 0 && r.ContentLength <= limit {
+		n = r.ContentLength
+		r.Body = http.MaxBytesReader(w, r.Body, n)
+	}
+	release, err := s.budget.Charge(r.Context(), n, "request bodies")
+	if err != nil {
+		var busy *wallet.BusyError
+		if !errors.As(err, &busy) {
+			return nil, false // the client went away while it waited
+		}
+		w.Header().Set("Retry-After", strconv.FormatInt(int64((busy.RetryAfter+time.Second-1)/time.Second), 10))
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		b, _ := json.Marshal(map[string]any{"status": "error", "code": "ERR_SERVER_BUSY", "description": busy.Error(),
+			"error": map[string]any{"code": "server_busy", "message": busy.Reason, "retryAfterMs": busy.RetryAfter.Milliseconds()}})
+		w.Write(b)
+		return nil, false
+	}
+	return release, true
 }
 
 func (s *Server) mounted(path string) bool {

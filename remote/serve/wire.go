@@ -22,6 +22,9 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 		New: func(backend wire.Backend) (http.Handler, error) {
 			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log})}, nil
 		},
+		NewBudgeted: func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error) {
+			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log, Budget: budget})}, nil
+		},
 	}
 }
 

@@ -65,12 +65,15 @@ func AppendRequest(dst []byte, method string, id int64, params ...json.RawMessag
 // with "jsonrpc":"2.0" and a non-empty string "method"; params, when present, must be an
 // array. Anything else is a *RPCError with CodeInvalidRequest, which a server answers with
 // HTTP 400. The body's size is the caller's to bound (MaxBodyBytes).
+//
+// The params and the id are slices of body, not copies (body is then held once, however
+// large its chunk): the caller must not modify body while it uses them.
 func ParseRequest(body []byte) (Request, error) {
 	var env struct {
-		JSONRPC *string         `json:"jsonrpc"`
-		Method  *string         `json:"method"`
-		Params  json.RawMessage `json:"params"`
-		ID      json.RawMessage `json:"id"`
+		JSONRPC *string `json:"jsonrpc"`
+		Method  *string `json:"method"`
+		Params  heldRaw `json:"params"`
+		ID      heldRaw `json:"id"`
 	}
 	invalid := &RPCError{Code: CodeInvalidRequest, Message: "Invalid Request"}
 	if err := json.Unmarshal(body, &env); err != nil {
@@ -79,13 +82,31 @@ func ParseRequest(body []byte) (Request, error) {
 	if env.JSONRPC == nil || *env.JSONRPC != "2.0" || env.Method == nil || *env.Method == "" {
 		return Request{}, invalid
 	}
-	req := Request{Method: *env.Method, ID: env.ID}
+	req := Request{Method: *env.Method, ID: json.RawMessage(env.ID)}
 	if len(env.Params) > 0 && !bytes.Equal(env.Params, []byte("null")) {
-		if err := json.Unmarshal(env.Params, &req.Params); err != nil {
+		var params []heldRaw
+		if err := json.Unmarshal(env.Params, &params); err != nil {
 			return Request{}, invalid
+		}
+		req.Params = make([]json.RawMessage, len(params))
+		for i, p := range params {
+			req.Params[i] = json.RawMessage(p)
 		}
 	}
 	return req, nil
+}
+
+// heldRaw is a json.RawMessage that keeps the slice of the input it was decoded from
+// instead of a copy. json.Unmarshal hands an Unmarshaler a slice of the caller's input (its
+// contract asks a copy only of an Unmarshaler that outlives the input's owner, and the
+// request owns its body); a json.Decoder would hand its own buffer, so heldRaw is for
+// json.Unmarshal only. A 30 MB processSyncChunk was held three times: the body, the
+// envelope's params and each param.
+type heldRaw []byte
+
+func (h *heldRaw) UnmarshalJSON(b []byte) error {
+	*h = b[:len(b):len(b)]
+	return nil
 }
 
 // AppendResult appends a success answer. A nil result is left out of the body, as
@@ -227,6 +248,10 @@ var werrSentinels = []struct {
 	{"WERR_INVALID_PARAMETER", wallet.ErrInvalidArgument, ""},
 	{"WERR_MISSING_PARAMETER", wallet.ErrInvalidArgument, ""},
 	{"WERR_BAD_REQUEST", wallet.ErrInvalidArgument, ""},
+	// A chunk row referring to a row never delivered: the paged wire's dangling_reference,
+	// here the invalid parameter "table.column" (after ErrInvalidArgument's names, so that
+	// a client reads WERR_INVALID_PARAMETER back as ErrInvalidArgument).
+	{"WERR_INVALID_PARAMETER", wallet.ErrDanglingReference, ""},
 	// A chunk that does not answer the consumer's sync state (brc40.SyncState.Answers):
 	// the toolbox has no class of its own for it; its processSyncChunk never refuses one.
 	{"WERR_INVALID_OPERATION", wallet.ErrCheckpointConflict, ""},
@@ -245,11 +270,21 @@ func sentinelOf(name string) error {
 // sentinel err matches, with err's text as the message (a fixed one for a full disk;
 // parameter names the value at fault for WERR_INVALID_PARAMETER), or WERR_INTERNAL with a fixed message for anything
 // else, so that a server's internal details (paths, SQL, another identity's keys) never
-// reach a client. The caller logs err.
+// reach a client. A *wallet.DanglingReferenceError or *wallet.UnstorableError is
+// WERR_INVALID_PARAMETER whose parameter is the table and column at fault
+// ("outputs.transactionId"), whatever parameter says. The caller logs err.
 func WalletErrorFor(err error, parameter string) *WalletError {
 	var we *WalletError
 	if errors.As(err, &we) {
 		return we
+	}
+	var dangling *wallet.DanglingReferenceError
+	var unstorable *wallet.UnstorableError
+	switch {
+	case errors.As(err, &dangling):
+		parameter = dangling.Param()
+	case errors.As(err, &unstorable):
+		parameter = string(unstorable.Table) + "." + unstorable.Column
 	}
 	for _, w := range werrSentinels {
 		if errors.Is(err, w.sentinel) {

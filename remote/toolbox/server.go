@@ -125,7 +125,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "not authenticated", http.StatusUnauthorized)
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	body, err := readBody(w, r)
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		status := http.StatusBadRequest
@@ -170,6 +170,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.answer(w, http.StatusOK, AppendResult(nil, req.ID, result), label, "ok", start)
+}
+
+// readBody returns the request's body, held once: the BRC-104 middleware's bytes when it
+// read them (auth.HeldBody), refused over MaxBodyBytes as http.MaxBytesReader refuses it.
+func readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if body, ok := auth.HeldBody(r); ok {
+		if len(body) > MaxBodyBytes {
+			return nil, &http.MaxBytesError{Limit: MaxBodyBytes}
+		}
+		return body, nil
+	}
+	return io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
 }
 
 // answer writes body as the StorageServer's res.json does and reports the call.

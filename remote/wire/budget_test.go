@@ -36,7 +36,7 @@ func bombFrame(t testing.TB, n int) []byte {
 // budgetCodec is a server's codec with a frame budget of budget bytes.
 func budgetCodec(budget int64, wait time.Duration) *codec {
 	c := newCodec()
-	c.frames, c.framesWait = semaphore.NewWeighted(budget), wait
+	c.frames = &MemoryBudget{sem: semaphore.NewWeighted(budget), size: budget, wait: wait}
 	return c
 }
 
@@ -51,7 +51,8 @@ func TestCodec_FrameBudgetRefusesBusy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.frames.Acquire(t.Context(), MaxFrameBytes); err != nil { // frames in flight
+		held, err := c.frames.Charge(t.Context(), MaxFrameBytes, "frames") // frames in flight
+		if err != nil {
 			t.Fatal(err)
 		}
 		var got pageHead
@@ -63,7 +64,7 @@ func TestCodec_FrameBudgetRefusesBusy(t *testing.T) {
 		if we, status := toWire(err); status != 503 || we.Code != "server_busy" || we.RetryAfterMs <= 0 {
 			t.Fatalf("the wire answers %d %+v; want 503 server_busy with a retry hint", status, we)
 		}
-		c.frames.Release(MaxFrameBytes)
+		held()
 		if _, err := c.decode(t.Context(), EncodingZstd, frame, &got); err != nil || got != head {
 			t.Fatalf("decode with the budget free = %+v, %v", got, err)
 		}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-	"golang.org/x/sync/semaphore"
 
 	"walletsync/wallet"
 )
@@ -100,14 +99,12 @@ type rowCarrier interface {
 type codec struct {
 	enc *zstd.Encoder
 	dec *zstd.Decoder
-	// frames, when set, is the budget of decompressed bytes held at once: a frame's
-	// declared length is acquired before its buffer is allocated and given back when the
-	// frame is decoded (rows copy what they keep). A server sets it: without it, 2 KB
-	// frames declaring 64 MiB of zeros each took their 64 MiB at once, 2.9 GB at 32
-	// concurrent requests.
-	frames *semaphore.Weighted
-	// framesWait is how long a frame waits for the budget before it is refused busy.
-	framesWait time.Duration
+	// frames, when set, is the server's memory budget, which decompressed frames share
+	// with the bodies in flight: a frame's declared length is charged before its buffer is
+	// allocated and given back when the frame is decoded (rows copy what they keep). A
+	// server sets it: without it, 2 KB frames declaring 64 MiB of zeros each took their
+	// 64 MiB at once, 2.9 GB at 32 concurrent requests.
+	frames *MemoryBudget
 }
 
 func newCodec() *codec {
@@ -217,21 +214,17 @@ func (c *codec) decode(ctx context.Context, e Encoding, body []byte, head any) (
 	return rows, nil
 }
 
-// charge acquires size bytes of the frame budget, waiting up to framesWait; a budget
-// still full then is a *wallet.BusyError (503 with Retry-After on the wire).
+// charge takes size bytes of the memory budget (see MemoryBudget.Charge); a budget still
+// full after its wait is a *wallet.BusyError (503 with Retry-After on the wire).
 func (c *codec) charge(ctx context.Context, size int64) (func(), error) {
 	if c.frames == nil {
 		return func() {}, nil
 	}
-	wctx, cancel := context.WithTimeout(ctx, c.framesWait)
-	defer cancel()
-	if err := c.frames.Acquire(wctx, size); err != nil {
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("decode frame: wait for memory: %w", ctx.Err())
-		}
-		return nil, fmt.Errorf("decode frame: %w", &wallet.BusyError{Reason: "decompressed frames in flight fill the server's memory budget", RetryAfter: time.Second})
+	release, err := c.frames.Charge(ctx, size, "decompressed frames")
+	if err != nil {
+		return nil, fmt.Errorf("decode frame: %w", err)
 	}
-	return func() { c.frames.Release(size) }, nil
+	return release, nil
 }
 
 // tableOf returns the table of head's rows and checks a row count against the page limit;
@@ -470,6 +463,11 @@ func jsonValue(k wallet.Kind, v any) (any, bool) {
 // the rows, so rows are held raw (at most MaxPageRows of them) until the head names their
 // table.
 func decodeJSON(body []byte, head any) ([]wallet.Row, error) {
+	// encoding/json reads invalid UTF-8 and lone surrogates as U+FFFD: refused, never
+	// altered.
+	if err := wallet.CheckJSONText(body); err != nil {
+		return nil, fmt.Errorf("decode JSON frame: %w: %w", err, ErrBadFrame)
+	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	var f jsonFrame
 	err := jsonObject(dec, func(key string) error {
@@ -542,9 +540,10 @@ func jsonRows(dec *json.Decoder, rows *[]json.RawMessage) error {
 	if tok != json.Delim('[') {
 		return errors.New("rows are not an array")
 	}
+	count := wallet.RowCounter{Limit: wallet.MaxPageRows}
 	for dec.More() {
-		if len(*rows) == wallet.MaxPageRows {
-			return fmt.Errorf("more than %d rows: %w", wallet.MaxPageRows, ErrBadFrame)
+		if err := count.Next(); err != nil {
+			return fmt.Errorf("%w: %w", err, ErrBadFrame)
 		}
 		var raw json.RawMessage
 		if err := dec.Decode(&raw); err != nil {

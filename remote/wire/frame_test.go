@@ -155,6 +155,9 @@ func TestCodec_DecodeRefusesBeforeAllocating(t *testing.T) {
 		"a string for an id": `{"head":{"table":"tx_labels"},"rows":[["2026-01-01T00:00:00.000Z","2026-01-01T00:00:00.000Z","1",1,"l",false]]}`,
 		"a bad time":         `{"head":{"table":"tx_labels"},"rows":[["yesterday","2026-01-01T00:00:00.000Z",1,1,"l",false]]}`,
 		"too many rows":      `{"head":{"table":"tx_labels"},"rows":[` + strings.TrimSuffix(strings.Repeat("[],", wallet.MaxPageRows+1), ",") + `]}`,
+		// encoding/json would read both as U+FFFD: refused, never altered.
+		"a lone surrogate": `{"head":{"table":"tx_labels"},"rows":[["2026-01-01T00:00:00.000Z","2026-01-01T00:00:00.000Z",1,1,"\ud800",false]]}`,
+		"invalid UTF-8":    "{\"head\":{\"table\":\"tx_labels\"},\"rows\":[[\"2026-01-01T00:00:00.000Z\",\"2026-01-01T00:00:00.000Z\",1,1,\"\xff\",false]]}",
 	}
 	for name, body := range jsonCases {
 		var head pageHead

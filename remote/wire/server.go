@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sync/semaphore"
-
 	"walletsync/remote/auth"
 	"walletsync/wallet"
 )
@@ -34,10 +32,13 @@ type Backend interface {
 // HandlerOptions tune a Handler. The zero value takes the defaults.
 type HandlerOptions struct {
 	Views ViewOptions
-	// FrameBudget bounds the decompressed bytes of request frames held at once (default
-	// DefaultFrameBudget; at least MaxFrameBytes). A frame's declared length is charged
-	// before it is decompressed; one that cannot be charged within FrameWait (default 1 s)
-	// is refused with a *wallet.BusyError (503, Retry-After).
+	// Budget is the server's memory budget, which the decompressed request frames are
+	// charged to, shared with what else the server charges (walletsync serve: the bodies
+	// in flight). A frame's declared length is charged before it is decompressed; one that
+	// cannot be charged within the budget's wait is refused with a *wallet.BusyError (503,
+	// Retry-After). Without it the Handler makes its own, of FrameBudget bytes (default
+	// DefaultFrameBudget) waiting FrameWait (default 1 s).
+	Budget      *MemoryBudget
 	FrameBudget int64
 	FrameWait   time.Duration
 	Logger      *slog.Logger // default slog.Default()
@@ -80,11 +81,11 @@ func NewHandler(backend Backend, opts HandlerOptions) *Handler {
 	if opts.FrameBudget <= 0 {
 		opts.FrameBudget = DefaultFrameBudget
 	}
-	if opts.FrameWait <= 0 {
-		opts.FrameWait = time.Second
+	if opts.Budget == nil {
+		opts.Budget = NewMemoryBudget(opts.FrameBudget, opts.FrameWait)
 	}
 	cd := newCodec()
-	cd.frames, cd.framesWait = semaphore.NewWeighted(max(opts.FrameBudget, MaxFrameBytes)), opts.FrameWait
+	cd.frames = opts.Budget
 	shared, _ := backend.(SharedViews)
 	return &Handler{backend: backend, views: newViews(opts.Views), shared: shared, codec: cd, log: opts.Logger}
 }
@@ -146,7 +147,11 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, wireError{Code: "unauthenticated", Message: "the wire is served behind BRC-104 authentication"}, http.StatusUnauthorized)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	body, held := auth.HeldBody(r) // held once: the middleware's bytes
+	var err error
+	if !held {
+		body, err = io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	}
 	if err != nil {
 		writeError(w, wireError{Code: "bad_frame", Message: "read the body: " + err.Error()}, http.StatusBadRequest)
 		return
@@ -448,6 +453,13 @@ func (h *Handler) commit(c *call) (any, []wallet.Row, func(), error) {
 		return nil, nil, nil, err
 	}
 	b := head.batch(rows)
+	if t, err := wallet.LookupTable(b.Page.Table); err == nil {
+		for _, r := range b.Page.Rows {
+			if err := t.CheckValues(r); err != nil {
+				return nil, nil, nil, fmt.Errorf("commit: %w", err)
+			}
+		}
+	}
 	key := b.Checkpoint.Session
 	if key.IdentityKey != c.identity {
 		return nil, nil, nil, fmt.Errorf("commit a batch of another identity: %w", wallet.ErrUnauthorized)
