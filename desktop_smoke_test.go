@@ -11,6 +11,7 @@ import (
 	"image"
 	"image/color"
 	"image/png"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,22 +93,7 @@ func TestDesktopSmoke(t *testing.T) {
 	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
 		"WALLETSYNC_PAGE_TEXT="+pageText,       // main_desktop.go's pageTextEnv
 		"WALLETSYNC_PAGE_SCRIPT="+browseScript) // and pageScriptEnv
-	window := exec.Command(bin)
-	window.Env, window.Stdout, window.Stderr = env, logFile, logFile
-	if err := window.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- window.Wait() }()
-	// The window is killed at the end if still open: how it exited then says nothing.
-	defer func() {
-		select {
-		case _ = <-exited:
-		default:
-			window.Process.Kill()
-			_ = <-exited
-		}
-	}()
+	window, exited := startWindow(t, bin, env, logFile)
 
 	waitFor(t, exited, "the window", func() (bool, string) {
 		_, err := windowBounds()
@@ -147,18 +133,7 @@ func TestDesktopSmoke(t *testing.T) {
 
 	pressBrowse(t, exited, pageText, artifacts)
 
-	if err := window.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		exited <- err // for the deferred cleanup
-		if err != nil {
-			t.Fatalf("the window exited with %v on SIGTERM; want status 0", err)
-		}
-	case <-time.After(smokeWait):
-		t.Fatal("the window did not close on SIGTERM")
-	}
+	closeWindow(t, window, exited)
 	if _, err := dir.Endpoint(); !errors.Is(err, api.ErrAgentNotRunning) {
 		t.Errorf("after the window closed its agent still publishes an address: %v", err)
 	}
@@ -166,6 +141,107 @@ func TestDesktopSmoke(t *testing.T) {
 		t.Errorf("the window did not remember its size: %v", err)
 	}
 }
+
+// TestDesktopSmoke_FirstRunChoosesTheWallet runs the desktop binary as a fresh install: a
+// config with no wallet and no destination, and a toolbox wallet file on disk. The window's
+// overview shows the first run's one step, "Choose the wallet to protect"; the page script
+// (chooseScript) types the wallet's path into it and presses "Protect this wallet", as a
+// person would; the window's own agent then protects that wallet (its config names it, and
+// its overview asks for a destination next). SIGTERM then closes the window cleanly.
+func TestDesktopSmoke_FirstRunChoosesTheWallet(t *testing.T) {
+	bin := os.Getenv("WALLETSYNC_DESKTOP_BIN")
+	if bin == "" || os.Getenv("DISPLAY") == "" {
+		t.Fatal("set WALLETSYNC_DESKTOP_BIN and DISPLAY: run under scripts/desktop.sh")
+	}
+	home := t.TempDir()
+	dir := agent.DataDir(filepath.Join(home, "data", "walletsync"))
+	configPath := filepath.Join(home, "config", "walletsync", "config.json")
+	if err := os.MkdirAll(filepath.Dir(configPath), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := agent.SaveConfig(configPath, agent.DefaultConfig()); err != nil {
+		t.Fatal(err)
+	}
+	walletPath := walletsynctest.WalletConfig(t, nil, nil).Wallets[0].Path
+	pageText := filepath.Join(t.TempDir(), "page.txt")
+	env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(home, "data"), "XDG_CONFIG_HOME="+filepath.Join(home, "config"),
+		"WALLETSYNC_PAGE_TEXT="+pageText, "WALLETSYNC_PAGE_SCRIPT="+fmt.Sprintf(chooseScript, strconv.Quote(walletPath)))
+	var out bytes.Buffer
+	window, exited := startWindow(t, bin, env, &out)
+	t.Cleanup(func() { t.Logf("the window's output:\n%s", out.String()) })
+
+	waitFor(t, exited, "the first run's step in the window", func() (bool, string) {
+		page, _ := os.ReadFile(pageText)
+		return strings.Contains(string(page), "Choose the wallet to protect"), string(page)
+	})
+	waitFor(t, exited, "the wallet protected by the window's agent", func() (bool, string) {
+		e, err := dir.Endpoint()
+		var cfg api.Config
+		if err == nil {
+			cfg, err = api.NewClient(e).Config(context.Background())
+		}
+		page, _ := os.ReadFile(pageText)
+		return err == nil && len(cfg.Wallets) == 1 && cfg.Wallets[0].Path == walletPath && strings.Contains(string(page), "Your wallet"),
+			fmt.Sprintf("config %+v (%s)\npage:\n%s", cfg.Wallets, errString(err), page)
+	})
+	closeWindow(t, window, exited)
+}
+
+// startWindow starts the desktop binary with env, its output going to out, and returns it
+// and the channel its exit arrives on (a reader that takes the exit puts it back). The
+// window is killed when the test ends if it is still open: how it exited then says nothing.
+func startWindow(t *testing.T, bin string, env []string, out io.Writer) (*exec.Cmd, chan error) {
+	t.Helper()
+	window := exec.Command(bin)
+	window.Env, window.Stdout, window.Stderr = env, out, out
+	if err := window.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- window.Wait() }()
+	t.Cleanup(func() {
+		select {
+		case _ = <-exited:
+		default:
+			window.Process.Kill()
+			_ = <-exited
+		}
+	})
+	return window, exited
+}
+
+// closeWindow sends the window SIGTERM and fails the test unless it exits with status 0
+// within smokeWait.
+func closeWindow(t *testing.T, window *exec.Cmd, exited chan error) {
+	t.Helper()
+	if err := window.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		exited <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("the window exited with %v on SIGTERM; want status 0", err)
+		}
+	case <-time.After(smokeWait):
+		t.Fatal("the window did not close on SIGTERM")
+	}
+}
+
+// chooseScript is the first-run page script: once the step that chooses the wallet shows,
+// it types the path (a JSON string, filled in with fmt) and presses "Protect this wallet".
+const chooseScript = `(function choose() {
+  const step = document.querySelector('[data-testid=choose-wallet]');
+  const input = step?.querySelector('input[name=wallet-path]');
+  const button = step && [...step.querySelectorAll('form button')].find((b) => b.textContent === 'Protect this wallet');
+  if (input && button) {
+    input.value = %s;
+    input.dispatchEvent(new Event('input', { bubbles: true }));
+    button.click();
+    return;
+  }
+  setTimeout(choose, 100);
+})();`
 
 // browseScript is the page script of the smoke test: once the overview has shown the
 // agent's health, it opens the Restore page and puts focus on its Browse button, so that

@@ -23,7 +23,7 @@ import (
 // request of it with answer: a paged wire that is misconfigured or of another version.
 func stubWire(answer http.HandlerFunc) serve.Mount {
 	return serve.Mount{Prefix: wire.Prefix, MaxBodyBytes: wire.MaxBodyBytes, Hello: wire.Hello,
-		New: func(wire.Backend) (http.Handler, error) { return answer, nil }}
+		New: func(wire.Backend, *wire.MemoryBudget) (http.Handler, error) { return answer, nil }}
 }
 
 // TestDial_ChoosesTheWire dials each kind of storage server with each choice: auto takes

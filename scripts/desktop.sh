@@ -37,7 +37,7 @@ echo "== desktop smoke test under Xvfb"
 mkdir -p artifacts/desktop
 WALLETSYNC_DESKTOP_BIN="$PWD/bin/walletsync-desktop" WALLETSYNC_ARTIFACTS="$PWD/artifacts/desktop" \
   xvfb-run -a -s "-screen 0 1280x800x24" \
-  go test -tags desktopsmoke -run '^TestDesktopSmoke$' -count=1 -v .
+  go test -tags desktopsmoke -run '^TestDesktopSmoke' -count=1 -v .
 t3=$(date +%s)
 
 echo "desktop: packages $((t1 - t0)) s, build $((t2 - t1)) s, smoke test $((t3 - t2)) s, total $((t3 - t0)) s"

@@ -260,8 +260,8 @@ func (c *serverClock) observe(into *time.Duration, began time.Time) {
 func (c *serverClock) mount() serve.Mount {
 	log := slog.New(slog.DiscardHandler)
 	m := serve.WireMount(wire.ViewOptions{}, log)
-	m.New = func(backend wire.Backend) (http.Handler, error) {
-		return clockedHandler{wire.NewHandler(clockedBackend{backend, c}, wire.HandlerOptions{Logger: log}), c}, nil
+	m.New = func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error) {
+		return clockedHandler{wire.NewHandler(clockedBackend{backend, c}, wire.HandlerOptions{Logger: log, Budget: budget}), c}, nil
 	}
 	return m
 }

@@ -71,13 +71,11 @@ type Mount struct {
 	Hello string
 	// New builds the handler over the server's store, seen as the paged wire's backend
 	// (wire.StoreBackend over SQLite; over PostgreSQL the store itself, whose views are
-	// wire.SharedViews), when the server opens. A handler that is also a MetricsWriter adds
+	// wire.SharedViews), when the server opens. budget is the server's memory budget, for
+	// the handler to charge what it allocates per request (the paged wire's decompressed
+	// frames) to the same budget as the bodies. A handler that is also a MetricsWriter adds
 	// its samples to /metrics.
-	New func(backend wire.Backend) (http.Handler, error)
-	// NewBudgeted, when set, is used instead of New and is given the server's memory
-	// budget too, for the handler to charge what it allocates per request (the paged
-	// wire's decompressed frames) to the same budget as the bodies.
-	NewBudgeted func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error)
+	New func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error)
 }
 
 // Options configure a Server.
@@ -238,13 +236,7 @@ func (s *Server) build(ctx context.Context) error {
 		if !strings.HasPrefix(m.Prefix, "/") || !strings.HasSuffix(m.Prefix, "/") || m.Prefix == "/" {
 			return fmt.Errorf("mount %q: a prefix is a path of its own ending in /: %w", m.Prefix, wallet.ErrInvalidArgument)
 		}
-		var h http.Handler
-		var err error
-		if m.NewBudgeted != nil {
-			h, err = m.NewBudgeted(newQuotaBackend(s.wireBackend(), s.quota), s.budget)
-		} else {
-			h, err = m.New(newQuotaBackend(s.wireBackend(), s.quota))
-		}
+		h, err := m.New(newQuotaBackend(s.wireBackend(), s.quota), s.budget)
 		if err != nil {
 			return fmt.Errorf("mount %s: %w", m.Prefix, err)
 		}

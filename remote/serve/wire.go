@@ -19,10 +19,7 @@ func WireMount(views wire.ViewOptions, log *slog.Logger) Mount {
 		MaxBodyBytes: wire.MaxBodyBytes,
 		Hello:        wire.Hello,
 		Views:        views.Normalized().MaxViews,
-		New: func(backend wire.Backend) (http.Handler, error) {
-			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log})}, nil
-		},
-		NewBudgeted: func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error) {
+		New: func(backend wire.Backend, budget *wire.MemoryBudget) (http.Handler, error) {
 			return wireHandler{wire.NewHandler(backend, wire.HandlerOptions{Views: views, Logger: log, Budget: budget})}, nil
 		},
 	}
