@@ -95,10 +95,7 @@ func NewHandler(backend Backend, opts HandlerOptions) *Handler {
 func (h *Handler) Stats() ViewStats {
 	st := h.views.stats()
 	if h.shared != nil {
-		st.Open = h.shared.HeldViews()
-		if ir, ok := h.shared.(interface{ IdleReleasedViews() int64 }); ok {
-			st.IdleReleases = ir.IdleReleasedViews()
-		}
+		st.Open, st.IdleReleases = h.shared.HeldViews(), h.shared.IdleReleasedViews()
 	}
 	return st
 }

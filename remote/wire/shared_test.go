@@ -81,6 +81,10 @@ func (b *sharedBackend) CloseSharedView(_ context.Context, identity, handle stri
 	return e.view.Close()
 }
 
+// IdleReleasedViews is 0: this backend keeps a view until its lifetime ends or it is
+// closed; the idle release is pgstore's (TestServe_IdleViewReleased).
+func (b *sharedBackend) IdleReleasedViews() int64 { return 0 }
+
 func (b *sharedBackend) HeldViews() int {
 	b.reg.mu.Lock()
 	defer b.reg.mu.Unlock()

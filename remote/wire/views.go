@@ -72,12 +72,14 @@ import (
 // releases what pins it. A handle that is gone or another identity's is closed already: nil.
 //
 // HeldViews is how many views this process holds open now (a gauge; summed over the
-// processes it is the views open on the store).
+// processes it is the views open on the store); IdleReleasedViews how many it released so
+// far because no request used them for their idle timeout (a counter).
 type SharedViews interface {
 	OpenSharedView(ctx context.Context, identity string, lifetime, idle time.Duration, admit func(identityViews, allViews int) error) (handle string, v wallet.View, err error)
 	SharedView(ctx context.Context, identity, handle string) (wallet.View, error)
 	CloseSharedView(ctx context.Context, identity, handle string) error
 	HeldViews() int
+	IdleReleasedViews() int64
 }
 
 // ViewOptions are the lifetimes and quotas of retained views. Zero fields take the defaults.
