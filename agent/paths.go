@@ -13,6 +13,7 @@ import (
 	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
+	"walletsync/portable"
 	"walletsync/wallet"
 )
 
@@ -82,6 +83,17 @@ func (a *Agent) checkPath(req api.PathCheckRequest) (api.PathCheck, error) {
 		}
 		if info.IsDir() {
 			return bad(p, fmt.Sprintf("%s is a folder, not a backup file.", p), "Give the path of a backup file (its name ends in .brc39).")
+		}
+		switch kind, err := portable.FileKind(p); {
+		case err != nil:
+			ex := api.Explain(api.AtPath(p, err))
+			return bad(p, ex.Message, ex.Hint)
+		case kind == "a wallet (SQLite database)":
+			return bad(p, fmt.Sprintf("%s is a wallet (SQLite database), not a backup file.", p),
+				"A backup file is encrypted (its name ends in .brc39). To restore from a copy of a wallet, add it as a backup wallet file destination and restore from it.")
+		case kind != "a backup file":
+			return bad(p, fmt.Sprintf("%s is not a backup file: it does not begin as a BRC-39 file does.", p),
+				"Give the path of a backup file that walletsync or your wallet exported (its name ends in .brc39).")
 		}
 		return api.PathCheck{OK: true, Path: p}, nil
 	}
