@@ -2,10 +2,14 @@ package frontend_test
 
 import (
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"walletsync/agent/api"
 )
 
 // TestDashboard_RestoreRefusesAWalletAsBackupFile: a wallet .sqlite typed as the backup
@@ -62,4 +66,47 @@ func TestDashboard_ExportSuggestsBRC39Names(t *testing.T) {
 		}
 	}
 	d.shot("export-backup-wallet-refused")
+}
+
+// TestDashboard_RestoreOffersTheBackupFiles: the backup-file step lists the files the
+// Backups page lists, newest first, with when each was taken and its destination, and one
+// press takes a file to the password step.
+func TestDashboard_RestoreOffersTheBackupFiles(t *testing.T) {
+	d := newDash(t)
+	var task api.Task
+	d.api(api.RouteRun, nil, &task, folderID)
+	if got := d.wait(task.ID); got.State != api.TaskSucceeded {
+		t.Fatalf("the backup ended %s: %s", got.State, got.Error)
+	}
+	var listing api.BackupListing
+	d.api(api.RouteBackups, nil, &listing, folderID)
+	if len(listing.Files) != 1 {
+		t.Fatalf("the folder lists %+v", listing.Files)
+	}
+	newest := listing.Files[0].Name
+	folder := filepath.Join(d.dir, "backups")
+	// An older file of the same wallet, as an earlier backup left it.
+	older := newest[:len(newest)-len("20261129T201500Z.brc39")] + "20200102T030405Z.brc39"
+	copyFile(t, filepath.Join(folder, newest), filepath.Join(folder, older))
+
+	d.page("restore")
+	d.waitFor(`document.querySelectorAll('[data-testid=backup-file-sources] tbody tr').length === 2`, "the two backup files offered")
+	rows := eval[[]string](d, `[...document.querySelectorAll('[data-testid=backup-file-sources] tbody tr')].map((r) => r.dataset.file)`)
+	if want := []string{filepath.Join(folder, newest), filepath.Join(folder, older)}; !slices.Equal(rows, want) {
+		t.Errorf("the files offered are %q, want newest first %q", rows, want)
+	}
+	taken := eval[[]string](d, `[...document.querySelectorAll('[data-testid=source-taken]')].map((e) => e.textContent)`)
+	if len(taken) != 2 || !strings.Contains(taken[1], "2020") || strings.Contains(taken[0], "—") {
+		t.Errorf("the files are dated %q", taken)
+	}
+	where := eval[[]string](d, `[...document.querySelectorAll('[data-testid=source-destination]')].map((e) => e.textContent)`)
+	if !slices.Equal(where, []string{"Backup folder", "Backup folder"}) {
+		t.Errorf("the files' destinations read %q", where)
+	}
+	d.shot("restore-backup-files")
+	d.do(chromedp.Click(chromedp.CSS(`[data-testid=backup-file-sources] tbody tr button`)))
+	d.waitFor(`document.querySelector('.wizard input[type=password]')`, "the password step")
+	if got := d.text(".wizard form .path"); got != filepath.Join(folder, newest) {
+		t.Errorf("the password step names %q", got)
+	}
 }
