@@ -1,6 +1,8 @@
 package frontend_test
 
 import (
+	"encoding/hex"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -10,6 +12,8 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"walletsync/agent/api"
+	"walletsync/localstore"
+	"walletsync/testkit/toolboxpeer"
 )
 
 // TestDashboard_RestoreRefusesAWalletAsBackupFile: a wallet .sqlite typed as the backup
@@ -108,5 +112,56 @@ func TestDashboard_RestoreOffersTheBackupFiles(t *testing.T) {
 	d.waitFor(`document.querySelector('.wizard input[type=password]')`, "the password step")
 	if got := d.text(".wizard form .path"); got != filepath.Join(folder, newest) {
 		t.Errorf("the password step names %q", got)
+	}
+}
+
+// TestDashboard_ServerRestoreKnowsTheWallet: the server restore offers the configured
+// storage server with its stored signer (nothing to type), and its preview says, as a
+// backup file's does, what is new, updated and unchanged against the wallet: the server
+// holds a backup of this very wallet, so every row is unchanged.
+func TestDashboard_ServerRestoreKnowsTheWallet(t *testing.T) {
+	d := newDash(t)
+	d.stopAgent()
+	for _, suffix := range []string{"", "-wal", "-shm"} {
+		os.Remove(d.wallet + suffix)
+	}
+	if _, err := seedWallet(d.wallet, localstore.FixtureSmall, localstore.SeedOptions{Seed: 4}); err != nil {
+		t.Fatal(err)
+	}
+	d.startAgent()
+	d.login()
+	srv := toolboxpeer.StartServer(t, hex.EncodeToString(localstore.FixtureRootKey(40)))
+	key := filepath.Join(d.dir, "identity.key")
+	if err := os.WriteFile(key, []byte(hex.EncodeToString(localstore.FixtureRootKey(4))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var cfg api.Config
+	d.api(api.RouteServerDestinationAdd, api.ServerDestinationRequest{
+		Destination: api.Destination{ID: "toolbox", Name: "Toolbox server", Kind: api.DestinationStorageServer, Path: srv.URL,
+			Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, Pause: &api.Pause{}},
+		Signer: api.ServerSigner{KeyFile: key}}, &cfg)
+	var task api.Task
+	d.api(api.RouteRun, nil, &task, "toolbox")
+	if got := d.wait(task.ID); got.State != api.TaskSucceeded {
+		t.Fatalf("the push ended %s: %s", got.State, got.Error)
+	}
+
+	d.page("restore")
+	d.do(chromedp.Click(chromedp.CSS(`[data-testid=restore-from-server]`)))
+	d.waitFor(`document.querySelector('[data-testid=configured-servers] button[data-destination=toolbox]')`, "the configured server offered")
+	if text := d.text(`[data-testid=configured-servers]`); !strings.Contains(text, srv.URL) || !strings.Contains(text, "signed with the key walletsync keeps") {
+		t.Errorf("the configured server reads %q", text)
+	}
+	d.do(chromedp.Click(chromedp.CSS(`[data-testid=configured-servers] button[data-destination=toolbox]`)))
+	d.waitFor(`document.querySelector('[data-testid=server-preview] tr[data-table=transactions]')`, "the preview")
+	d.shot("server-preview-plan")
+	cells := eval[[]string](d, `[...document.querySelectorAll('[data-testid=server-preview] tr[data-table=transactions] td')].map((c) => c.textContent)`)
+	// On the server, New, Updated, Unchanged, Skipped (older).
+	if want := []string{"6", "0", "0", "6", "0"}; !slices.Equal(cells, want) {
+		t.Errorf("the transactions row reads %q, want %q", cells, want)
+	}
+	heads := eval[[]string](d, `[...document.querySelectorAll('[data-testid=server-preview] thead th')].map((c) => c.textContent)`)
+	if want := []string{"What", "On the server", "New", "Updated", "Unchanged", "Skipped (older)"}; !slices.Equal(heads, want) {
+		t.Errorf("the preview's columns are %q", heads)
 	}
 }

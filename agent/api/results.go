@@ -79,6 +79,13 @@ type ServerRestorePreview struct {
 	Total  int64                      `json:"total"`
 	// Staging names the staging wallet in the agent's server-staging folder.
 	Staging string `json:"staging"`
+	// Plan is, table by table, what merging the staged rows into the wallet would do (new,
+	// updated, unchanged, skipped as older), as a backup file's preview says; Changes sums it.
+	Plan    wallet.MergePlan   `json:"plan,omitempty"`
+	Changes wallet.MergeCounts `json:"changes"`
+	// ConflictTotal counts the staged rows the wallet's unique keys refuse (the merge would
+	// fail on them half-way).
+	ConflictTotal int `json:"conflictTotal,omitempty"`
 }
 
 // ServerRestoreResult is the result of a KindServerRestore task.
