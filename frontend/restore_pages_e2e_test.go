@@ -1,7 +1,9 @@
 package frontend_test
 
 import (
+	"context"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"walletsync/agent"
 	"walletsync/agent/api"
+	"walletsync/bundle"
 	"walletsync/localstore"
 	"walletsync/testkit/toolboxpeer"
 )
@@ -163,5 +167,88 @@ func TestDashboard_ServerRestoreKnowsTheWallet(t *testing.T) {
 	heads := eval[[]string](d, `[...document.querySelectorAll('[data-testid=server-preview] thead th')].map((c) => c.textContent)`)
 	if want := []string{"What", "On the server", "New", "Updated", "Unchanged", "Skipped (older)"}; !slices.Equal(heads, want) {
 		t.Errorf("the preview's columns are %q", heads)
+	}
+}
+
+// TestDashboard_BundlePreviewSaysWhatIsLost: the bundle restore's preview lists the
+// wallet's tables by their names for people, walletsync's own tables and Knex's apart, and
+// says what the restore would lose: here the wallet's identity, which the bundle (of
+// another identity) lacks, and the rows the wallet holds beyond the bundle's.
+func TestDashboard_BundlePreviewSaysWhatIsLost(t *testing.T) {
+	d := newDash(t)
+	ctx := context.Background()
+	source := filepath.Join(d.dir, "source.sqlite")
+	if _, err := seedWallet(source, localstore.FixtureSmall, localstore.SeedOptions{Seed: 3, IdentityKey: localstore.FixtureIdentity(2)}); err != nil {
+		t.Fatal(err)
+	}
+	folder := filepath.Join(d.dir, "bundles")
+	if err := os.MkdirAll(folder, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	name := agent.BundleName(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	src, err := localstore.Open(ctx, source, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := bundle.Create(ctx, src, filepath.Join(folder, name), bundle.CreateOptions{})
+	src.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg api.Config
+	d.api(api.RouteDestinationAdd, api.Destination{ID: "snapshots", Name: "Snapshots", Kind: api.DestinationBundles, Path: folder,
+		Schedule: api.Schedule{Kind: api.ScheduleInterval, Every: api.Duration(time.Hour)}, Pause: &api.Pause{}}, &cfg)
+	var census api.WalletCensus
+	d.api(api.RouteWalletCensus, api.WalletRef{Path: d.wallet}, &census)
+	if len(census.Identities) != 1 || census.Tables["transactions"] <= m.Tables["transactions"] {
+		t.Fatalf("the wallet holds %v and %d transactions, the bundle %d: not the case this test needs",
+			census.Identities, census.Tables["transactions"], m.Tables["transactions"])
+	}
+
+	d.page("restore")
+	row := fmt.Sprintf(`[data-testid=bundle-restore] [data-bundle=%q]`, name)
+	d.waitFor(fmt.Sprintf(`document.querySelector('%s button')`, row), "the bundle in its folder")
+	d.do(chromedp.Click(chromedp.CSS(row + " button")))
+	d.waitFor(`document.querySelector('[data-testid=bundle-loss]')`, "what the restore loses")
+	d.do(chromedp.Evaluate[chromedp.Void](`document.querySelector('[data-testid=bundle-loss]').scrollIntoView({block: 'end'})`))
+	d.shot("bundle-preview-loss")
+	names := func(testid string) []string {
+		return eval[[]string](d, `[...document.querySelectorAll('[data-testid=`+testid+`] tbody th')].map((e) => e.textContent)`)
+	}
+	mine := names("bundle-wallet-tables")
+	for _, want := range []string{"Transactions", "Outputs (coins)", "Identity", "Wallet settings"} {
+		if !slices.Contains(mine, want) {
+			t.Errorf("the wallet's tables %q lack %q", mine, want)
+		}
+	}
+	for _, n := range mine {
+		if strings.HasPrefix(n, "walletsync_") || strings.HasPrefix(n, "knex_") || strings.Contains(n, "_") {
+			t.Errorf("the wallet's tables list %q", n)
+		}
+	}
+	var own, knex []string
+	for table := range m.Tables {
+		switch {
+		case strings.HasPrefix(table, "walletsync_"):
+			own = append(own, table)
+		case strings.HasPrefix(table, "knex_migrations"):
+			knex = append(knex, table)
+		}
+	}
+	slices.Sort(own)
+	slices.Sort(knex)
+	if got := slices.Sorted(slices.Values(names("bundle-walletsync-tables"))); len(own) == 0 || !slices.Equal(got, own) {
+		t.Errorf("walletsync's own tables read %q, the bundle has %q", got, own)
+	}
+	if got := slices.Sorted(slices.Values(names("bundle-knex-tables"))); len(knex) == 0 || !slices.Equal(got, knex) {
+		t.Errorf("Knex's tables read %q, the bundle has %q", got, knex)
+	}
+	if got := d.text(`[data-testid=bundle-lost-identities]`); !strings.Contains(got, census.Identities[0][:8]) {
+		t.Errorf("the lost identities read %q, want the wallet's %s", got, census.Identities[0])
+	}
+	lost := fmt.Sprintf("Transactions: %d now, %d in the bundle, at least %d lost", census.Tables["transactions"], m.Tables["transactions"],
+		census.Tables["transactions"]-m.Tables["transactions"])
+	if got := d.text(`[data-testid=bundle-lost-rows] [data-table=transactions]`); got != lost {
+		t.Errorf("the lost transactions read %q, want %q", got, lost)
 	}
 }

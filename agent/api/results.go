@@ -36,6 +36,15 @@ type BundleRestored struct {
 	Tables   map[string]int64 `json:"tables"`
 }
 
+// WalletCensus is what a configured wallet holds now, for a bundle restore's preview to say
+// what replacing it would lose: its identities and the rows of every table in the file
+// (the toolbox's, walletsync's and Knex's), read in one transaction.
+type WalletCensus struct {
+	Wallet     string           `json:"wallet"`
+	Identities []string         `json:"identities"`
+	Tables     map[string]int64 `json:"tables"`
+}
+
 // DrillResult is what a restore drill found, one file per backup folder.
 type DrillResult struct {
 	Files []DrillFile `json:"files"`

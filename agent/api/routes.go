@@ -61,6 +61,7 @@ const (
 	RouteForgetBrowsers    Route = "POST /api/v1/browsers/forget"                  // 204: every browser is signed out
 	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
 	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
+	RouteWalletCensus      Route = "POST /api/v1/wallets/census"                   // WalletRef -> WalletCensus
 
 	// Storage servers (storageserver.go, serverrestore.go).
 	RouteServerDestinationAdd Route = "POST /api/v1/storage-servers"                 // ServerDestinationRequest, checked -> Config
