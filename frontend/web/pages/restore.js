@@ -57,7 +57,7 @@ function nameTime(name) {
 function backupFileSources(go) {
   const folders = (store.config?.destinations ?? []).filter((d) => d.kind === 'folder');
   if (!folders.length) return [];
-  const body = h('div', {}, h('p', { class: 'muted' }, 'Looking for backup files…'));
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
   const el = h('section', { class: 'stack', 'data-testid': 'backup-file-sources', 'aria-label': 'Backup files' },
     h('p', {}, 'Restore a backup file from your backup folders:'), body);
   Promise.all(folders.map((d) => api.backups(d.id).then(
