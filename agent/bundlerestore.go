@@ -75,6 +75,33 @@ func (a *Agent) PreviewBundle(req api.BundleRequest) (api.Task, error) {
 	})
 }
 
+// walletCensus counts what the configured wallet at ref.Path holds now (the only one when
+// the path is empty): every identity in the file and the rows of every table.
+func (a *Agent) walletCensus(ctx context.Context, ref api.WalletRef) (api.WalletCensus, error) {
+	r, err := findWalletRef(a.config(), ref.Path)
+	if err != nil {
+		return api.WalletCensus{}, err
+	}
+	c := api.WalletCensus{Wallet: r.Path, Identities: []string{}}
+	err = a.foreground(ctx, r.Path, func(w *walletHandle) error {
+		census, err := w.store.Census(ctx)
+		if err != nil {
+			return err
+		}
+		c.Tables = census.Tables
+		ids, err := w.identities(ctx, api.WalletRef{Path: r.Path})
+		if err != nil && !errors.Is(err, wallet.ErrNotFound) { // an empty wallet holds no identity
+			return err
+		}
+		c.Identities = append(c.Identities, ids...)
+		return nil
+	})
+	if err != nil {
+		return api.WalletCensus{}, fmt.Errorf("count the rows of %s: %w", r.Path, err)
+	}
+	return c, nil
+}
+
 // RestoreBundle starts the restore of the bundle req names into a configured wallet, in
 // place: the agent lets go of the wallet, bundle.Restore swaps the bundle's copy in (staged,
 // checked, with a recovery marker: see localstore.Replace), and the agent opens the wallet

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -284,4 +286,57 @@ func TestAgent_Start_RecoversAnInterruptedRestore(t *testing.T) {
 		t.Fatalf("the agent started and left %v", left)
 	}
 	compare.Same(t, "the wallet once the agent started", compare.Digests(t, e.wallet), want)
+}
+
+// TestAgent_WalletCensus_CountsWhatTheWalletHolds: the census route answers the wallet's
+// identities and the rows of every table of the file, walletsync's and Knex's included, as
+// the file holds them; a wallet that is not configured is refused.
+func TestAgent_WalletCensus_CountsWhatTheWalletHolds(t *testing.T) {
+	e := newAgentEnv(t, localstore.FixtureSmall)
+	launchAgent(t, e.opts)
+	c := apiClient(t, e.opts.Dir)
+	st, err := localstore.Open(t.Context(), e.wallet, localstore.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := st.Census(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := st.Identities(t.Context())
+	st.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		path string
+		code string // the API error's code; "" for an answer
+	}{
+		{"the configured wallet", e.wallet, ""},
+		{"the only wallet, unnamed", "", ""},
+		{"a wallet not configured", filepath.Join(e.dir, "other.sqlite"), "not_found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got api.WalletCensus
+			err := c.Call(t.Context(), api.RouteWalletCensus, api.WalletRef{Path: tt.path}, &got)
+			if tt.code != "" {
+				var apiErr *api.APIError
+				if !errors.As(err, &apiErr) || apiErr.Code != tt.code {
+					t.Fatalf("census of %s: %v, want the code %s", tt.path, err, tt.code)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Wallet != e.wallet || len(ids) == 0 || !slices.Equal(got.Identities, ids) {
+				t.Errorf("census names %s with identities %v, the file holds %v", got.Wallet, got.Identities, ids)
+			}
+			if !maps.Equal(got.Tables, want.Tables) || got.Tables["knex_migrations"] == 0 || got.Tables["transactions"] == 0 {
+				t.Errorf("census counts %v, the file holds %v", got.Tables, want.Tables)
+			}
+		})
+	}
 }

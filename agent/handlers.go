@@ -79,6 +79,7 @@ func (a *Agent) routes() {
 		}),
 		api.RouteBundlePreview: api.WithBody(func(_ *http.Request, req api.BundleRequest) (any, error) { return a.PreviewBundle(req) }),
 		api.RouteBundleRestore: api.WithBody(func(_ *http.Request, req api.BundleRequest) (any, error) { return a.RestoreBundle(req) }),
+		api.RouteWalletCensus:  api.WithBody(func(r *http.Request, ref api.WalletRef) (any, error) { return a.walletCensus(r.Context(), ref) }),
 	} {
 		a.srv.Handle(route, h)
 	}

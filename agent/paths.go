@@ -13,6 +13,7 @@ import (
 	"walletsync/agent/api"
 
 	"walletsync/internal/safefile"
+	"walletsync/portable"
 	"walletsync/wallet"
 )
 
@@ -83,6 +84,17 @@ func (a *Agent) checkPath(req api.PathCheckRequest) (api.PathCheck, error) {
 		if info.IsDir() {
 			return bad(p, fmt.Sprintf("%s is a folder, not a backup file.", p), "Give the path of a backup file (its name ends in .brc39).")
 		}
+		switch kind, err := portable.FileKind(p); {
+		case err != nil:
+			ex := api.Explain(api.AtPath(p, err))
+			return bad(p, ex.Message, ex.Hint)
+		case kind == "a wallet (SQLite database)":
+			return bad(p, fmt.Sprintf("%s is a wallet (SQLite database), not a backup file.", p),
+				"A backup file is encrypted (its name ends in .brc39). To restore from a copy of a wallet, add it as a backup wallet file destination and restore from it.")
+		case kind != "a backup file":
+			return bad(p, fmt.Sprintf("%s is not a backup file: it does not begin as a BRC-39 file does.", p),
+				"Give the path of a backup file that walletsync or your wallet exported (its name ends in .brc39).")
+		}
 		return api.PathCheck{OK: true, Path: p}, nil
 	}
 	// A file that walletsync writes.
@@ -99,8 +111,26 @@ func (a *Agent) checkPath(req api.PathCheckRequest) (api.PathCheck, error) {
 		}
 		return checkWritable(filepath.Dir(p), "An existing backup wallet: the next sync brings it up to date.")
 	}
-	if !req.Overwrite {
+	// An existing file is replaced only when it is an older backup file and the person
+	// asked (portable.CheckExportPath): say which file it is when it is anything else.
+	for _, d := range a.config().Destinations {
+		if d.Kind == api.DestinationSQLite && safefile.SameFile(p, d.Path) {
+			return bad(p, fmt.Sprintf("%s is the backup wallet file of the destination %q: walletsync never writes another file in its place.", p, d.Name),
+				"Choose a new file name, so that the backup wallet stays as it is.")
+		}
+	}
+	switch kind, err := portable.FileKind(p); {
+	case err != nil:
+		ex := api.Explain(api.AtPath(p, err))
+		return bad(p, ex.Message, ex.Hint)
+	case kind == "a wallet (SQLite database)":
+		return bad(p, fmt.Sprintf("%s is a wallet (SQLite database): walletsync never writes another file in its place.", p),
+			"Choose a new file name, so that the wallet stays as it is.")
+	case !req.Overwrite:
 		return bad(p, fmt.Sprintf("%s already exists.", p), "Choose a new file name, so that nothing is replaced.")
+	case kind != "a backup file":
+		return bad(p, fmt.Sprintf("%s is not a backup file: walletsync replaces only an older backup file.", p),
+			"Choose a new file name, so that the file stays as it is.")
 	}
 	return checkWritable(filepath.Dir(p), "")
 }

@@ -38,6 +38,10 @@ func TestAgent_CheckPath(t *testing.T) {
 		{"inside the data folder", api.PathCheckRequest{Path: filepath.Join(string(e.opts.Dir), "x.sqlite"), Purpose: api.PathNewFile}, false, "", "walletsync's own data folder"},
 		{"a missing backup file", api.PathCheckRequest{Path: filepath.Join(e.dir, "gone.brc39"), Purpose: api.PathBackupFile}, false, filepath.Join(e.dir, "gone.brc39"), "does not exist"},
 		{"a folder as backup file", api.PathCheckRequest{Path: e.dir, Purpose: api.PathBackupFile}, false, e.dir, "is a folder"},
+		{"the wallet as backup file", api.PathCheckRequest{Path: e.wallet, Purpose: api.PathBackupFile}, false, e.wallet, "is a wallet (SQLite database), not a backup file"},
+		{"a text file as backup file", api.PathCheckRequest{Path: notes, Purpose: api.PathBackupFile}, false, notes, "is not a backup file"},
+		{"the wallet as new file, replacing", api.PathCheckRequest{Path: e.wallet, Purpose: api.PathNewFile, Overwrite: true}, false, e.wallet, "is the wallet itself"},
+		{"a text file as new file, replacing", api.PathCheckRequest{Path: notes, Purpose: api.PathNewFile, Overwrite: true}, false, notes, "is not a backup file"},
 		{"an existing new file", api.PathCheckRequest{Path: notes, Purpose: api.PathNewFile}, false, notes, "already exists"},
 	}
 	for _, tt := range tests {

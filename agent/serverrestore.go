@@ -116,10 +116,39 @@ func (a *Agent) serverPreviewJob(ctx context.Context, h *TaskHandle, rawURL stri
 	for _, n := range sum.Counts {
 		p.Total += n
 	}
+	h.SetDetail("comparing with the wallet")
+	plan, err := a.planServerRestore(ctx, ref, staging, check.IdentityKey)
+	if err != nil {
+		return err
+	}
+	p.Plan, p.Changes, p.ConflictTotal = plan.Plan, plan.Plan.Total(), plan.ConflictTotal
 	h.SetResult(p)
 	h.Logf("the server holds %d rows of %s (%d chunks read); nothing is written to the wallet until you confirm", p.Total, wallet.ShortKey(check.IdentityKey, 12), res.Pages)
 	keep = true
 	return nil
+}
+
+// planServerRestore says what merging the staged rows of identity into the wallet would do,
+// table by table, writing nothing: the plan a backup file's preview shows.
+func (a *Agent) planServerRestore(ctx context.Context, ref api.WalletRef, staging *localstore.Store, identity string) (wallet.MergePreview, error) {
+	w, err := a.wallet(ctx, ref.Path)
+	if err != nil {
+		return wallet.MergePreview{}, err
+	}
+	from, err := staging.Settings(ctx)
+	if err != nil {
+		return wallet.MergePreview{}, fmt.Errorf("read the staging settings: %w", err)
+	}
+	v, err := staging.OpenSnapshot(ctx, localstore.SnapshotOptions{Wait: true, Lifetime: localstore.MaxSnapshotLifetime})
+	if err != nil {
+		return wallet.MergePreview{}, fmt.Errorf("read the staged rows: %w", err)
+	}
+	defer v.Close()
+	plan, err := w.store.PreviewMerge(ctx, v, identity, from)
+	if err != nil {
+		return wallet.MergePreview{}, fmt.Errorf("compare the staged rows with %s: %w", ref.Path, err)
+	}
+	return plan, nil
 }
 
 // restoreFromServer starts a KindServerRestore task: the staged rows of a succeeded preview

@@ -53,17 +53,21 @@ func TestDashboard_ErrorsInWords(t *testing.T) {
 	}
 	d.shot("not-a-wallet")
 
-	// A wallet file offered as a backup file: its first bytes are SQLite's, not "WDAT".
+	// A wallet file offered as a backup file: its first bytes are SQLite's, not "WDAT". It is
+	// refused at the path step, before any password is asked for.
 	d.page("restore")
 	d.do(chromedp.SetValue(chromedp.CSS(`.wizard input[name=path]`), d.wallet), chromedp.Click(byText(`.wizard button`, "Use this file")))
-	d.checkFile("any password")
-	d.waitFor(`document.querySelector('[data-testid=import-problem] .notice.error')`, "the import's error")
-	msg, hint, details = d.problemText("[data-testid=import-problem]")
-	if !strings.Contains(msg, d.wallet+" is not an encrypted walletsync backup") || strings.Contains(msg, "WDAT") {
+	d.waitFor(`document.querySelector('.wizard [data-testid=path-problem] .notice')`, "the path's problem")
+	msg = d.text(".wizard [data-testid=path-problem] .notice p")
+	hint = d.text(".wizard [data-testid=path-problem] .notice .hint")
+	if !strings.Contains(msg, d.wallet+" is a wallet (SQLite database), not a backup file") || strings.Contains(msg, "WDAT") {
 		t.Errorf("the message says %q", msg)
 	}
-	if !strings.Contains(hint, ".brc39") || !strings.Contains(details, "WDAT") {
-		t.Errorf("hint %q, details %q", hint, details)
+	if !strings.Contains(hint, ".brc39") {
+		t.Errorf("the hint says %q", hint)
+	}
+	if eval[bool](d, `!!document.querySelector('.wizard input[type=password]')`) {
+		t.Error("the wizard asked for the password of a wallet file")
 	}
 
 	var svc api.ServiceInfo

@@ -82,6 +82,11 @@ func CheckExportPath(path string, opts ExportOptions) (replace bool, err error) 
 	return true, nil
 }
 
+// FileKind names what the file at path is, by its first bytes: "a backup file" (BRC-39,
+// or BRC-38 JSON), "a wallet (SQLite database)", or "not a backup file"; or the error met
+// reading it. It reads at most the first 16 bytes.
+func FileKind(path string) (string, error) { return fileKind(path) }
+
 // fileKind names what the file at path is, by its first bytes: "a backup file", "a wallet
 // (SQLite database)", or "not a backup file".
 func fileKind(path string) (string, error) {

@@ -36,6 +36,15 @@ type BundleRestored struct {
 	Tables   map[string]int64 `json:"tables"`
 }
 
+// WalletCensus is what a configured wallet holds now, for a bundle restore's preview to say
+// what replacing it would lose: its identities and the rows of every table in the file
+// (the toolbox's, walletsync's and Knex's), read in one transaction.
+type WalletCensus struct {
+	Wallet     string           `json:"wallet"`
+	Identities []string         `json:"identities"`
+	Tables     map[string]int64 `json:"tables"`
+}
+
 // DrillResult is what a restore drill found, one file per backup folder.
 type DrillResult struct {
 	Files []DrillFile `json:"files"`
@@ -102,6 +111,13 @@ type ServerRestorePreview struct {
 	Total  int64                      `json:"total"`
 	// Staging names the staging wallet in the agent's server-staging folder.
 	Staging string `json:"staging"`
+	// Plan is, table by table, what merging the staged rows into the wallet would do (new,
+	// updated, unchanged, skipped as older), as a backup file's preview says; Changes sums it.
+	Plan    wallet.MergePlan   `json:"plan,omitempty"`
+	Changes wallet.MergeCounts `json:"changes"`
+	// ConflictTotal counts the staged rows the wallet's unique keys refuse (the merge would
+	// fail on them half-way).
+	ConflictTotal int `json:"conflictTotal,omitempty"`
 }
 
 // ServerRestoreResult is the result of a KindServerRestore task.

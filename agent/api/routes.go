@@ -62,6 +62,7 @@ const (
 	RoutePasswordTest      Route = "POST /api/v1/password/test"                    // PasswordTestRequest -> PasswordTest
 	RouteBundlePreview     Route = "POST /api/v1/bundles/preview"                  // BundleRequest -> Task (a verify; its result a bundle.Manifest)
 	RouteBundleRestore     Route = "POST /api/v1/bundles/restore"                  // BundleRequest, confirmed -> Task (its result BundleRestored)
+	RouteWalletCensus      Route = "POST /api/v1/wallets/census"                   // WalletRef -> WalletCensus
 
 	// Storage servers (storageserver.go, serverrestore.go).
 	RouteServerDestinationAdd Route = "POST /api/v1/storage-servers"                 // ServerDestinationRequest, checked -> Config

@@ -164,6 +164,8 @@ export const api = {
 
   /** foundWallets lists the toolbox wallets the agent finds where wallet apps keep them. */
   foundWallets: () => request('GET', '/api/v1/wallets/found'),
+  /** walletCensus counts what a configured wallet holds now: its identities and every table's rows. */
+  walletCensus: (path) => request('POST', '/api/v1/wallets/census', { path }),
   /** addWallet makes the agent protect the wallet file at path, once it has checked it is a toolbox wallet. */
   addWallet: (path) => request('POST', '/api/v1/wallets', { path }),
   /** replaceWallet makes the agent protect the wallet file next in place of old. */

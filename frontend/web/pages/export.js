@@ -18,9 +18,29 @@ const state = { step: 0, wallet: '', identity: '', path: '', overwrite: false, t
 const dirname = (p) => p.replace(/[\\/][^\\/]*$/, '') || '.';
 const sep = (p) => (p.includes('\\') && !p.includes('/') ? '\\' : '/');
 
-function suggestPath() {
-  const stamp = new Date().toISOString().slice(0, 10).replaceAll('-', '');
-  return `${dirname(state.wallet)}${sep(state.wallet)}walletsync-export-${state.identity.slice(0, 8)}-${stamp}.brc39`;
+/**
+ * suggestName is the backup file's suggested name: the wallet's name and the day, ending in
+ * .brc39 (with the identity's first characters when the wallet holds several).
+ */
+function suggestName() {
+  const day = new Date().toISOString().slice(0, 10);
+  const base = (state.wallet.replace(/^.*[\\/]/, '') || 'wallet').replace(/\.(sqlite3?|db)$/i, '') || 'wallet';
+  const w = store.overview?.wallets.find((x) => x.path === state.wallet);
+  const who = (w?.identities.length ?? 0) > 1 ? `-${state.identity.slice(0, 8)}` : '';
+  return `${base}${who}-${day}.brc39`;
+}
+
+/** suggestPath is the suggested backup file: suggestName in the wallet's folder. */
+const suggestPath = () => `${dirname(state.wallet)}${sep(state.wallet)}${suggestName()}`;
+
+/**
+ * brc39Offer offers a .brc39 name for a path that lacks one: a name inside a folder that was
+ * given, and the same name ending in .brc39 otherwise. null when the path will do.
+ */
+function brc39Offer(p, folder) {
+  if (folder) return `${p.replace(/[\\/]+$/, '')}${sep(p)}${suggestName()}`;
+  if (/\.brc39$/i.test(p)) return null;
+  return `${p.replace(/\.(json|bak|backup)$/i, '')}.brc39`;
 }
 
 function chooseStep(next) {
@@ -66,7 +86,31 @@ function whereStep(next) {
     }
     state.path = path.value.trim();
     state.overwrite = overwrite.checked;
-    where.check().then((ok) => (ok ? next(2) : path.focus()));
+    problem.replaceChildren();
+    where.check().then(async (ok) => {
+      // A folder, or a name that does not end in .brc39, gets a name that does.
+      const folder = !ok && (await api.checkPath(state.path, 'backup-folder').then((c) => c.ok, () => false));
+      const offer = (ok || folder) && brc39Offer(state.path, folder);
+      if (offer) {
+        const use = h('button', { type: 'button', 'data-testid': 'use-brc39-name', onclick: () => {
+          path.value = offer;
+          path.dispatchEvent(new Event('input', { bubbles: true }));
+          problem.replaceChildren();
+          where.check();
+        } }, `Use ${offer}`);
+        const box = notice('warn', h('p', {}, folder
+          ? `${state.path} is a folder: the backup file needs a name in it.`
+          : 'A backup file\'s name ends in .brc39, so that walletsync and wallets know it when it is restored.'),
+        h('div', { class: 'actions' }, use));
+        box.dataset.testid = 'brc39-name';
+        if (folder) where.el.replaceChildren();
+        problem.replaceChildren(box);
+        use.focus();
+        return;
+      }
+      if (ok) next(2);
+      else path.focus();
+    });
   });
   return form;
 }

@@ -37,9 +37,37 @@ function walletChoice(changed) {
     wallets.map((p) => h('option', { value: p, selected: p === walletPath() }, p))));
 }
 
-/** manifestView shows what a bundle holds, from its manifest. */
-function manifestView(m) {
+// More of the wallet file's tables by their names for people (format.js names the synced ones).
+const fileTableLabels = { settings: 'Wallet settings', monitor_events: 'Monitor events' };
+const fileTableLabel = (t) => fileTableLabels[t] ?? tableLabel(t);
+
+/** tableGroup says whose a table of the wallet file is: walletsync's, Knex's, or the wallet's. */
+const tableGroup = (t) => (t.startsWith('walletsync_') ? 'walletsync' : t.startsWith('knex_migrations') ? 'knex' : 'wallet');
+
+/**
+ * tablesTable lists the tables of one group with the bundle's rows and, when census is
+ * known, the wallet's rows now. label names each table.
+ */
+function tablesTable(testid, caption, names, m, census, label) {
+  return h('div', { class: 'table-scroll' }, h('table', { class: 'plain', 'data-testid': testid },
+    h('caption', {}, caption),
+    h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Table'), h('th', { scope: 'col', class: 'num' }, 'In the bundle'),
+      census ? h('th', { scope: 'col', class: 'num' }, 'In your wallet now') : null)),
+    h('tbody', {}, names.map((t) => h('tr', { 'data-table': t },
+      h('th', { scope: 'row' }, label(t)), h('td', { class: 'num' }, fmtNumber(m.tables?.[t] ?? 0)),
+      census ? h('td', { class: 'num' }, fmtNumber(census.tables?.[t] ?? 0)) : null)))));
+}
+
+/**
+ * manifestView shows what a bundle holds, from its manifest: the wallet's tables by their
+ * names for people, and apart from them walletsync's own tables and Knex's migration
+ * records; beside each, when census (what the wallet holds now) is given, the wallet's rows.
+ */
+function manifestView(m, census = null) {
   const data = (m.files ?? [])[0];
+  const names = tables({ ...m.tables, ...census?.tables });
+  const group = (g) => names.filter((t) => tableGroup(t) === g);
+  const mono = (t) => h('code', {}, t);
   return h('div', { class: 'stack', 'data-testid': 'bundle-manifest' },
     h('dl', { class: 'facts' },
       h('dt', {}, 'Taken'), h('dd', { 'data-testid': 'bundle-created' }, fmtWhen(m.createdAt)),
@@ -49,10 +77,36 @@ function manifestView(m) {
         (m.identities ?? []).map((id, i) => [i ? ', ' : '', h('code', { title: id.identityKey }, shortKey(id.identityKey))])),
       h('dt', {}, 'Size'), h('dd', {}, data ? `${fmtBytes(data.rawSizeBytes)} of wallet, ${fmtBytes(data.sizeBytes)} compressed` : '—'),
       h('dt', {}, 'Written by'), h('dd', {}, `walletsync ${m.walletsyncVersion}`)),
-    h('div', { class: 'table-scroll' }, h('table', { class: 'plain' },
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'Table'), h('th', { scope: 'col', class: 'num' }, 'Rows'))),
-      h('tbody', {}, tables(m.tables).map((t) => h('tr', { 'data-table': t },
-        h('th', { scope: 'row' }, tableLabel(t)), h('td', { class: 'num' }, fmtNumber(m.tables[t]))))))));
+    tablesTable('bundle-wallet-tables', 'Your wallet\'s data', group('wallet'), m, census, fileTableLabel),
+    group('walletsync').length ? tablesTable('bundle-walletsync-tables',
+      `walletsync's own records (sync checkpoints and id maps, schema ${m.schema?.walletsync ?? 0})`, group('walletsync'), m, census, mono) : null,
+    group('knex').length ? tablesTable('bundle-knex-tables',
+      `The wallet-toolbox's migration records (Knex: ${fmtNumber(m.schema?.toolboxMigrations ?? 0)} migrations, the last ${m.schema?.toolboxLatest || '—'})`,
+      group('knex'), m, census, mono) : null);
+}
+
+/**
+ * lossView says exactly what replacing the wallet with the bundle loses, from what the
+ * wallet holds now (census): the identities the bundle lacks, the tables where the wallet
+ * holds more rows than the bundle, and every change made after the bundle was taken.
+ */
+function lossView(m, census) {
+  const inBundle = new Set((m.identities ?? []).map((i) => i.identityKey));
+  const gone = (census.identities ?? []).filter((k) => !inBundle.has(k));
+  const fewer = tables(census.tables).filter((t) => tableGroup(t) === 'wallet' && (census.tables[t] ?? 0) > (m.tables?.[t] ?? 0));
+  const box = notice('warn',
+    h('p', {}, h('strong', {}, 'What a restore loses. '),
+      `Restoring replaces the whole file: ${census.wallet} becomes exactly the bundle taken ${fmtWhen(m.createdAt)}, `,
+      'so every change made to the wallet since then is lost, also in tables whose counts match.'),
+    gone.length ? h('p', { 'data-testid': 'bundle-lost-identities' }, `The bundle does not hold ${gone.length === 1 ? 'this identity' : 'these identities'} of your wallet, lost with all their data: `,
+      gone.map((k, i) => [i ? ', ' : '', h('code', { title: k }, shortKey(k))]), '.') : null,
+    fewer.length ? [h('p', {}, 'Your wallet holds more rows than the bundle in these tables; at least the difference is lost:'),
+      h('ul', { 'data-testid': 'bundle-lost-rows' }, fewer.map((t) => h('li', { 'data-table': t },
+        `${fileTableLabel(t)}: ${fmtNumber(census.tables[t])} now, ${fmtNumber(m.tables?.[t] ?? 0)} in the bundle, at least ${fmtNumber(census.tables[t] - (m.tables?.[t] ?? 0))} lost`)))]
+      : h('p', {}, 'In every table the bundle holds at least as many rows as your wallet.'),
+    h('p', {}, 'The wallet as it is now is not kept: export a backup file of it first if you may need what it holds.'));
+  box.dataset.testid = 'bundle-loss';
+  return box;
 }
 
 /**
@@ -134,10 +188,16 @@ export function bundleRestore(finished) {
     const go = h('button', { type: 'submit', class: 'danger', disabled: true }, 'Restore now');
     ack.addEventListener('change', () => { go.disabled = !ack.checked; });
     const problem = h('div', { 'data-testid': 'bundle-problem' });
+    // What the wallet holds now, beside what the bundle holds, and what the swap loses.
+    const shown = h('div', { class: 'stack' }, manifestView(m), h('p', { class: 'muted' }, 'Counting what your wallet holds now…'));
+    api.walletCensus(wallet).then(
+      (census) => shown.replaceChildren(manifestView(m, census), lossView(m, census)),
+      (err) => shown.replaceChildren(...[manifestView(m), err.unavailable ? null : errorBox(err, 'Could not count what your wallet holds now')].filter(Boolean)),
+    );
     const form = h('form', { class: 'stack', 'data-testid': 'bundle-preview' },
       notice('ok', h('p', {}, h('strong', {}, 'Verified. '),
         'Its digests, SQLite\'s integrity and foreign-key checks and its row counts all match its manifest.')),
-      manifestView(m),
+      shown,
       walletChoice(render),
       current?.chain && current.chain !== m.chain
         ? notice('error', h('p', {}, `This bundle is on the ${chainLabel(m.chain)}, your wallet on the ${chainLabel(current.chain)}.`)) : null,

@@ -44,6 +44,52 @@ function backupWalletSources(go) {
     } }, `Use ${d.name}`))))];
 }
 
+/** nameTime reads the UTC time in a backup file's name (walletsync-<id>-20261129T201500Z.brc39). */
+function nameTime(name) {
+  const m = /-(\d{4})(\d\d)(\d\d)T(\d\d)(\d\d)(\d\d)Z\.brc39$/.exec(name);
+  return m ? `${m[1]}-${m[2]}-${m[3]}T${m[4]}:${m[5]}:${m[6]}Z` : null;
+}
+
+/**
+ * backupFileSources offers the backup files the Backups page lists, of every backup folder,
+ * newest first, with when each was taken and where it is: one press chooses one.
+ */
+function backupFileSources(go) {
+  const folders = (store.config?.destinations ?? []).filter((d) => d.kind === 'folder');
+  if (!folders.length) return [];
+  const body = h('div', {}, h('p', { class: 'muted' }, 'Loading…'));
+  const el = h('section', { class: 'stack', 'data-testid': 'backup-file-sources', 'aria-label': 'Backup files' },
+    h('p', {}, 'Restore a backup file from your backup folders:'), body);
+  Promise.all(folders.map((d) => api.backups(d.id).then(
+    (l) => l.files.filter((f) => f.name.toLowerCase().endsWith('.brc39')).map((f) => ({
+      d, name: f.name, at: f.record?.createdAt ?? nameTime(f.name),
+      path: `${d.path.replace(/[\\/]+$/, '')}${d.path.includes('\\') && !d.path.includes('/') ? '\\' : '/'}${f.name}`,
+    })),
+    (err) => [{ d, err }])))
+    .then((lists) => {
+      const all = lists.flat();
+      const files = all.filter((f) => !f.err).sort((a, b) => (b.at ?? '').localeCompare(a.at ?? ''));
+      const failed = all.filter((f) => f.err);
+      body.replaceChildren(...kidsOf(
+        files.length ? h('div', { class: 'table-scroll' }, h('table', { class: 'plain backup-sources' },
+          h('thead', {}, h('tr', {}, ['File', 'Taken', 'Destination', ''].map((c) => h('th', { scope: 'col' }, c)))),
+          h('tbody', {}, files.map((f) => h('tr', { 'data-file': f.path },
+            h('th', { scope: 'row' }, h('span', { class: 'mono small-text', title: f.path }, f.name)),
+            h('td', { 'data-testid': 'source-taken' }, f.at ? fmtWhen(f.at) : '—'),
+            h('td', { 'data-testid': 'source-destination' }, f.d.name),
+            h('td', {}, h('button', { type: 'button', class: 'small', 'aria-label': `Use ${f.name}`, onclick: () => {
+              state.source = { path: f.path, name: f.path };
+              go(1);
+            } }, 'Choose')))))))
+          : h('p', { class: 'muted' }, 'No backup files in your backup folders yet.'),
+        ...failed.map((f) => (f.err.unavailable ? null : errorBox(f.err, `Could not list ${f.d.name}`)))));
+    });
+  return [el];
+}
+
+/** kidsOf drops null entries, as h does with its children. */
+const kidsOf = (...items) => items.filter((x) => x != null && x !== false);
+
 /**
  * unfinished says, for each configured wallet that holds part of an import that stopped
  * half-way, that it must be finished (the same file imported again) or abandoned, and
@@ -136,6 +182,7 @@ function fileStep(go) {
   });
   return h('div', { class: 'stack' }, ...unfinished(),
     h('p', {}, 'Choose the encrypted backup file (.brc39) to bring back. You will see what it holds before anything changes.'),
+    ...backupFileSources(go),
     ...backupWalletSources(go),
     h('p', {}, 'Or ', h('a', { href: '#/restore-server', 'data-testid': 'restore-from-server' }, 'restore from a storage server'), ' your wallet backs up to.'),
     drop, input, status, byPath, where.el);

@@ -71,6 +71,12 @@ const state = { step: 0, url: '', previewId: '', restoreId: '' };
 
 const resultOf = (id) => store.tasks.get(id)?.result;
 
+/**
+ * signerText says who signs for a configured storage server: its key, kept in walletsync's
+ * secrets, or the person's BRC-100 wallet.
+ */
+const signerText = (d) => (d.walletURL ? `signed by your wallet at ${d.walletURL}` : 'signed with the key walletsync keeps for it');
+
 function serverStep(go) {
   const url = h('input', { type: 'url', class: 'mono', required: true, spellcheck: 'false', autocomplete: 'off', name: 'server-url', value: state.url, 'data-autofocus': true });
   const signer = signerFields();
@@ -78,8 +84,42 @@ function serverStep(go) {
   const problem = h('div', { 'data-testid': 'server-problem' });
   const panelSlot = h('div');
   const check = h('button', { type: 'submit', class: 'primary' }, 'Check what it holds');
+
+  // preview asks the agent what the server holds and what restoring it would change.
+  const preview = (button, req) => busy(button, async () => {
+    problem.replaceChildren();
+    try {
+      const t = await api.previewServerRestore({ ...req, wallet });
+      state.previewId = t.id;
+      putTask(t);
+      const panel = taskPanel('Reading what the server holds');
+      panelSlot.replaceChildren(panel.el);
+      const done = await finished(t.id, panel);
+      panelSlot.replaceChildren();
+      if (done.state === 'succeeded') go(1);
+      else problem.replaceChildren(errorBox(taskProblem(done), 'Cannot restore from this server'));
+    } catch (err) {
+      problem.replaceChildren(errorBox(err, 'Could not ask the server'));
+    }
+  });
+
+  // The storage servers walletsync backs up to, each with the signer it keeps: nothing to type.
+  const servers = (store.config?.destinations ?? []).filter((d) => d.kind === 'storage-server');
+  const configured = servers.length ? h('section', { class: 'stack', 'data-testid': 'configured-servers', 'aria-label': 'Your storage servers' },
+    h('p', {}, 'Restore from a storage server walletsync backs up to:'),
+    h('div', { class: 'stack' }, servers.map((d) => {
+      const use = h('button', { type: 'button', 'data-destination': d.id }, `Use ${d.name}`);
+      use.addEventListener('click', () => {
+        state.url = d.path;
+        preview(use, { url: d.path, signer: { destination: d.id } });
+      });
+      return h('div', { class: 'actions' }, use, h('span', {}, h('span', { class: 'path' }, d.path), ` ${signerText(d)}`));
+    }))) : null;
+
   const form = h('form', { class: 'stack' },
     h('p', {}, 'Bring back what a wallet-toolbox storage server keeps for your identity. You see what it holds before anything is written.'),
+    configured,
+    servers.length ? h('p', {}, 'Or give another server and who signs for it:') : null,
     field('Server URL', url, 'The storage server your wallet backs up to, such as https://storage.example.com.'),
     signer.el,
     h('p', {}, 'Restore into: ', h('span', { class: 'path' }, wallet)),
@@ -91,21 +131,7 @@ function serverStep(go) {
     const who = signer.value();
     if (!who) return;
     state.url = url.value.trim();
-    busy(check, async () => {
-      try {
-        const t = await api.previewServerRestore({ url: state.url, signer: who, wallet });
-        state.previewId = t.id;
-        putTask(t);
-        const panel = taskPanel('Reading what the server holds');
-        panelSlot.replaceChildren(panel.el);
-        const done = await finished(t.id, panel);
-        panelSlot.replaceChildren();
-        if (done.state === 'succeeded') go(1);
-        else problem.replaceChildren(errorBox(taskProblem(done), 'Cannot restore from this server'));
-      } catch (err) {
-        problem.replaceChildren(errorBox(err, 'Could not ask the server'));
-      }
-    });
+    preview(check, { url: state.url, signer: who });
   });
   return form;
 }
@@ -116,19 +142,28 @@ function previewStep(go) {
     h('div', { class: 'actions' }, h('button', { type: 'button', onclick: () => go(0) }, 'Back')));
   const ack = h('input', { type: 'checkbox', 'aria-describedby': 'server-nothing-yet' });
   const confirm = h('button', { type: 'submit', class: 'primary', disabled: true }, 'Restore now');
-  ack.addEventListener('change', () => { confirm.disabled = !ack.checked; });
+  ack.addEventListener('change', () => { confirm.disabled = !ack.checked || p.conflictTotal > 0; });
   const problem = h('div');
   const counts = p.counts ?? {};
+  const plan = p.plan ?? {};
+  const changes = p.changes ?? {};
+  const num = (v) => h('td', { class: 'num' }, fmtNumber(v ?? 0));
   const form = h('form', { class: 'stack', 'data-testid': 'server-preview' },
     h('dl', { class: 'facts' },
       h('dt', {}, 'Server'), h('dd', { class: 'path' }, p.url, p.storageName ? ` (${p.storageName})` : ''),
       h('dt', {}, 'Identity'), h('dd', {}, h('code', { 'data-testid': 'server-identity' }, shortKey(p.identityKey)), ' ', copyButton(p.identityKey, 'the identity key')),
       h('dt', {}, 'Network'), h('dd', {}, chainLabel(p.chain))),
     p.total ? null : notice('muted', h('p', {}, 'The server holds nothing for this identity yet.')),
-    h('table', { class: 'plain preview-table' },
-      h('thead', {}, h('tr', {}, h('th', { scope: 'col' }, 'What the server holds'), h('th', { scope: 'col', class: 'num' }, 'Rows'))),
-      h('tbody', {}, tables(counts).map((t) => h('tr', { 'data-table': t }, h('th', { scope: 'row' }, tableLabel(t)), h('td', { class: 'num' }, fmtNumber(counts[t]))))),
-      h('tfoot', {}, h('tr', {}, h('th', { scope: 'row' }, 'Total'), h('td', { class: 'num' }, fmtNumber(p.total))))),
+    p.conflictTotal > 0 ? notice('error', h('p', {}, h('strong', {}, `${fmtNumber(p.conflictTotal)} rows from the server cannot go into this wallet: `),
+      'the wallet already holds rows with the same unique keys, so the restore would stop half-way. Nothing has been written.')) : null,
+    // As a backup file's preview: what the server holds, and what restoring it changes in the wallet.
+    h('div', { class: 'table-scroll' }, h('table', { class: 'plain preview-table' },
+      h('thead', {}, h('tr', {}, ['What', 'On the server', 'New', 'Updated', 'Unchanged', 'Skipped (older)'].map((c, i) => h('th', { scope: 'col', class: i ? 'num' : '' }, c)))),
+      h('tbody', {}, tables({ ...counts, ...plan }).map((t) => {
+        const c = plan[t] ?? {};
+        return h('tr', { 'data-table': t }, h('th', { scope: 'row' }, tableLabel(t)), num(counts[t]), num(c.inserts), num(c.updates), num(c.unchanged), num(c.older));
+      })),
+      h('tfoot', {}, h('tr', {}, h('th', { scope: 'row' }, 'Total'), num(p.total), num(changes.inserts), num(changes.updates), num(changes.unchanged), num(changes.older))))),
     h('p', { id: 'server-nothing-yet' }, h('strong', {}, 'Nothing has been written yet. '),
       'Restoring merges these rows into your wallet: it adds what the wallet lacks and newer versions of what both have; nothing in the wallet is lost.'),
     h('label', { class: 'choice' }, ack, `I want to restore these rows into ${p.wallet}.`),
