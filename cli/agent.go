@@ -501,32 +501,6 @@ func pauseOrResume(ctx context.Context, verb string, args []string, out io.Write
 	return nil
 }
 
-// agentAction runs one request about one named thing against the running agent.
-func agentAction(ctx context.Context, name, what, noun string, args []string, out io.Writer, do func(*api.Client, string) (any, error)) error {
-	fs := command.NewFlags(name, what+" [--data-dir D] [--json]", out)
-	af := addAgentFlags(fs)
-	asJSON := fs.Bool("json", false, "print the result as JSON")
-	if err := command.ParseFlags(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return fmt.Errorf("%w: name one %s", command.ErrUsage, noun)
-	}
-	c, err := af.client()
-	if err != nil {
-		return err
-	}
-	res, err := do(c, fs.Arg(0))
-	if err != nil {
-		return err
-	}
-	return command.Report(out, *asJSON, res, func(w io.Writer) {
-		if t, ok := res.(api.Task); ok {
-			fmt.Fprintf(w, "task %s: %s %s %s\n", t.ID, t.Kind, t.Target, t.State)
-		}
-	})
-}
-
 // unknownDestination gives an agent's "not found" for a destination name the hint a person
 // needs: the name they probably meant and every valid one. Any other error, and nil, is
 // returned as it is.
