@@ -249,8 +249,34 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 		return nil, nil, nil, err
 	}
 	var ans openViewAnswer
-	var v wallet.View
+	// describe fills in what the answer says of the view's journal. On a local view it runs
+	// as a read of the view (views.read), so that the idle timeout cannot release the view
+	// while the request that opens it is still describing it.
+	describe := func(v wallet.View) error {
+		ans.ID = v.ID()
+		ans.HighWater, _ = v.Journal(0) // the high-water mark does not depend on since
+		if ij, ok := v.(identityJournal); ok {
+			// What the answer says of the journal describes the caller's rows only: the
+			// store-wide mark moves whenever any identity writes. (A shared view's Journal
+			// is its identity's already.)
+			var err error
+			if ans.HighWater, err = ij.IdentityHighWater(c.ctx, c.identity); err != nil {
+				return err
+			}
+		}
+		if _, ok := v.Journal(ans.HighWater); ok {
+			// The smallest covered since, by bisection over [0, HighWater]: coverage is an
+			// interval that ends at the high-water mark.
+			ans.Journal = true
+			ans.CoveredFrom = int64(sort.Search(int(ans.HighWater)+1, func(s int) bool {
+				_, ok := v.Journal(int64(s))
+				return ok
+			}))
+		}
+		return nil
+	}
 	if h.shared != nil {
+		var v wallet.View
 		ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, lifetime, h.views.opts.IdleTimeout, h.views.admit)
 		if err == nil && lifetime > h.views.opts.EmptyLifetime && unknownIdentity(c.ctx, v, c.identity) {
 			// A view of an identity the store does not know serves nothing but "not
@@ -260,37 +286,28 @@ func (h *Handler) openView(c *call) (any, []wallet.Row, func(), error) {
 				ans.Handle, v, err = h.shared.OpenSharedView(c.ctx, c.identity, h.views.opts.EmptyLifetime, h.views.opts.IdleTimeout, h.views.admit)
 			}
 		}
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		err = describe(v)
 	} else {
 		var src wallet.Source
-		if src, err = h.source(c); err == nil {
-			var r *retained
-			if r, err = h.views.open(c.ctx, c.identity, lifetime, src.OpenView); err == nil {
-				ans.Handle, v = r.handle, r.view
-			}
+		if src, err = h.source(c); err != nil {
+			return nil, nil, nil, err
+		}
+		var r *retained
+		if r, err = h.views.open(c.ctx, c.identity, lifetime, src.OpenView); err != nil {
+			return nil, nil, nil, err
+		}
+		ans.Handle = r.handle
+		var done func()
+		if done, err = h.views.read(r, 0, describe); done != nil {
+			done()
 		}
 	}
 	if err != nil {
+		h.closeOpened(c, ans.Handle)
 		return nil, nil, nil, err
-	}
-	ans.ID = v.ID()
-	ans.HighWater, _ = v.Journal(0) // the high-water mark does not depend on since
-	if ij, ok := v.(identityJournal); ok {
-		// What the answer says of the journal describes the caller's rows only: the
-		// store-wide mark moves whenever any identity writes. (A shared view's Journal is
-		// its identity's already.)
-		if ans.HighWater, err = ij.IdentityHighWater(c.ctx, c.identity); err != nil {
-			h.closeOpened(c, ans.Handle)
-			return nil, nil, nil, err
-		}
-	}
-	if _, ok := v.Journal(ans.HighWater); ok {
-		// The smallest covered since, by bisection over [0, HighWater]: coverage is an
-		// interval that ends at the high-water mark.
-		ans.Journal = true
-		ans.CoveredFrom = int64(sort.Search(int(ans.HighWater)+1, func(s int) bool {
-			_, ok := v.Journal(int64(s))
-			return ok
-		}))
 	}
 	return ans, nil, nil, nil
 }
