@@ -145,9 +145,9 @@ func TestDesktopSmoke(t *testing.T) {
 // TestDesktopSmoke_FirstRunChoosesTheWallet runs the desktop binary as a fresh install: a
 // config with no wallet and no destination, and a toolbox wallet file on disk. The window's
 // overview shows the first run's one step, "Choose the wallet to protect"; the page script
-// (chooseScript) types the wallet's path into it and presses "Protect this wallet", as a
-// person would; the window's own agent then protects that wallet (its config names it, and
-// its overview asks for a destination next). SIGTERM then closes the window cleanly.
+// (chooseScript) waits for it, types the wallet's path into it and presses "Protect this
+// wallet", as a person would; the window's own agent then protects that wallet (its config
+// names it, and the page shows "Your wallet"). SIGTERM then closes the window cleanly.
 func TestDesktopSmoke_FirstRunChoosesTheWallet(t *testing.T) {
 	bin := os.Getenv("WALLETSYNC_DESKTOP_BIN")
 	if bin == "" || os.Getenv("DISPLAY") == "" {
@@ -170,10 +170,9 @@ func TestDesktopSmoke_FirstRunChoosesTheWallet(t *testing.T) {
 	window, exited := startWindow(t, bin, env, &out)
 	t.Cleanup(func() { t.Logf("the window's output:\n%s", out.String()) })
 
-	waitFor(t, exited, "the first run's step in the window", func() (bool, string) {
-		page, _ := os.ReadFile(pageText)
-		return strings.Contains(string(page), "Choose the wallet to protect"), string(page)
-	})
+	// The config protects no wallet, so the only way one gets there is the page script's
+	// press in the first run's step: on a fast machine the step comes and goes between two
+	// of the page-text snapshots (every 500 ms), so only its outcome is waited for.
 	waitFor(t, exited, "the wallet protected by the window's agent", func() (bool, string) {
 		e, err := dir.Endpoint()
 		var cfg api.Config
