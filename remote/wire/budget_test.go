@@ -14,6 +14,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"golang.org/x/sync/semaphore"
 
+	"walletsync/testkit/tier"
 	"walletsync/wallet"
 )
 
@@ -77,6 +78,9 @@ func TestCodec_FrameBudgetRefusesBusy(t *testing.T) {
 // frame they take their turns, and the peak heap stays within twice the budget (the
 // budget, and a turn's garbage the collector has not yet reclaimed) plus 64 MiB.
 func TestCodec_FrameBombsStayInTheBudget(t *testing.T) {
+	// A heap measure: not under the race detector, whose shadow memory and allocations
+	// change what the collector sees (the race stage runs -short).
+	tier.Full(t, "a heap measured without the race detector")
 	const budget, bombs = MaxFrameBytes, 8
 	frame := bombFrame(t, MaxFrameBytes)
 	c := budgetCodec(budget, time.Hour) // every bomb gets its turn: the bound is memory, not refusals

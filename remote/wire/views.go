@@ -425,10 +425,13 @@ func (vs *views) reserveLocked(identity string, bytes int64) (done func(), err e
 	return func() {
 		vs.mu.Lock()
 		defer vs.mu.Unlock()
-		u := vs.identity[identity]
-		u.bytes -= bytes
 		vs.total.bytes -= bytes
-		vs.forget(identity, u)
+		// A read of no bytes (a view/open describing its view) holds no entry up: the
+		// view's release may have forgotten the identity meanwhile.
+		if u := vs.identity[identity]; u != nil {
+			u.bytes -= bytes
+			vs.forget(identity, u)
+		}
 	}, nil
 }
 
